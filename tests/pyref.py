@@ -1,0 +1,329 @@
+"""Plain-Python reference of the WritePolicyBench v1.0 harness (test oracle).
+
+Follows /work/shared/reference/SEMANTICS.md sections 2-5 literally, standard
+library only.  Used by tests/test_pyref.py to reproduce results_paper_grid.csv,
+and usable as an independent oracle for the JAX engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+HEADER_BYTES = 32
+INDEX_BYTES = 16
+TRACK_KEYS = {"unprivileged": ("mode",), "privileged": ("mode", "priority")}
+TRACK_POLICIES = {
+    "unprivileged": ["no_mem", "fifo_store_all", "uniform_sample", "last_kb",
+                     "merge_aggressive"],
+    "privileged": ["no_mem", "fifo_store_all", "uniform_sample", "priority_threshold",
+                   "priority_greedy", "last_kb", "merge_aggressive"],
+}
+EVERY_N = 10
+PRIORITY_TAU = 0.5
+
+
+def _dumps(x) -> str:
+    return json.dumps(x, sort_keys=True)
+
+
+# ---------------------------------------------------------------- 2. byte model
+def view_metadata(metadata: dict, track: str) -> dict:
+    return {k: metadata[k] for k in TRACK_KEYS[track] if k in metadata}
+
+
+def view_step(step: dict, track: str) -> dict:
+    return {"t": step["t"], "observation": step["observation"],
+            "metadata": view_metadata(step.get("metadata") or {}, track)}
+
+
+def write_cost(step: dict, track: str) -> int:
+    meta = view_metadata(step.get("metadata") or {}, track)
+    return len(_dumps(step["observation"])) + len(_dumps(meta)) + HEADER_BYTES + INDEX_BYTES
+
+
+def canonical_delta(old: dict, new: dict) -> dict:
+    return {k: v for k, v in new.items() if k != "api" and old.get(k) != v}
+
+
+def merge_cost(delta: dict) -> int:
+    return len(_dumps(delta)) + INDEX_BYTES
+
+
+# ---------------------------------------------------------------- 3. the store
+class Store:
+    """Items keyed by t (insertion order == t order).
+
+    Each item: {"t", "kind": "base"|"delta", "parent": t or None, "cost", "step"}.
+    """
+
+    def __init__(self, budget: int):
+        self.budget = int(budget)
+        self.items: dict[int, dict] = {}
+        self.used = 0
+
+    @property
+    def remaining(self) -> int:
+        return max(self.budget - self.used, 0)
+
+    def oldest(self):
+        return next(iter(self.items.values()), None)
+
+    def write(self, step: dict, cost: int) -> bool:
+        t = step["t"]
+        if t in self.items or self.used + cost > self.budget:
+            return False
+        self.items[t] = {"t": t, "kind": "base", "parent": None, "cost": cost, "step": step}
+        self.used += cost
+        return True
+
+    def expire(self, target_t: int, now_t: int) -> bool:
+        if target_t not in self.items or not target_t < now_t:
+            return False
+        self.used -= self.items.pop(target_t)["cost"]
+        return True
+
+    def merge(self, step: dict, target_t: int) -> bool:
+        t = step["t"]
+        target = self.items.get(target_t)
+        if target is None or target["kind"] != "base" or t in self.items:
+            return False
+        old, new = target["step"]["observation"], step["observation"]
+        if not (isinstance(old, dict) and isinstance(new, dict)):
+            return False
+        if "api" not in old or "api" not in new:
+            return False
+        if old["api"] is None or new["api"] is None or old["api"] != new["api"]:
+            return False
+        delta = canonical_delta(old, new)
+        if not delta:
+            return False
+        cost = merge_cost(delta)
+        if self.used + cost > self.budget:
+            return False
+        self.items[t] = {"t": t, "kind": "delta", "parent": target_t, "cost": cost,
+                         "step": step, "delta": delta}
+        self.used += cost
+        return True
+
+    def apply(self, step: dict, action: tuple, track: str) -> bool:
+        kind = action[0]
+        if kind == "SKIP":
+            return False
+        if kind == "WRITE":
+            return self.write(step, write_cost(step, track))
+        if kind == "EXPIRE":
+            return self.expire(action[1], step["t"])
+        if kind == "MERGE":
+            return self.merge(step, action[1])
+        raise ValueError(f"unknown action {action!r}")
+
+
+# ---------------------------------------------------------------- 5. baselines
+def _priority(step: dict) -> float:
+    p = step["metadata"].get("priority")
+    return 0.0 if p is None else float(p)
+
+
+def no_mem(s, store, track):
+    return [("SKIP",)]
+
+
+def fifo_store_all(s, store, track):
+    return [("WRITE",)] if write_cost(s, track) <= store.remaining else [("SKIP",)]
+
+
+def uniform_sample(s, store, track):
+    ok = s["t"] % EVERY_N == 0 and write_cost(s, track) <= store.remaining
+    return [("WRITE",)] if ok else [("SKIP",)]
+
+
+def priority_threshold(s, store, track):
+    return [("WRITE",)] if _priority(s) > PRIORITY_TAU else [("SKIP",)]
+
+
+def priority_greedy(s, store, track):
+    c = write_cost(s, track)
+    if c <= store.remaining:
+        return [("WRITE",)]
+    if not store.items:
+        return [("SKIP",)]
+
+    def prio(item):  # delta items carry no priority -> 0
+        return _priority(item["step"]) if item["kind"] == "base" else 0.0
+
+    if _priority(s) <= min(prio(it) for it in store.items.values()):
+        return [("SKIP",)]
+    actions, freed = [], 0
+    for it in sorted(store.items.values(), key=lambda it: (prio(it), it["t"])):
+        actions.append(("EXPIRE", it["t"]))
+        freed += it["cost"]
+        if c <= store.remaining + freed:
+            return actions + [("WRITE",)]
+    return [("SKIP",)]
+
+
+def _evict_oldest_then(need: int, store, final: tuple) -> list:
+    """last_kb loop with the quirk: `oldest` is read once, before any action."""
+    actions, remaining, oldest = [], store.remaining, store.oldest()
+    while need > remaining:
+        if oldest is None:
+            return actions + [("SKIP",)]
+        actions.append(("EXPIRE", oldest["t"]))
+        remaining += oldest["cost"]
+    return actions + [final]
+
+
+def last_kb(s, store, track):
+    return _evict_oldest_then(write_cost(s, track), store, ("WRITE",))
+
+
+def merge_aggressive(s, store, track):
+    obs = s["observation"]
+    if isinstance(obs, dict) and obs.get("api") is not None:
+        target = None
+        for it in store.items.values():  # keep the most recently inserted match
+            o = it["step"]["observation"]
+            if it["kind"] == "base" and isinstance(o, dict) and "api" in o \
+                    and o["api"] == obs["api"]:
+                target = it
+        if target is not None:
+            delta = canonical_delta(target["step"]["observation"], obs)
+            return _evict_oldest_then(merge_cost(delta), store, ("MERGE", target["t"]))
+    return last_kb(s, store, track)
+
+
+POLICIES = {f.__name__: f for f in (no_mem, fifo_store_all, uniform_sample,
+                                    priority_threshold, priority_greedy, last_kb,
+                                    merge_aggressive)}
+
+
+# ---------------------------------------------------------------- 4. oracle
+def exact_oracle(weights, values, budget: int) -> float:
+    """0/1 knapsack optimum, DP over capacity 0..budget."""
+    cap = int(budget)
+    best = [0.0] * (cap + 1)
+    for w, v in zip(weights, values):
+        if w > cap or v <= 0:
+            continue
+        for c in range(cap, w - 1, -1):
+            cand = best[c - w] + v
+            if cand > best[c]:
+                best[c] = cand
+    return best[cap]
+
+
+def reference_oracle(weights, values, budget: int) -> float:
+    """The published oracle, including its greedy quirk above 2048 bytes."""
+    return _reference_oracle(tuple(weights), tuple(values), int(budget))
+
+
+@functools.lru_cache(maxsize=4096)
+def _reference_oracle(weights, values, budget):
+    if budget >= sum(weights):
+        return float(sum(values))
+    if budget <= 2048 and len(weights) * budget <= 25_000_000:
+        return exact_oracle(weights, values, budget)
+    items = sorted(zip(weights, values),
+                   key=lambda wv: (wv[1] / wv[0] if wv[0] else float("inf"), wv[0], wv[1]),
+                   reverse=True)
+    picked, used = [], 0
+    for w, v in items:
+        if used + w <= budget:
+            picked.append((w, v))
+            used += w
+    for w, v in items:
+        if (w, v) in picked:
+            continue
+        for i, (pw, pv) in enumerate(picked):
+            if v > pv and used - pw + w <= budget:
+                picked[i] = (w, v)
+                used += w - pw
+                break
+    return float(sum(v for _, v in picked))
+
+
+@functools.lru_cache(maxsize=4096)
+def _oracle(kind, weights, values, budget):
+    if kind == "reference":
+        return _reference_oracle(weights, values, budget)
+    if kind == "exact":
+        return exact_oracle(weights, values, budget)
+    raise ValueError(f"unknown oracle {kind!r}")
+
+
+# ---------------------------------------------------------------- runner + scoring
+def _utility(labels: dict, t: int) -> float:
+    u = labels.get("utility_by_step", {}).get(str(t))
+    return 0.0 if u is None else float(u)
+
+
+def run_episode(episode: dict, policy: str, track: str, budget: int,
+                oracle: str = "reference") -> dict:
+    labels, steps = episode["labels"], episode["steps"]
+    fn, store = POLICIES[policy], Store(budget)
+    n_write = n_expire = 0
+    for step in steps:
+        s = view_step(step, track)
+        for action in fn(s, store, track):
+            n_write += action[0] == "WRITE"
+            n_expire += action[0] == "EXPIRE"
+            store.apply(s, action, track)
+
+    api = {st["t"]: (st["observation"].get("api") if isinstance(st["observation"], dict)
+                     else None) for st in steps}
+    retained = []
+    for t, it in store.items.items():
+        if it["kind"] == "base":
+            retained.append(t)
+        else:
+            p = store.items.get(it["parent"])
+            if p is not None and p["kind"] == "base" and isinstance(api[t], str) \
+                    and isinstance(api[it["parent"]], str) and api[t] == api[it["parent"]]:
+                retained.append(t)
+    W, R = set(retained), set(labels.get("critical_steps", []))
+    hits = len(W & R)
+    recall = hits / len(R) if R else 0.0
+    precision = hits / len(W) if W else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    U = sum(_utility(labels, t) for t in retained)
+    weights = [write_cost(st, track) for st in steps]
+    values = [_utility(labels, st["t"]) for st in steps]
+    opt = _oracle(oracle, tuple(weights), tuple(values), budget)
+    regret = max(0.0, opt - U)
+    drift = labels.get("total_drift_events", 0)
+    t_last = steps[-1]["t"] if steps else 0
+    return {
+        "avg_staleness": sum(t_last - t for t in retained) / len(W) if W else 0.0,
+        "budget_bytes": budget,
+        "bytes_used": store.used,
+        "drift_coverage": hits / drift if drift else 0.0,
+        "episode_id": labels["episode_id"],
+        "expire_actions": n_expire,
+        "expire_rate": n_expire / n_write if n_write else 0.0,
+        "f1": f1,
+        "mode": labels["mode"],
+        "oracle_utility": float(opt),
+        "policy": policy,
+        "policy_utility": U,
+        "precision": precision,
+        "recall": recall,
+        "regret": regret,
+        "regret_write_only": regret,
+        "track": track,
+        "utility_per_kb": U / (store.used / 1024) if store.used else 0.0,
+        "utilization": store.used / budget,
+        "write_actions": n_write,
+        "write_density": len(W) / len(steps) if steps else 0.0,
+    }
+
+
+def run_grid(episodes, budgets, tracks=("unprivileged", "privileged"),
+             oracle: str = "reference") -> list[dict]:
+    rows = []
+    for ep in episodes:
+        for budget in budgets:
+            for track in tracks:
+                for policy in TRACK_POLICIES[track]:
+                    rows.append(run_episode(ep, policy, track, budget, oracle))
+    return rows
