@@ -232,8 +232,9 @@ def _reference_oracle(weights, values, budget):
         if used + w <= budget:
             picked.append((w, v))
             used += w
+    start_pairs = set(picked)  # "equals no picked pair": pairs picked when the pass starts
     for w, v in items:
-        if (w, v) in picked:
+        if (w, v) in start_pairs:
             continue
         for i, (pw, pv) in enumerate(picked):
             if v > pv and used - pw + w <= budget:

@@ -1,0 +1,215 @@
+"""Dict episodes → fixed-shape arrays (host side, once per episode set).
+
+Field values and api values become integer ids under *Python equality* (SEMANTICS §3):
+``1 == 1.0 == True``, ``[1] == [True]``, dicts by key set and values, NaN equal to nothing.
+Ids are exact (interned, no hashing), so the engine's comparisons are exactly Python's.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+from fractions import Fraction
+from typing import Any, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from wpbjax.episodes.batch import EpisodeBatch
+from wpbjax.episodes.jsonl import EpisodeFormatError, validate_episode
+from wpbjax.tracks import TRACKS, check_track, sees_priority, view_metadata
+
+HEADER_BYTES = 32
+INDEX_BYTES = 16
+NONE_ID = 0  # id of JSON null: the value ``old.get(key)`` compares with when the key is absent
+
+
+def json_len(value: Any) -> int:
+    """Characters of ``json.dumps(value, sort_keys=True)`` (ASCII-escaped), as the byte model counts."""
+    return len(json.dumps(value, sort_keys=True))
+
+
+def write_cost(observation: Any, metadata: dict, track: str) -> int:
+    """SEMANTICS §2: serialised observation + serialised view metadata + header + index entry."""
+    return json_len(observation) + json_len(view_metadata(metadata, track)) + HEADER_BYTES + INDEX_BYTES
+
+
+class _ValueIds:
+    """Interns JSON values so that two values get one id iff Python's ``==`` holds."""
+
+    def __init__(self):
+        self._ids = {("null",): NONE_ID}
+        self._unique = itertools.count()
+
+    def canonical(self, value: Any):
+        if value is None:
+            return ("null",)
+        if isinstance(value, (bool, int)):
+            return ("num", Fraction(int(value)))
+        if isinstance(value, float):
+            if math.isnan(value):
+                return ("nan", next(self._unique))  # NaN != NaN, even inside containers
+            if math.isinf(value):
+                return ("inf", value > 0)
+            return ("num", Fraction(value))
+        if isinstance(value, str):
+            return ("str", value)
+        if isinstance(value, (list, tuple)):
+            return ("list", tuple(self.canonical(item) for item in value))
+        if isinstance(value, dict):
+            return ("dict", frozenset((key, self.canonical(item)) for key, item in value.items()))
+        raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+    def id_of(self, value: Any) -> int:
+        return self._ids.setdefault(self.canonical(value), len(self._ids))
+
+
+def _round_up_float32(value: float) -> np.float32:
+    """Smallest float32 >= value, so ``priority > tau`` is exact for every float32 ``tau``."""
+    rounded = np.float32(value)
+    if float(rounded) < value:
+        rounded = np.nextafter(rounded, np.float32(np.inf))
+    return rounded
+
+
+@dataclasses.dataclass
+class EncodedEpisodes:
+    """A set of episodes as host arrays for both tracks, plus the labels the tables need.
+
+    Arrays are ``[N, T]`` (``[N, T, F]`` for fields); ``write_cost`` has a track axis
+    ``[N, T, 2]`` in the order of :data:`wpbjax.tracks.TRACKS`.
+    """
+
+    arrays: dict                 # name -> np.ndarray (track-independent fields of EpisodeBatch)
+    write_cost: np.ndarray       # [N, T, 2] int32
+    utility64: np.ndarray        # [N, T] float64, exact u_t for scoring and the oracle
+    n_critical: np.ndarray       # [N] int32, |R| (critical t's, including any not among the steps)
+    total_drift_events: np.ndarray  # [N] int32
+    episode_id: list             # [N] the labels' episode_id (index in the set when absent)
+    mode: list                   # [N] the labels' mode ("" when absent)
+    field_keys: list             # [F] the key each field slot stands for
+
+    @property
+    def n_episodes(self) -> int:
+        return len(self.episode_id)
+
+    @property
+    def n_steps(self) -> int:
+        return self.utility64.shape[1]
+
+    def track_costs(self, track: str) -> np.ndarray:
+        """[N, T] int32 write costs under ``track``'s view."""
+        return self.write_cost[:, :, TRACKS.index(check_track(track))]
+
+    def batch(self, track: str, indices=None) -> EpisodeBatch:
+        """The device-side view of (a subset of) the episodes for ``track``.
+
+        Priority is hidden (0.0, rank 0) on tracks that may not see it.
+        """
+        select = slice(None) if indices is None else np.asarray(indices)
+        arrays = {name: value[select] for name, value in self.arrays.items()}
+        arrays["write_cost"] = self.track_costs(track)[select]
+        if not sees_priority(track):
+            arrays["priority"] = np.zeros_like(arrays["priority"])
+            arrays["priority_rank"] = np.zeros_like(arrays["priority_rank"])
+        return EpisodeBatch(**{name: jnp.asarray(value) for name, value in arrays.items()})
+
+
+def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps: int | None = None) -> EncodedEpisodes:
+    """Encode dict episodes (as loaded from JSONL or generated) into padded arrays.
+
+    ``n_steps`` pads to a fixed T (at least the longest episode) so that sets of different
+    lengths share one compiled shape. Errors name ``source`` and the episode index.
+    """
+    if len(episodes) == 0:
+        raise EpisodeFormatError(f"{source}: no episodes to encode")
+    for index, episode in enumerate(episodes):
+        validate_episode(episode, f"{source}: episode {index}")
+    longest = max(len(episode["steps"]) for episode in episodes)
+    if n_steps is None:
+        n_steps = longest
+    elif n_steps < longest:
+        raise ValueError(f"n_steps={n_steps} is shorter than the longest episode ({longest} steps)")
+
+    values = _ValueIds()
+    field_slot: dict = {}
+    for episode in episodes:
+        for step in episode["steps"]:
+            observation = step.get("observation")
+            if isinstance(observation, dict):
+                for key in observation:
+                    if key != "api":
+                        field_slot.setdefault(key, len(field_slot))
+    n_fields = max(len(field_slot), 1)
+    shape = (len(episodes), n_steps)
+
+    valid = np.zeros(shape, bool)
+    step_t = np.zeros(shape, np.int32)
+    cost = np.zeros(shape + (len(TRACKS),), np.int32)
+    api_id = np.full(shape, -1, np.int32)
+    api_is_str = np.zeros(shape, bool)
+    field_value = np.full(shape + (n_fields,), NONE_ID, np.int32)
+    field_present = np.zeros(shape + (n_fields,), bool)
+    field_frag_len = np.zeros(shape + (n_fields,), np.int32)
+    priority64 = np.zeros(shape, np.float64)
+    utility64 = np.zeros(shape, np.float64)
+    critical = np.zeros(shape, bool)
+    t_last = np.zeros(len(episodes), np.int32)
+    length = np.zeros(len(episodes), np.int32)
+    n_critical = np.zeros(len(episodes), np.int32)
+    total_drift = np.zeros(len(episodes), np.int32)
+    episode_ids, modes = [], []
+
+    for n, episode in enumerate(episodes):
+        labels = episode.get("labels", {})
+        steps = episode["steps"]
+        critical_ts = set(labels.get("critical_steps", []))
+        utility_by_step = {str(key): value for key, value in labels.get("utility_by_step", {}).items()}
+        for i, step in enumerate(steps):
+            observation, metadata = step.get("observation"), step.get("metadata", {})
+            where = f"{source}: episode {n}, step {i} (t={step['t']})"
+            try:
+                for k, track in enumerate(TRACKS):
+                    cost[n, i, k] = write_cost(observation, metadata, track)
+                if isinstance(observation, dict):
+                    api = observation.get("api")
+                    if api is not None:
+                        api_id[n, i] = values.id_of(api)
+                        api_is_str[n, i] = isinstance(api, str)
+                    for key, value in observation.items():
+                        if key == "api":
+                            continue
+                        slot = field_slot[key]
+                        field_present[n, i, slot] = True
+                        field_value[n, i, slot] = values.id_of(value)
+                        field_frag_len[n, i, slot] = json_len({key: value}) - 2
+                else:
+                    values.canonical(observation)  # rejects non-JSON values early
+            except (TypeError, ValueError) as err:
+                raise EpisodeFormatError(f"{where}: observation is not JSON-serialisable ({err})") from None
+            priority = metadata.get("priority")
+            priority64[n, i] = 0.0 if priority is None else float(priority)
+            utility = utility_by_step.get(str(step["t"]))
+            utility64[n, i] = 0.0 if utility is None else float(utility)
+            critical[n, i] = step["t"] in critical_ts
+            step_t[n, i] = step["t"]
+            valid[n, i] = True
+        t_last[n] = steps[-1]["t"]
+        length[n] = len(steps)
+        n_critical[n] = len(critical_ts)
+        total_drift[n] = labels.get("total_drift_events", 0)
+        episode_ids.append(labels.get("episode_id", n))
+        modes.append(str(labels.get("mode", "")))
+
+    # Signed dense ranks with 0.0 at rank 0: a missing, hidden or delta-item priority ranks 0.
+    distinct = np.unique(np.concatenate([priority64[valid], [0.0]]))
+    priority_rank = (np.searchsorted(distinct, priority64) - np.searchsorted(distinct, 0.0)).astype(np.int32)
+    priority32 = np.vectorize(_round_up_float32, otypes=[np.float32])(priority64)
+    arrays = dict(valid=valid, step_t=step_t, api_id=api_id, api_is_str=api_is_str,
+                  field_value=field_value, field_present=field_present, field_frag_len=field_frag_len,
+                  priority=priority32, priority_rank=priority_rank, utility=utility64.astype(np.float32),
+                  critical=critical, t_last=t_last, length=length)
+    return EncodedEpisodes(arrays=arrays, write_cost=cost, utility64=utility64, n_critical=n_critical,
+                           total_drift_events=total_drift, episode_id=episode_ids, mode=modes,
+                           field_keys=sorted(field_slot, key=field_slot.get))

@@ -1,0 +1,97 @@
+"""Scoring from the final store (SEMANTICS §4).
+
+On device: exact integer counts per run (:class:`Counts`). On host: the published ratios in
+float64 from those counts, and policy utility as an exact float64 sum over the retained steps.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from wpbjax.episodes.batch import EpisodeBatch
+from wpbjax.store import StoreState
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Counts:
+    """Exact integers describing one run's final store."""
+
+    retained: jax.Array        # [ceil(T/8)] uint8 bit-packed W (retained steps), for exact utility sums
+    n_retained: jax.Array      # [] int32 |W|
+    n_hit: jax.Array           # [] int32 |W ∩ R|
+    bytes_used: jax.Array      # [] int32 every present item, orphan deltas included
+    staleness_sum: jax.Array   # [] int32 Σ_{t∈W} (t_last − t)
+    write_actions: jax.Array   # [] int32
+    expire_actions: jax.Array  # [] int32
+    merge_actions: jax.Array   # [] int32
+
+
+def retained_mask(store: StoreState, episode: EpisodeBatch) -> jax.Array:
+    """W: base items, plus deltas whose parent is a present base item and whose own step and
+    parent step carry equal *string* apis (orphan deltas keep their bytes but do not count)."""
+    base = store.present & ~store.is_delta
+    parent = jnp.maximum(store.parent, 0)
+    delta_counts = (store.present & store.is_delta & base[parent]
+                    & episode.api_is_str & episode.api_is_str[parent]
+                    & (episode.api_id == episode.api_id[parent]))
+    return base | delta_counts
+
+
+def count(store: StoreState, episode: EpisodeBatch) -> Counts:
+    kept = retained_mask(store, episode)
+    return Counts(
+        retained=jnp.packbits(kept),
+        n_retained=kept.sum(dtype=jnp.int32),
+        n_hit=(kept & episode.critical).sum(dtype=jnp.int32),
+        bytes_used=store.used,
+        staleness_sum=jnp.where(kept, episode.t_last - episode.step_t, 0).sum(dtype=jnp.int32),
+        write_actions=store.write_actions,
+        expire_actions=store.expire_actions,
+        merge_actions=store.merge_actions,
+    )
+
+
+def _ratio(numerator, denominator):
+    numerator, denominator = np.asarray(numerator, np.float64), np.asarray(denominator, np.float64)
+    return np.divide(numerator, denominator, out=np.zeros(np.broadcast(numerator, denominator).shape),
+                     where=denominator != 0)
+
+
+def policy_utility(retained_bits: np.ndarray, utility64: np.ndarray) -> np.ndarray:
+    """Σ_{t∈W} u_t in float64. ``retained_bits``: [..., ceil(T/8)] uint8; ``utility64``: [..., T]."""
+    n_steps = utility64.shape[-1]
+    kept = np.unpackbits(retained_bits, axis=-1, count=n_steps).astype(bool)
+    return np.where(kept, utility64, 0.0).sum(axis=-1)
+
+
+def score(counts: dict, utility: np.ndarray, oracle: np.ndarray, n_critical, total_drift_events,
+          n_steps, budget) -> dict:
+    """The published metric columns from host arrays of counts (all broadcastable, one entry per run)."""
+    n_hit, n_retained = counts["n_hit"], counts["n_retained"]
+    bytes_used = np.asarray(counts["bytes_used"], np.int64)
+    recall = _ratio(n_hit, n_critical)
+    precision = _ratio(n_hit, n_retained)
+    f1 = _ratio(2 * precision * recall, precision + recall)
+    regret = np.maximum(0.0, np.asarray(oracle, np.float64) - utility)
+    return {
+        "avg_staleness": _ratio(counts["staleness_sum"], n_retained),
+        "bytes_used": bytes_used,
+        "drift_coverage": _ratio(n_hit, total_drift_events),
+        "expire_actions": np.asarray(counts["expire_actions"], np.int64),
+        "expire_rate": _ratio(counts["expire_actions"], counts["write_actions"]),
+        "f1": f1,
+        "oracle_utility": np.asarray(oracle, np.float64),
+        "policy_utility": utility,
+        "precision": precision,
+        "recall": recall,
+        "regret": regret,
+        "regret_write_only": regret,
+        "utility_per_kb": _ratio(utility, bytes_used / 1024.0),
+        "utilization": _ratio(bytes_used, budget),
+        "write_actions": np.asarray(counts["write_actions"], np.int64),
+        "write_density": _ratio(n_retained, n_steps),
+    }

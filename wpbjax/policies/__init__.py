@@ -1,0 +1,4 @@
+from wpbjax.policies.base import Policy
+from wpbjax.policies.registry import lineup, make, names, register
+
+__all__ = ["Policy", "lineup", "make", "names", "register"]

@@ -1,0 +1,34 @@
+"""Name → Policy. ``make("priority_greedy")``; ``register(policy)`` adds your own."""
+from __future__ import annotations
+
+from wpbjax.policies.base import Policy
+from wpbjax.policies.reference import REFERENCE_POLICIES, TRACK_LINEUP
+
+_REGISTRY: dict[str, Policy] = {}
+
+
+def register(policy: Policy, replace: bool = False) -> Policy:
+    if policy.name in _REGISTRY and not replace:
+        raise ValueError(f"a policy named {policy.name!r} is already registered")
+    _REGISTRY[policy.name] = policy
+    return policy
+
+
+def make(name: str) -> Policy:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def lineup(track: str) -> tuple[str, ...]:
+    """The published harness's policies for ``track``, in its order."""
+    return TRACK_LINEUP[track]
+
+
+for _policy in REFERENCE_POLICIES:
+    register(_policy)

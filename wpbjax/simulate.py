@@ -1,0 +1,64 @@
+"""Rollouts: ``lax.scan`` over steps, ``vmap`` over budgets, episodes and policy params.
+
+Shapes (T steps, F fields) and the policy are static; budgets and params are traced, so a new
+budget grid or parameter value never recompiles.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from wpbjax import metrics, store as store_lib
+from wpbjax.episodes.batch import EpisodeBatch
+from wpbjax.policies.base import Policy
+
+
+def _tree_where(condition, new, old):
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), new, old)
+
+
+def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store_lib.StoreState:
+    """Final store of one policy on one episode (arrays without the N axis) at one budget."""
+    n_steps = episode.valid.shape[0]
+    budget = jnp.asarray(budget, jnp.int32)
+
+    def step(carry, pos):
+        store, state = carry
+        action, new_state = policy.act(params, state, store, episode, pos, budget)
+        new_store = store_lib.apply(store, action, episode, pos, budget)
+        real = episode.valid[pos]  # padding steps change nothing
+        return (_tree_where(real, new_store, store), _tree_where(real, new_state, state)), None
+
+    initial = (store_lib.empty(n_steps), policy.init(params, episode, key))
+    (final, _), _ = jax.lax.scan(step, initial, jnp.arange(n_steps))
+    return final
+
+
+def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key) -> metrics.Counts:
+    return metrics.count(rollout(policy, params, episode, budget, key), episode)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _simulate(policy: Policy, params, batch: EpisodeBatch, budgets, keys) -> metrics.Counts:
+    over_budgets = jax.vmap(run_counts, in_axes=(None, None, None, 0, None))
+    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0))
+    return over_episodes(policy, params, batch, budgets, keys)
+
+
+def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None) -> metrics.Counts:
+    """Counts for every (episode, budget): leaves shaped ``[N, B, ...]``.
+
+    ``budgets``: [B] ints (bytes); ``params``: the policy's params pytree (defaults if None);
+    ``key``: a ``jax.random.key`` split per episode for stochastic policies.
+    """
+    budgets = jnp.asarray(budgets, jnp.int32)
+    if budgets.ndim != 1:
+        raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
+    if params is None:
+        params = policy.default_params()
+    if key is None:
+        key = jax.random.key(0)
+    keys = jax.random.split(key, batch.n_episodes)
+    return _simulate(policy, params, batch, budgets, keys)
