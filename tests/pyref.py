@@ -32,14 +32,18 @@ def view_metadata(metadata: dict, track: str) -> dict:
     return {k: metadata[k] for k in TRACK_KEYS[track] if k in metadata}
 
 
-def view_step(step: dict, track: str) -> dict:
-    return {"t": step["t"], "observation": step["observation"],
-            "metadata": view_metadata(step.get("metadata") or {}, track)}
-
-
 def write_cost(step: dict, track: str) -> int:
+    if step.get("track") == track and "cost" in step:  # memo left by view_step
+        return step["cost"]
     meta = view_metadata(step.get("metadata") or {}, track)
     return len(_dumps(step["observation"])) + len(_dumps(meta)) + HEADER_BYTES + INDEX_BYTES
+
+
+def view_step(step: dict, track: str) -> dict:
+    """What a policy sees: t, observation, filtered metadata (+ memoised cost)."""
+    return {"t": step["t"], "observation": step["observation"],
+            "metadata": view_metadata(step.get("metadata") or {}, track),
+            "track": track, "cost": write_cost(step, track)}
 
 
 def canonical_delta(old: dict, new: dict) -> dict:
@@ -202,14 +206,12 @@ POLICIES = {f.__name__: f for f in (no_mem, fifo_store_all, uniform_sample,
 def exact_oracle(weights, values, budget: int) -> float:
     """0/1 knapsack optimum, DP over capacity 0..budget."""
     cap = int(budget)
-    best = [0.0] * (cap + 1)
+    best = [0.0] * (cap + 1)  # best[c]: max value with total weight <= c
     for w, v in zip(weights, values):
         if w > cap or v <= 0:
             continue
-        for c in range(cap, w - 1, -1):
-            cand = best[c - w] + v
-            if cand > best[c]:
-                best[c] = cand
+        # 0/1: every new entry is computed from the previous row only
+        best[w:] = [a if a >= b + v else b + v for a, b in zip(best[w:], best)]
     return best[cap]
 
 
@@ -260,12 +262,13 @@ def _utility(labels: dict, t: int) -> float:
 
 
 def run_episode(episode: dict, policy: str, track: str, budget: int,
-                oracle: str = "reference") -> dict:
+                oracle: str = "reference", views: list | None = None) -> dict:
     labels, steps = episode["labels"], episode["steps"]
+    if views is None:
+        views = [view_step(st, track) for st in steps]
     fn, store = POLICIES[policy], Store(budget)
     n_write = n_expire = 0
-    for step in steps:
-        s = view_step(step, track)
+    for s in views:
         for action in fn(s, store, track):
             n_write += action[0] == "WRITE"
             n_expire += action[0] == "EXPIRE"
@@ -288,7 +291,7 @@ def run_episode(episode: dict, policy: str, track: str, budget: int,
     precision = hits / len(W) if W else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     U = sum(_utility(labels, t) for t in retained)
-    weights = [write_cost(st, track) for st in steps]
+    weights = [s["cost"] for s in views]
     values = [_utility(labels, st["t"]) for st in steps]
     opt = _oracle(oracle, tuple(weights), tuple(values), budget)
     regret = max(0.0, opt - U)
@@ -323,8 +326,9 @@ def run_grid(episodes, budgets, tracks=("unprivileged", "privileged"),
              oracle: str = "reference") -> list[dict]:
     rows = []
     for ep in episodes:
+        views = {tr: [view_step(st, tr) for st in ep["steps"]] for tr in tracks}
         for budget in budgets:
             for track in tracks:
                 for policy in TRACK_POLICIES[track]:
-                    rows.append(run_episode(ep, policy, track, budget, oracle))
+                    rows.append(run_episode(ep, policy, track, budget, oracle, views[track]))
     return rows

@@ -105,5 +105,6 @@ def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
 
 
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean F1 by (track, policy) × budget."""
-    return table.pivot_table(index=["track", "policy"], columns="budget_bytes", values="f1", aggfunc="mean", sort=False)
+    """Mean F1 by (track, policy) × budget, rows in the table's order."""
+    board = table.pivot_table(index=["track", "policy"], columns="budget_bytes", values="f1", aggfunc="mean")
+    return board.reindex(pd.MultiIndex.from_frame(table[["track", "policy"]].drop_duplicates()))

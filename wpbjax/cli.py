@@ -1,0 +1,181 @@
+"""``wpbjax`` command line: thin wrappers over the library.
+
+    wpbjax generate --mode default --seed 0 --steps 200 --episodes 10 --out episodes.jsonl
+    wpbjax sweep [--episodes FILE ...] [--budgets 1024,...] [--oracle exact|reference] [--out results.csv]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from wpbjax.episodes.jsonl import EpisodeFormatError
+
+DEFAULT_MODES = "default,burst_drift,redundancy,burst_redundancy"
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def _name_list(text: str) -> list[str]:
+    values = [part.strip() for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one name")
+    return values
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {value}")
+    return value
+
+
+def _add_generator_knobs(parser: argparse.ArgumentParser) -> None:
+    from wpbjax.episodes.reference_gen import DriftConfig
+
+    d = DriftConfig()
+    parser.add_argument("--api-pool", type=_positive_int, default=d.api_pool, help=f"endpoints (default {d.api_pool})")
+    parser.add_argument("--drift-prob", type=_probability, default=d.drift_prob, help=f"per-step drift probability (default {d.drift_prob})")
+    parser.add_argument("--max-params", type=int, default=d.max_params, help=f"max initial params per endpoint, >= 2 (default {d.max_params})")
+    parser.add_argument("--burst-interval", type=int, default=d.burst_interval, help=f"steps between bursts (default {d.burst_interval})")
+    parser.add_argument("--burst-len", type=int, default=d.burst_len, help=f"steps per burst (default {d.burst_len})")
+    parser.add_argument("--burst-drift-prob", type=_probability, default=d.burst_drift_prob, help=f"drift probability inside a burst (default {d.burst_drift_prob})")
+    parser.add_argument("--redundancy-prob", type=_probability, default=d.redundancy_prob, help=f"probability of repeating the previous endpoint (default {d.redundancy_prob})")
+
+
+def _config(args, mode: str):
+    from wpbjax.episodes.reference_gen import DriftConfig
+
+    return DriftConfig(mode=mode, steps=args.steps, api_pool=args.api_pool, drift_prob=args.drift_prob,
+                       max_params=args.max_params, seed=args.seed, burst_interval=args.burst_interval,
+                       burst_len=args.burst_len, burst_drift_prob=args.burst_drift_prob,
+                       redundancy_prob=args.redundancy_prob)
+
+
+def cmd_generate(args) -> int:
+    from wpbjax.episodes.jsonl import save_jsonl
+    from wpbjax.episodes.reference_gen import generate_episodes
+
+    episodes = generate_episodes(_config(args, args.mode), args.episodes)
+    save_jsonl(episodes, args.out)
+    if not args.quiet:
+        print(f"wrote {len(episodes)} episodes ({args.mode}, seed {args.seed}, {args.steps} steps) to {args.out}",
+              file=sys.stderr)
+    return 0
+
+
+def _episode_sets(args):
+    """[(name, episodes)] from --episodes files, or generated in-process from --modes."""
+    from wpbjax.episodes.jsonl import load_jsonl
+    from wpbjax.episodes.reference_gen import MODES, generate_episodes
+
+    if args.episodes:
+        return [(path, load_jsonl(path)) for path in args.episodes]
+    sets = []
+    for mode in args.modes:
+        if mode not in MODES:
+            raise ValueError(f"--modes: unknown mode {mode!r}; expected some of {', '.join(MODES)}")
+        sets.append((mode, generate_episodes(_config(args, mode), args.n_episodes)))
+    return sets
+
+
+def cmd_sweep(args) -> int:
+    started = time.perf_counter()
+    import jax
+
+    from wpbjax.episodes.encode import encode_episodes
+    from wpbjax.sweep import leaderboard, run_sweep
+
+    sets = _episode_sets(args)
+    episodes = [episode for _, set_episodes in sets for episode in set_episodes]
+    set_index = [i for i, (_, set_episodes) in enumerate(sets) for _ in set_episodes]
+    source = ", ".join(name for name, _ in sets) if args.episodes else f"{len(sets)} generated sets"
+    encoded = encode_episodes(episodes, source=source)
+    if not args.quiet:
+        devices = jax.devices()
+        print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, "
+              f"tracks {','.join(args.tracks)}, oracle {args.oracle}, on {len(devices)} {devices[0].platform} device(s)",
+              file=sys.stderr)
+    table = run_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
+                      oracle=args.oracle, set_index=set_index, quiet=args.quiet)
+    if args.out.endswith(".parquet"):
+        table.to_parquet(args.out, index=False)
+    else:
+        table.to_csv(args.out, index=False)
+    if not args.quiet:
+        import pandas as pd
+
+        with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 3):
+            print("Mean F1 by policy and budget (bytes):")
+            print(leaderboard(table).to_string(float_format=lambda v: f"{v:.3f}"))
+        print(f"wrote {len(table)} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from wpbjax.episodes.reference_gen import MODES
+    from wpbjax.sweep import PAPER_BUDGETS
+
+    parser = argparse.ArgumentParser(prog="wpbjax", description="Memory write policies under byte budgets, in JAX.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    generate = commands.add_parser("generate", help="write episodes with the published generator (byte-identical)")
+    generate.add_argument("--mode", choices=MODES, default="default")
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--steps", type=_positive_int, default=200)
+    generate.add_argument("--episodes", type=_positive_int, default=10, help="episodes in the set (default 10)")
+    generate.add_argument("--out", required=True, help="output JSONL file")
+    generate.add_argument("--quiet", action="store_true")
+    _add_generator_knobs(generate)
+    generate.set_defaults(run=cmd_generate)
+
+    sweep = commands.add_parser("sweep", help="run policies over episodes x budgets x tracks; write a results table")
+    sweep.add_argument("--episodes", nargs="+", metavar="FILE", help="JSONL episode files (default: generate the paper's sets)")
+    sweep.add_argument("--modes", type=_name_list, default=_name_list(DEFAULT_MODES), help=f"generated modes (default {DEFAULT_MODES})")
+    sweep.add_argument("--n-episodes", type=_positive_int, default=10, help="generated episodes per mode (default 10)")
+    sweep.add_argument("--steps", type=_positive_int, default=200, help="steps per generated episode (default 200)")
+    sweep.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    sweep.add_argument("--budgets", type=_int_list, default=list(PAPER_BUDGETS), help="byte budgets (default: the paper's 11, 1024..1048576)")
+    sweep.add_argument("--policies", default="reference", help="'reference' (the published line-up per track) or comma-separated names")
+    sweep.add_argument("--tracks", type=_name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged")
+    sweep.add_argument("--oracle", choices=("exact", "reference"), default="exact", help="knapsack oracle (default exact; 'reference' reproduces the published numbers)")
+    sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress or leaderboard")
+    _add_generator_knobs(sweep)
+    sweep.set_defaults(run=cmd_sweep)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (EpisodeFormatError, ValueError, OSError) as err:
+        print(f"wpbjax {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
