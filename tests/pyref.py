@@ -1,8 +1,14 @@
 """Plain-Python reference of the WritePolicyBench v1.0 harness (test oracle).
 
 Follows /work/shared/reference/SEMANTICS.md sections 2-5 literally, standard
-library only.  Used by tests/test_pyref.py to reproduce results_paper_grid.csv,
-and usable as an independent oracle for the JAX engine.
+library only (no numpy/jax), so it can serve as an independent oracle for the
+JAX engine.  tests/test_pyref.py checks it against results_paper_grid.csv.
+
+Details the spec leaves open, as resolved against the CSV:
+- write_actions counts WRITE actions only (merge_aggressive's MERGEs are not counted).
+- Greedy oracle: "equals no picked pair" is checked against the pairs picked when
+  the replacement pass starts (a pair swapped in during the pass does not block
+  later candidates with the same (w, u)).
 """
 
 from __future__ import annotations
@@ -10,8 +16,7 @@ from __future__ import annotations
 import functools
 import json
 
-HEADER_BYTES = 32
-INDEX_BYTES = 16
+HEADER_BYTES, INDEX_BYTES = 32, 16
 TRACK_KEYS = {"unprivileged": ("mode",), "privileged": ("mode", "priority")}
 TRACK_POLICIES = {
     "unprivileged": ["no_mem", "fifo_store_all", "uniform_sample", "last_kb",
@@ -19,12 +24,11 @@ TRACK_POLICIES = {
     "privileged": ["no_mem", "fifo_store_all", "uniform_sample", "priority_threshold",
                    "priority_greedy", "last_kb", "merge_aggressive"],
 }
-EVERY_N = 10
-PRIORITY_TAU = 0.5
+EVERY_N, PRIORITY_TAU = 10, 0.5
 
 
 def _dumps(x) -> str:
-    return json.dumps(x, sort_keys=True)
+    return json.dumps(x, sort_keys=True)  # default separators, ensure_ascii=True
 
 
 # ---------------------------------------------------------------- 2. byte model
@@ -40,13 +44,14 @@ def write_cost(step: dict, track: str) -> int:
 
 
 def view_step(step: dict, track: str) -> dict:
-    """What a policy sees: t, observation, filtered metadata (+ memoised cost)."""
+    """What a policy sees: t, observation, track-filtered metadata (+ memoised cost)."""
     return {"t": step["t"], "observation": step["observation"],
             "metadata": view_metadata(step.get("metadata") or {}, track),
             "track": track, "cost": write_cost(step, track)}
 
 
 def canonical_delta(old: dict, new: dict) -> dict:
+    """Keys of `new` except api whose value differs from old.get(k) (Python equality)."""
     return {k: v for k, v in new.items() if k != "api" and old.get(k) != v}
 
 
@@ -56,9 +61,9 @@ def merge_cost(delta: dict) -> int:
 
 # ---------------------------------------------------------------- 3. the store
 class Store:
-    """Items keyed by t (insertion order == t order).
+    """Items keyed by t, in insertion (== t) order.
 
-    Each item: {"t", "kind": "base"|"delta", "parent": t or None, "cost", "step"}.
+    item = {"t", "kind": "base" | "delta", "parent": parent t or None, "cost", "step"}
     """
 
     def __init__(self, budget: int):
@@ -73,13 +78,16 @@ class Store:
     def oldest(self):
         return next(iter(self.items.values()), None)
 
-    def write(self, step: dict, cost: int) -> bool:
-        t = step["t"]
-        if t in self.items or self.used + cost > self.budget:
-            return False
-        self.items[t] = {"t": t, "kind": "base", "parent": None, "cost": cost, "step": step}
+    def _add(self, step, kind, parent, cost) -> bool:
+        self.items[step["t"]] = {"t": step["t"], "kind": kind, "parent": parent,
+                                 "cost": cost, "step": step}
         self.used += cost
         return True
+
+    def write(self, step: dict, cost: int) -> bool:
+        if step["t"] in self.items or self.used + cost > self.budget:
+            return False
+        return self._add(step, "base", None, cost)
 
     def expire(self, target_t: int, now_t: int) -> bool:
         if target_t not in self.items or not target_t < now_t:
@@ -88,9 +96,8 @@ class Store:
         return True
 
     def merge(self, step: dict, target_t: int) -> bool:
-        t = step["t"]
         target = self.items.get(target_t)
-        if target is None or target["kind"] != "base" or t in self.items:
+        if target is None or target["kind"] != "base" or step["t"] in self.items:
             return False
         old, new = target["step"]["observation"], step["observation"]
         if not (isinstance(old, dict) and isinstance(new, dict)):
@@ -105,10 +112,7 @@ class Store:
         cost = merge_cost(delta)
         if self.used + cost > self.budget:
             return False
-        self.items[t] = {"t": t, "kind": "delta", "parent": target_t, "cost": cost,
-                         "step": step, "delta": delta}
-        self.used += cost
-        return True
+        return self._add(step, "delta", target_t, cost)
 
     def apply(self, step: dict, action: tuple, track: str) -> bool:
         kind = action[0]
@@ -164,11 +168,11 @@ def priority_greedy(s, store, track):
         freed += it["cost"]
         if c <= store.remaining + freed:
             return actions + [("WRITE",)]
-    return [("SKIP",)]
+    return [("SKIP",)]  # walk ended without room: only SKIP is emitted
 
 
 def _evict_oldest_then(need: int, store, final: tuple) -> list:
-    """last_kb loop with the quirk: `oldest` is read once, before any action."""
+    """last_kb loop, with the quirk: `oldest` is read once, before any action applies."""
     actions, remaining, oldest = [], store.remaining, store.oldest()
     while need > remaining:
         if oldest is None:
@@ -186,7 +190,7 @@ def merge_aggressive(s, store, track):
     obs = s["observation"]
     if isinstance(obs, dict) and obs.get("api") is not None:
         target = None
-        for it in store.items.values():  # keep the most recently inserted match
+        for it in store.items.values():  # keeps the most recently inserted match
             o = it["step"]["observation"]
             if it["kind"] == "base" and isinstance(o, dict) and "api" in o \
                     and o["api"] == obs["api"]:
@@ -202,43 +206,40 @@ POLICIES = {f.__name__: f for f in (no_mem, fifo_store_all, uniform_sample,
                                     merge_aggressive)}
 
 
-# ---------------------------------------------------------------- 4. oracle
+# ---------------------------------------------------------------- 4. oracles
 def exact_oracle(weights, values, budget: int) -> float:
-    """0/1 knapsack optimum, DP over capacity 0..budget."""
-    cap = int(budget)
-    best = [0.0] * (cap + 1)  # best[c]: max value with total weight <= c
+    """True 0/1 knapsack optimum: DP over capacity 0..min(budget, sum of weights)."""
+    cap = min(int(budget), sum(weights))
+    best = [0.0] * (cap + 1)  # best[c] = max value with total weight <= c
     for w, v in zip(weights, values):
         if w > cap or v <= 0:
             continue
-        # 0/1: every new entry is computed from the previous row only
+        # 0/1: each new entry is computed from the previous row only
         best[w:] = [a if a >= b + v else b + v for a, b in zip(best[w:], best)]
     return best[cap]
 
 
 def reference_oracle(weights, values, budget: int) -> float:
-    """The published oracle, including its greedy quirk above 2048 bytes."""
-    return _reference_oracle(tuple(weights), tuple(values), int(budget))
-
-
-@functools.lru_cache(maxsize=4096)
-def _reference_oracle(weights, values, budget):
+    """The published oracle, with its greedy quirk (§4)."""
+    weights, values = list(weights), list(values)
     if budget >= sum(weights):
         return float(sum(values))
     if budget <= 2048 and len(weights) * budget <= 25_000_000:
         return exact_oracle(weights, values, budget)
-    items = sorted(zip(weights, values),
-                   key=lambda wv: (wv[1] / wv[0] if wv[0] else float("inf"), wv[0], wv[1]),
+    # Sort by (u/w, w, u) descending; equal keys are equal (w, u) pairs, so ties
+    # cannot change the result.
+    items = sorted(zip(weights, values), key=lambda wv: (wv[1] / wv[0], wv[0], wv[1]),
                    reverse=True)
     picked, used = [], 0
     for w, v in items:
         if used + w <= budget:
             picked.append((w, v))
             used += w
-    start_pairs = set(picked)  # "equals no picked pair": pairs picked when the pass starts
+    start_pairs = set(picked)  # pairs picked when the replacement pass starts
     for w, v in items:
         if (w, v) in start_pairs:
             continue
-        for i, (pw, pv) in enumerate(picked):
+        for i, (pw, pv) in enumerate(picked):  # first picked item it beats and fits
             if v > pv and used - pw + w <= budget:
                 picked[i] = (w, v)
                 used += w - pw
@@ -247,12 +248,10 @@ def _reference_oracle(weights, values, budget):
 
 
 @functools.lru_cache(maxsize=4096)
-def _oracle(kind, weights, values, budget):
-    if kind == "reference":
-        return _reference_oracle(weights, values, budget)
-    if kind == "exact":
-        return exact_oracle(weights, values, budget)
-    raise ValueError(f"unknown oracle {kind!r}")
+def _oracle(kind: str, weights: tuple, values: tuple, budget: int) -> float:
+    if kind not in ("reference", "exact"):
+        raise ValueError(f"unknown oracle {kind!r}")
+    return (reference_oracle if kind == "reference" else exact_oracle)(weights, values, budget)
 
 
 # ---------------------------------------------------------------- runner + scoring
@@ -261,39 +260,41 @@ def _utility(labels: dict, t: int) -> float:
     return 0.0 if u is None else float(u)
 
 
+def _api(step: dict):
+    obs = step["observation"]
+    return obs.get("api") if isinstance(obs, dict) else None
+
+
 def run_episode(episode: dict, policy: str, track: str, budget: int,
                 oracle: str = "reference", views: list | None = None) -> dict:
+    """Run one policy over one episode; return the 21-column result row (§4)."""
     labels, steps = episode["labels"], episode["steps"]
     if views is None:
         views = [view_step(st, track) for st in steps]
     fn, store = POLICIES[policy], Store(budget)
     n_write = n_expire = 0
     for s in views:
-        for action in fn(s, store, track):
+        for action in fn(s, store, track):  # counted as emitted, rejected ones too
             n_write += action[0] == "WRITE"
             n_expire += action[0] == "EXPIRE"
             store.apply(s, action, track)
 
-    api = {st["t"]: (st["observation"].get("api") if isinstance(st["observation"], dict)
-                     else None) for st in steps}
+    api = {st["t"]: _api(st) for st in steps}
     retained = []
     for t, it in store.items.items():
-        if it["kind"] == "base":
+        parent = store.items.get(it["parent"])
+        if it["kind"] == "base" or (
+                parent is not None and parent["kind"] == "base"
+                and isinstance(api[t], str) and api[t] == api[it["parent"]]):
             retained.append(t)
-        else:
-            p = store.items.get(it["parent"])
-            if p is not None and p["kind"] == "base" and isinstance(api[t], str) \
-                    and isinstance(api[it["parent"]], str) and api[t] == api[it["parent"]]:
-                retained.append(t)
     W, R = set(retained), set(labels.get("critical_steps", []))
     hits = len(W & R)
     recall = hits / len(R) if R else 0.0
     precision = hits / len(W) if W else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     U = sum(_utility(labels, t) for t in retained)
-    weights = [s["cost"] for s in views]
-    values = [_utility(labels, st["t"]) for st in steps]
-    opt = _oracle(oracle, tuple(weights), tuple(values), budget)
+    opt = _oracle(oracle, tuple(s["cost"] for s in views),
+                  tuple(_utility(labels, st["t"]) for st in steps), int(budget))
     regret = max(0.0, opt - U)
     drift = labels.get("total_drift_events", 0)
     t_last = steps[-1]["t"] if steps else 0
@@ -316,7 +317,7 @@ def run_episode(episode: dict, policy: str, track: str, budget: int,
         "regret_write_only": regret,
         "track": track,
         "utility_per_kb": U / (store.used / 1024) if store.used else 0.0,
-        "utilization": store.used / budget,
+        "utilization": store.used / budget if budget else 0.0,
         "write_actions": n_write,
         "write_density": len(W) / len(steps) if steps else 0.0,
     }

@@ -50,14 +50,13 @@ def _simulate(policy: Policy, params, batch: EpisodeBatch, budgets, keys) -> met
 def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None) -> metrics.Counts:
     """Counts for every (episode, budget): leaves shaped ``[N, B, ...]``.
 
-    ``budgets``: [B] ints (bytes); ``params``: the policy's params pytree (defaults if None);
+    ``budgets``: [B] ints (bytes); ``params``: overrides of the policy's default params (name -> value);
     ``key``: a ``jax.random.key`` split per episode for stochastic policies.
     """
     budgets = jnp.asarray(budgets, jnp.int32)
     if budgets.ndim != 1:
         raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
-    if params is None:
-        params = policy.default_params()
+    params = policy.resolve_params(params or {})
     if key is None:
         key = jax.random.key(0)
     keys = jax.random.split(key, batch.n_episodes)

@@ -28,5 +28,19 @@ class Policy:
     doc: str = ""
 
     def default_params(self) -> dict:
-        """The default params as a pytree of scalar arrays (float32 or int32)."""
-        return {name: jnp.asarray(value) for name, value in self.params.items()}
+        """The default params as a pytree of arrays (int32 for int defaults, else float32)."""
+        return self.resolve_params({})
+
+    def resolve_params(self, overrides) -> dict:
+        """Defaults updated by ``overrides``, each cast to its default's dtype (int32 or
+        float32, never weakly typed) so that new values never recompile. Values may carry
+        leading axes (a batch of params)."""
+        unknown = sorted(set(overrides) - set(self.params))
+        if unknown:
+            known = ", ".join(self.params) or "none"
+            raise ValueError(f"policy {self.name!r} has no param {', '.join(unknown)}; its params: {known}")
+        resolved = {}
+        for name, default in self.params.items():
+            dtype = jnp.int32 if isinstance(default, int) and not isinstance(default, bool) else jnp.float32
+            resolved[name] = jnp.asarray(overrides.get(name, default), dtype=dtype)
+        return resolved

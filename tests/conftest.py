@@ -1,0 +1,26 @@
+import os
+import pathlib
+
+import pandas as pd
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "reference"
+
+
+def shared_path(*parts) -> pathlib.Path:
+    """A file of the published reference data; skips the test where ../shared is absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"published reference data not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def paper_sweep(tmp_path_factory) -> pd.DataFrame:
+    """The paper grid run through the CLI exactly as a user would (reference oracle)."""
+    from wpbjax.cli import main
+
+    out = tmp_path_factory.mktemp("paper") / "results.csv"
+    assert main(["sweep", "--oracle", "reference", "--out", os.fspath(out), "--quiet"]) == 0
+    return pd.read_csv(out)

@@ -1,0 +1,61 @@
+"""Hand-built episodes and a scripted policy that emits a given action list, for tests."""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from wpbjax import actions, metrics, simulate
+from wpbjax.episodes.encode import encode_episodes
+from wpbjax.policies.base import Policy
+
+
+def make_episode(observations, metadata=None, utilities=None, critical=(), episode_id=0, mode="hand",
+                 t_values=None):
+    """An episode dict with one step per observation (t = 0, 1, ... unless given)."""
+    t_values = list(range(len(observations))) if t_values is None else list(t_values)
+    metadata = metadata or [{"mode": mode}] * len(observations)
+    utilities = utilities or [1.0] * len(observations)
+    steps = [{"metadata": md, "observation": obs, "t": t} for obs, md, t in zip(observations, metadata, t_values)]
+    labels = {"episode_id": episode_id, "mode": mode, "critical_steps": list(critical),
+              "total_drift_events": len(critical),
+              "utility_by_step": {str(t): u for t, u in zip(t_values, utilities)}}
+    return {"labels": labels, "steps": steps}
+
+
+def scripted_act(params, state, store, episode, pos, budget):
+    action = actions.Action(expire=params["expire"][pos], n_expire=params["n_expire"][pos],
+                            kind=params["kind"][pos], target=params["target"][pos])
+    return action, state
+
+
+SCRIPTED = Policy("scripted", scripted_act, doc="emits params' per-step actions (tests only)")
+
+
+def script(n_steps, plan):
+    """Params for SCRIPTED. ``plan``: {pos: (kind, target, [expire positions])}."""
+    kind = np.zeros(n_steps, np.int32)
+    target = np.full(n_steps, -1, np.int32)
+    expire = np.zeros((n_steps, n_steps), bool)
+    n_expire = np.zeros(n_steps, np.int32)
+    for pos, (step_kind, step_target, step_expires) in plan.items():
+        kind[pos], target[pos] = step_kind, step_target
+        for slot in step_expires:
+            expire[pos, slot] = True
+        n_expire[pos] = len(step_expires)
+    return {"kind": jnp.asarray(kind), "target": jnp.asarray(target), "expire": jnp.asarray(expire),
+            "n_expire": jnp.asarray(n_expire)}
+
+
+def run_one(policy, episode_dicts, budget, track="unprivileged", params=None):
+    """Final stores and counts of ``policy`` on each episode at one budget (host numpy)."""
+    encoded = encode_episodes(episode_dicts)
+    batch = encoded.batch(track)
+    if params is None:
+        params = policy.default_params()
+    import jax
+
+    keys = jax.random.split(jax.random.key(0), batch.n_episodes)
+    run = jax.jit(jax.vmap(lambda e, k: simulate.rollout(policy, params, e, budget, k)))
+    stores = run(batch, keys)
+    counts = jax.vmap(metrics.count)(stores, batch)
+    return encoded, jax.tree_util.tree_map(np.asarray, stores), jax.tree_util.tree_map(np.asarray, counts)

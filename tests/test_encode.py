@@ -1,0 +1,72 @@
+"""Encoding: Python-equality ids for merge deltas, byte model, padding and priority ranks."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from helpers import make_episode
+from wpbjax.episodes.encode import _ValueIds, encode_episodes, write_cost
+from wpbjax.store import merge_delta
+
+
+@pytest.mark.parametrize("a, b", [(1, 1.0), (1, True), (0, False), ([1], [True]), ({"k": 1}, {"k": 1.0}),
+                                  (10**20, 1e20), ("é", "é"), ([], []), ({"a": [1, {"b": None}]}, {"a": [1.0, {"b": None}]})])
+def test_python_equal_values_share_an_id(a, b):
+    assert a == b
+    ids = _ValueIds()
+    assert ids.id_of(a) == ids.id_of(b)
+
+
+@pytest.mark.parametrize("a, b", [(1, "1"), (None, 0), (None, False), ([1], (1, 2)), ({"k": 1}, {"k": 1, "j": 2}),
+                                  (10**17 + 1, 1e17), ([1, 2], [2, 1]), (float("nan"), float("nan")), ([], {})])
+def test_python_unequal_values_differ(a, b):
+    assert not (a == b) or (isinstance(a, float) and math.isnan(a))
+    ids = _ValueIds()
+    assert ids.id_of(a) != ids.id_of(b)
+
+
+def _delta(old, new):
+    encoded = encode_episodes([make_episode([old, new])])
+    batch = encoded.batch("unprivileged")
+    episode = type(batch)(**{k: getattr(batch, k)[0] for k in vars(batch)})
+    cost, n_fields = merge_delta(episode, 1, 0)
+    return int(cost), int(n_fields)
+
+
+def _python_delta_cost(old, new):
+    delta = {k: v for k, v in new.items() if k != "api" and old.get(k) != v}
+    return len(json.dumps(delta, sort_keys=True)) + 16, len(delta)
+
+
+@pytest.mark.parametrize("old, new", [
+    ({"api": "a", "x": 1}, {"api": "a", "x": 1.0}),                   # equal numbers: empty delta
+    ({"api": "a"}, {"api": "a", "x": None}),                          # absent == explicit null
+    ({"api": "a", "x": None}, {"api": "a"}),                          # keys only in old are ignored
+    ({"api": "a", "x": [1, 2]}, {"api": "a", "x": [True, 2.0], "y": "é"}),
+    ({"api": "a", "n": {"d": 1}}, {"api": "a", "n": {"d": 2}, "s": "ünïcode", "l": [1, [2, {"z": None}]]}),
+    ({"api": "a", "f": 0.1}, {"api": "a", "f": 0.30000000000000004, "g": 1e-300, "h": -0.0}),
+])
+def test_merge_delta_bytes_match_python(old, new):
+    assert _delta(old, new) == _python_delta_cost(old, new)
+
+
+def test_write_cost_per_track_and_escaping():
+    metadata = {"mode": "m", "priority": 0.16666666666666666, "secret": "hidden"}
+    observation = {"api": "ü", "v": [1.5, None]}
+    expected_obs = len(json.dumps(observation, sort_keys=True))
+    assert write_cost(observation, metadata, "unprivileged") == expected_obs + len('{"mode": "m"}') + 48
+    assert write_cost(observation, metadata, "privileged") == expected_obs + len('{"mode": "m", "priority": 0.16666666666666666}') + 48
+
+
+def test_padding_priority_rank_and_hidden_priority():
+    long = make_episode([{"api": "a"}] * 5, metadata=[{"priority": p} for p in (0.5, 0.50000001, -1, 0.0, 2)])
+    short = make_episode(["x", 3, None])
+    encoded = encode_episodes([long, short])
+    priv, unpriv = encoded.batch("privileged"), encoded.batch("unprivileged")
+    assert priv.valid.tolist() == [[True] * 5, [True] * 3 + [False] * 2]
+    assert priv.priority_rank[0].tolist() == [1, 2, -1, 0, 3]
+    # rounded up to float32, so "priority > 0.5" stays exact for the float64 value 0.50000001
+    assert bool(priv.priority[0, 1] > 0.5) and not bool(priv.priority[0, 0] > 0.5)
+    assert not np.asarray(unpriv.priority).any() and not np.asarray(unpriv.priority_rank).any()
+    assert encoded.n_critical.tolist() == [0, 0]

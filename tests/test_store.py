@@ -1,0 +1,96 @@
+"""Each store rule of SEMANTICS §3, checked on hand-built episodes with hand-computed bytes."""
+import numpy as np
+
+from helpers import SCRIPTED, make_episode, run_one, script
+from wpbjax.actions import MERGE, SKIP, WRITE
+
+# {"api": "a"} is 12 characters, the unprivileged view {"mode": "hand"} 16: 12 + 16 + 32 + 16 = 76.
+COST_A = 76
+
+
+def run_script(observations, plan, budget, **episode_kw):
+    episode = make_episode(observations, **episode_kw)
+    params = script(len(observations), plan)
+    _, stores, counts = run_one(SCRIPTED, [episode], budget, params=params)
+    store = {name: value[0] for name, value in vars(stores).items()}
+    return store, {name: value[0] for name, value in vars(counts).items()}
+
+
+def test_write_cost_is_the_byte_model():
+    from wpbjax.episodes.encode import encode_episodes
+
+    encoded = encode_episodes([make_episode([{"api": "a"}, "é"])])
+    # "é" serialises as "\u00e9" (8 characters with quotes): 8 + 16 + 48 = 72.
+    assert encoded.track_costs("unprivileged")[0].tolist() == [COST_A, 72]
+
+
+def test_write_accepted_iff_it_fits():
+    obs = [{"api": "a"}] * 3
+    plan = {0: (WRITE, -1, []), 1: (WRITE, -1, []), 2: (WRITE, -1, [])}
+    store, counts = run_script(obs, plan, budget=2 * COST_A)
+    assert store["present"].tolist() == [True, True, False]
+    assert store["used"] == 2 * COST_A
+    assert counts["write_actions"] == 3  # emitted, the rejected one included
+    store, _ = run_script(obs, plan, budget=2 * COST_A - 1)
+    assert store["present"].tolist() == [True, False, False]
+
+
+def test_expire_credits_exact_cost_and_rejects_absent_or_current():
+    obs = [{"api": "a"}] * 3
+    # Step 1 expires slot 0 (accepted) and slot 2 (absent: rejected) then writes into the freed room.
+    plan = {0: (WRITE, -1, []), 1: (WRITE, -1, [0, 2]), 2: (WRITE, -1, [2])}
+    store, counts = run_script(obs, plan, budget=COST_A)
+    assert store["present"].tolist() == [False, True, False]
+    assert store["used"] == COST_A
+    assert counts["expire_actions"] == 3
+
+
+def test_rejected_main_action_keeps_the_expires():
+    obs = [{"api": "a"}, {"api": "a", "x": "long value that does not fit"}]
+    plan = {0: (WRITE, -1, []), 1: (WRITE, -1, [0])}
+    store, _ = run_script(obs, plan, budget=COST_A)
+    assert store["present"].tolist() == [False, False]
+    assert store["used"] == 0
+
+
+def test_merge_rules_and_cost():
+    base = {"api": "a", "x": 1, "y": [1]}
+    same = {"api": "a", "x": 1.0, "y": [True], "z": None}  # equal under Python equality: empty delta
+    changed = {"api": "a", "x": 2}                          # delta {"x": 2}: '{"x": 2}' = 8, +16 = 24
+    other_api = {"api": "b", "x": 3}
+    obs = [base, same, changed, other_api, changed]
+    plan = {0: (WRITE, -1, []), 1: (MERGE, 0, []), 2: (MERGE, 0, []), 3: (MERGE, 0, []), 4: (MERGE, 2, [])}
+    store, counts = run_script(obs, plan, budget=10_000)
+    # empty delta rejected; changed accepted; api mismatch rejected; a delta is no merge target
+    assert store["present"].tolist() == [True, False, True, False, False]
+    assert store["is_delta"].tolist() == [False, False, True, False, False]
+    assert store["parent"][2] == 0
+    assert store["item_cost"][2] == 24
+    assert counts["merge_actions"] == 4 and counts["write_actions"] == 1
+    # the same merge does not fit one byte short
+    base_cost = store["item_cost"][0]
+    store, _ = run_script(obs, {0: (WRITE, -1, []), 2: (MERGE, 0, [])}, budget=int(base_cost) + 23)
+    assert store["present"].tolist() == [True, False, False, False, False]
+
+
+def test_merge_needs_dicts_with_equal_non_null_api():
+    obs = [{"api": None, "x": 1}, {"api": None, "x": 2}, {"x": 1}, {"x": 2}, ["api"], {"api": 1, "x": 1},
+           {"api": 1.0, "x": 2}]
+    plan = {0: (WRITE, -1, []), 1: (MERGE, 0, []), 2: (WRITE, -1, []), 3: (MERGE, 2, []), 4: (WRITE, -1, []),
+            5: (WRITE, -1, []), 6: (MERGE, 5, [])}
+    store, _ = run_script(obs, plan, budget=100_000)
+    # null and absent apis never merge; 1 == 1.0 does (Python equality)
+    assert store["present"].tolist() == [True, False, True, False, True, True, True]
+    assert store["is_delta"][6]
+
+
+def test_orphan_and_non_string_deltas_keep_bytes_but_do_not_count():
+    obs = [{"api": "a", "x": 1}, {"api": "a", "x": 2}, {"api": 7, "x": 1}, {"api": 7.0, "x": 2}, {"api": "z"}]
+    plan = {0: (WRITE, -1, []), 1: (MERGE, 0, []), 2: (WRITE, -1, []), 3: (MERGE, 2, []), 4: (SKIP, -1, [0])}
+    store, counts = run_script(obs, plan, budget=100_000, critical=[1, 3])
+    assert store["present"].tolist() == [False, True, True, True, False]
+    retained = np.unpackbits(counts["retained"], count=5).astype(bool).tolist()
+    # slot 1 is an orphan (its parent expired); slot 3's apis are numbers, not strings
+    assert retained == [False, False, True, False, False]
+    assert counts["n_hit"] == 0
+    assert counts["bytes_used"] == store["item_cost"][[1, 2, 3]].sum()
