@@ -1,6 +1,9 @@
 """Hand-built episodes and a scripted policy that emits a given action list, for tests."""
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -46,16 +49,17 @@ def script(n_steps, plan):
             "n_expire": jnp.asarray(n_expire)}
 
 
-def run_one(policy, episode_dicts, budget, track="unprivileged", params=None):
-    """Final stores and counts of ``policy`` on each episode at one budget (host numpy)."""
-    encoded = encode_episodes(episode_dicts)
-    batch = encoded.batch(track)
-    if params is None:
-        params = policy.default_params()
-    import jax
-
+@functools.partial(jax.jit, static_argnums=0)
+def _rollouts(policy, params, batch, budget):
     keys = jax.random.split(jax.random.key(0), batch.n_episodes)
-    run = jax.jit(jax.vmap(lambda e, k: simulate.rollout(policy, params, e, budget, k)))
-    stores = run(batch, keys)
-    counts = jax.vmap(metrics.count)(stores, batch)
+    stores = jax.vmap(lambda episode, key: simulate.rollout(policy, params, episode, budget, key))(batch, keys)
+    return stores, jax.vmap(metrics.count)(stores, batch)
+
+
+def run_one(policy, episode_dicts, budget, track="unprivileged", params=None):
+    """Final stores and counts of ``policy`` on each episode at one budget (host numpy).
+    Compiles once per (policy, shapes)."""
+    encoded = encode_episodes(episode_dicts)
+    params = policy.default_params() if params is None else params
+    stores, counts = _rollouts(policy, params, encoded.batch(track), np.int32(budget))
     return encoded, jax.tree_util.tree_map(np.asarray, stores), jax.tree_util.tree_map(np.asarray, counts)
