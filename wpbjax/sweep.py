@@ -34,22 +34,18 @@ def check_budgets(budgets: Sequence[int]) -> np.ndarray:
 
 
 def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str]) -> dict[str, list[str]]:
-    """``"reference"`` → the published line-up per track; else the named policies on every
-    asked track they support."""
-    plan = {}
+    """Track → policy names. ``"reference"`` is the published line-up per track; otherwise the
+    named policies each run on the asked tracks they support."""
     for track in tracks:
         check_track(track)
-        if spec == "reference":
-            plan[track] = list(lineup(track))
-        else:
-            wanted = [name for name in (spec.split(",") if isinstance(spec, str) else spec) if name]
-            plan[track] = [name for name in wanted if track in make(name).tracks]
-    asked = set(name for names in plan.values() for name in names)
-    if spec != "reference":
-        for name in (spec.split(",") if isinstance(spec, str) else spec):
-            if name and name not in asked:
-                raise ValueError(f"policy {name!r} runs on tracks {make(name).tracks}, none of which was asked ({', '.join(tracks)})")
-    return plan
+    if spec == "reference":
+        return {track: list(lineup(track)) for track in tracks}
+    names = [name for name in (spec.split(",") if isinstance(spec, str) else spec) if name]
+    for name in names:
+        if not set(make(name).tracks) & set(tracks):
+            raise ValueError(f"policy {name!r} runs on tracks {', '.join(make(name).tracks)}, "
+                             f"none of which was asked ({', '.join(tracks)})")
+    return {track: [name for name in names if track in make(name).tracks] for track in tracks}
 
 
 def oracle_table(encoded: EncodedEpisodes, track: str, budgets: np.ndarray, mode: str) -> np.ndarray:
