@@ -25,25 +25,33 @@ def make_episode(observations, metadata=None, utilities=None, critical=(), episo
     return {"labels": labels, "steps": steps}
 
 
+def scripted_init(params, episode, key):
+    return jnp.zeros((), jnp.int32)  # how many of this step's scripted EXPIREs were emitted
+
+
 def scripted_act(params, state, store, episode, pos, budget):
-    action = actions.Action(expire=params["expire"][pos], n_expire=params["n_expire"][pos],
-                            kind=params["kind"][pos], target=params["target"][pos])
-    return action, state
+    """Emit step ``pos``'s scripted EXPIREs one per call (CONTINUE), then its main action."""
+    expiring = state < params["n_expire"][pos]
+    slot = params["expire"][pos, jnp.minimum(state, params["expire"].shape[1] - 1)]
+    main = actions.Action(expire_slot=jnp.int32(-1), n_expire=jnp.int32(0), kind=params["kind"][pos],
+                          target=params["target"][pos])
+    action = actions.select(expiring, actions.expire_and_continue(slot), main)
+    return action, jnp.where(expiring, state + 1, 0)
 
 
-SCRIPTED = Policy("scripted", scripted_act, doc="emits params' per-step actions (tests only)")
+SCRIPTED = Policy("scripted", scripted_act, init=scripted_init, multi_action=True,
+                  doc="emits params' per-step actions (tests only)")
 
 
-def script(n_steps, plan):
-    """Params for SCRIPTED. ``plan``: {pos: (kind, target, [expire positions])}."""
+def script(n_steps, plan, max_expires=4):
+    """Params for SCRIPTED. ``plan``: {pos: (kind, target, [expire positions, in order])}."""
     kind = np.zeros(n_steps, np.int32)
     target = np.full(n_steps, -1, np.int32)
-    expire = np.zeros((n_steps, n_steps), bool)
+    expire = np.full((n_steps, max_expires), -1, np.int32)
     n_expire = np.zeros(n_steps, np.int32)
     for pos, (step_kind, step_target, step_expires) in plan.items():
         kind[pos], target[pos] = step_kind, step_target
-        for slot in step_expires:
-            expire[pos, slot] = True
+        expire[pos, :len(step_expires)] = step_expires
         n_expire[pos] = len(step_expires)
     return {"kind": jnp.asarray(kind), "target": jnp.asarray(target), "expire": jnp.asarray(expire),
             "n_expire": jnp.asarray(n_expire)}

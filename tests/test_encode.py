@@ -65,8 +65,9 @@ def test_padding_priority_rank_and_hidden_priority():
     encoded = encode_episodes([long, short])
     priv, unpriv = encoded.batch("privileged"), encoded.batch("unprivileged")
     assert priv.valid.tolist() == [[True] * 5, [True] * 3 + [False] * 2]
-    assert priv.priority_rank[0].tolist() == [1, 2, -1, 0, 3]
+    # levels -1 < 0 < 0.5 < 0.50000001 < 2 (short's steps have no priority: 0)
+    assert priv.priority_rank[0].tolist() == [2, 3, 0, 1, 4] and priv.zero_rank.tolist() == [1, 1]
     # rounded up to float32, so "priority > 0.5" stays exact for the float64 value 0.50000001
     assert bool(priv.priority[0, 1] > 0.5) and not bool(priv.priority[0, 0] > 0.5)
-    assert not np.asarray(unpriv.priority).any() and not np.asarray(unpriv.priority_rank).any()
+    assert not np.asarray(unpriv.priority).any() and (np.asarray(unpriv.priority_rank) == 1).all()
     assert encoded.n_critical.tolist() == [0, 0]

@@ -126,6 +126,14 @@ def test_random_action_sequences_match_a_plain_python_store(case):
 
     present = stores.present[0]
     assert [t for t in range(N_STEPS) if present[t]] == list(store.items)
+    # the O(1) oldest-first chain visits exactly the present items, in order, both ways
+    chain, slot = [], int(stores.oldest[0])
+    while slot >= 0:
+        chain.append(slot)
+        slot = int(stores.newer[0, slot])
+    assert chain == list(store.items)
+    assert int(stores.newest[0]) == (chain[-1] if chain else -1)
+    assert all(int(stores.older[0, b]) == a for a, b in zip(chain, chain[1:]))
     assert int(stores.used[0]) == store.used
     for t, item in store.items.items():
         assert bool(stores.is_delta[0, t]) == (item["kind"] == "delta")

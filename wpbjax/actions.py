@@ -1,9 +1,10 @@
-"""Action: what a policy emits at one step — a set of EXPIREs, then one main action.
+"""Action: what a policy emits — at most one EXPIRE target, then a main action.
 
-Every baseline emits its EXPIREs before its WRITE/MERGE, so "expires first, then the main
-action" reproduces "applied in the order emitted" (SEMANTICS §3). ``n_expire`` is the number
-of EXPIRE actions *emitted* (the published counters count rejected ones too, and last_kb's
-quirk emits the same EXPIRE several times).
+A step's actions are applied in the order emitted (SEMANTICS §3). Each ``Action`` carries one
+EXPIRE (``expire_slot``, emitted ``n_expire`` times: last_kb's quirk names the same item several
+times and only the first can succeed), then its main action. ``CONTINUE`` as the main action
+means "apply the expire and call the policy again at this step", which is how a policy emits
+several EXPIREs of different items (priority_greedy's walk) while every call stays O(1).
 """
 from __future__ import annotations
 
@@ -12,40 +13,43 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-SKIP, WRITE, MERGE = 0, 1, 2
+SKIP, WRITE, MERGE, CONTINUE = 0, 1, 2, 3
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Action:
-    expire: jax.Array    # [T] bool  slots (step positions) to EXPIRE before the main action
-    n_expire: jax.Array  # []  int32 EXPIRE actions emitted (for expire_actions)
-    kind: jax.Array      # []  int32 SKIP, WRITE or MERGE
-    target: jax.Array    # []  int32 merge target slot (-1 when not a MERGE)
+    expire_slot: jax.Array  # [] int32 slot (step position) to EXPIRE first, -1 for none
+    n_expire: jax.Array     # [] int32 EXPIRE actions emitted for it (counted even if rejected)
+    kind: jax.Array         # [] int32 SKIP, WRITE, MERGE or CONTINUE
+    target: jax.Array       # [] int32 merge target slot (-1 when not a MERGE)
 
 
-def _action(n_steps: int, kind, expire=None, n_expire=0, target=-1) -> Action:
-    if expire is None:
-        expire = jnp.zeros(n_steps, bool)
-    return Action(expire=expire, n_expire=jnp.asarray(n_expire, jnp.int32),
+def _action(kind, expire_slot=-1, n_expire=0, target=-1) -> Action:
+    return Action(expire_slot=jnp.asarray(expire_slot, jnp.int32), n_expire=jnp.asarray(n_expire, jnp.int32),
                   kind=jnp.asarray(kind, jnp.int32), target=jnp.asarray(target, jnp.int32))
 
 
-def skip(n_steps: int) -> Action:
-    return _action(n_steps, SKIP)
+def skip() -> Action:
+    return _action(SKIP)
 
 
-def write(n_steps: int, expire=None, n_expire=0) -> Action:
-    return _action(n_steps, WRITE, expire, n_expire)
+def write(expire_slot=-1, n_expire=0) -> Action:
+    return _action(WRITE, expire_slot, n_expire)
 
 
-def merge(n_steps: int, target, expire=None, n_expire=0) -> Action:
-    return _action(n_steps, MERGE, expire, n_expire, target)
+def merge(target, expire_slot=-1, n_expire=0) -> Action:
+    return _action(MERGE, expire_slot, n_expire, target)
 
 
-def write_if(condition, n_steps: int, expire=None, n_expire=0) -> Action:
-    """WRITE when ``condition`` holds, else SKIP (dropping the expires too)."""
-    return select(condition, write(n_steps, expire, n_expire), skip(n_steps))
+def expire_and_continue(slot) -> Action:
+    """EXPIRE ``slot`` once, then ask the policy again at the same step."""
+    return _action(CONTINUE, slot, 1)
+
+
+def write_if(condition, expire_slot=-1, n_expire=0) -> Action:
+    """WRITE when ``condition`` holds, else SKIP (dropping the expire too)."""
+    return select(condition, write(expire_slot, n_expire), skip())
 
 
 def select(condition, if_true: Action, if_false: Action) -> Action:

@@ -1,7 +1,7 @@
 """Rollouts: ``lax.scan`` over steps, ``vmap`` over budgets, episodes and policy params.
 
-Shapes (T steps, F fields) and the policy are static; budgets and params are traced, so a new
-budget grid or parameter value never recompiles.
+Shapes (T steps, F fields, R priority levels, A apis) and the policy are static; budgets and
+params are traced, so a new budget grid or parameter value never recompiles.
 """
 from __future__ import annotations
 
@@ -10,13 +10,17 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from wpbjax import metrics, store as store_lib
+from wpbjax import actions, metrics, store as store_lib
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
 
 
-def _tree_where(condition, new, old):
-    return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), new, old)
+def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, store, state):
+    action, state = policy.act(params, state, store, episode, pos, budget)
+    # Padding steps do nothing: mask the action rather than select over the whole store.
+    real = episode.valid[pos]
+    action = actions.select(real, action, actions.skip())
+    return action, store_lib.apply(store, action, episode, pos, budget), state
 
 
 def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store_lib.StoreState:
@@ -26,10 +30,18 @@ def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store
 
     def step(carry, pos):
         store, state = carry
-        action, new_state = policy.act(params, state, store, episode, pos, budget)
-        new_store = store_lib.apply(store, action, episode, pos, budget)
-        real = episode.valid[pos]  # padding steps change nothing
-        return (_tree_where(real, new_store, store), _tree_where(real, new_state, state)), None
+        action, store, state = _act_and_apply(policy, params, episode, pos, budget, store, state)
+        if policy.multi_action:
+            # CONTINUE: the policy acts again at this step (at most once per stored item).
+            def again(loop):
+                return loop[0].kind == actions.CONTINUE
+
+            def act_again(loop):
+                _, store, state = loop
+                return _act_and_apply(policy, params, episode, pos, budget, store, state)
+
+            _, store, state = jax.lax.while_loop(again, act_again, (action, store, state))
+        return (store, state), None
 
     initial = (store_lib.empty(n_steps), policy.init(params, episode, key))
     (final, _), _ = jax.lax.scan(step, initial, jnp.arange(n_steps))

@@ -1,8 +1,8 @@
 """The store: the only code that changes memory, and the only place the budget rule lives.
 
-Items are keyed by the position of the step that created them (at most one per step), so the
-store is a set of ``[T]`` masks over step positions; positions ascend with ``t``, which makes
-slot order insertion order. SEMANTICS §3:
+Items are keyed by the position of the step that created them (at most one per step); positions
+ascend with ``t``, so slot order is insertion order. Present items are also chained oldest →
+newest in a doubly linked list, so every query and update here is O(1) per step. SEMANTICS §3:
 
 * WRITE is accepted iff ``used + write_cost <= budget``.
 * EXPIRE(slot) is accepted iff the item exists and is older than the current step; it credits
@@ -23,6 +23,7 @@ from wpbjax.episodes.batch import EpisodeBatch
 
 INDEX_BYTES = 16
 EMPTY_DELTA_BYTES = 2  # "{}"
+NONE = -1
 
 
 @jax.tree_util.register_dataclass
@@ -32,6 +33,10 @@ class StoreState:
     is_delta: jax.Array        # [T] bool  the item is a merge delta (else a base item)
     parent: jax.Array          # [T] int32 a delta's parent slot (-1 for base items)
     item_cost: jax.Array       # [T] int32 bytes the item occupies
+    newer: jax.Array           # [T] int32 next newer present item (-1 at the newest)
+    older: jax.Array           # [T] int32 next older present item (-1 at the oldest)
+    oldest: jax.Array          # []  int32 oldest present item, -1 when empty
+    newest: jax.Array          # []  int32 newest present item, -1 when empty
     used: jax.Array            # []  int32 bytes in use (sum of item_cost over present items)
     write_actions: jax.Array   # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
@@ -39,10 +44,11 @@ class StoreState:
 
 
 def empty(n_steps: int) -> StoreState:
-    zero = jnp.zeros((), jnp.int32)
-    return StoreState(present=jnp.zeros(n_steps, bool), is_delta=jnp.zeros(n_steps, bool),
-                      parent=jnp.full(n_steps, -1, jnp.int32), item_cost=jnp.zeros(n_steps, jnp.int32),
-                      used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero)
+    zero, none = jnp.zeros((), jnp.int32), jnp.full((), NONE, jnp.int32)
+    links = jnp.full(n_steps, NONE, jnp.int32)
+    return StoreState(present=jnp.zeros(n_steps, bool), is_delta=jnp.zeros(n_steps, bool), parent=links,
+                      item_cost=jnp.zeros(n_steps, jnp.int32), newer=links, older=links, oldest=none,
+                      newest=none, used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero)
 
 
 def remaining(store: StoreState, budget) -> jax.Array:
@@ -50,18 +56,13 @@ def remaining(store: StoreState, budget) -> jax.Array:
     return jnp.maximum(budget - store.used, 0)
 
 
-def oldest(store: StoreState) -> jax.Array:
-    """Slot of the oldest present item, or -1 when the store is empty."""
-    slots = jnp.arange(store.present.shape[0])
-    first = jnp.argmax(store.present)
-    return jnp.where(store.present.any(), slots[first], -1)
+def is_empty(store: StoreState) -> jax.Array:
+    return store.oldest < 0
 
 
-def latest_base_with_api(store: StoreState, episode: EpisodeBatch, api_id) -> jax.Array:
-    """Slot of the most recently inserted base item whose api equals ``api_id``, or -1."""
-    match = store.present & ~store.is_delta & (episode.api_id == api_id) & (api_id >= 0)
-    slots = jnp.arange(match.shape[0])
-    return jnp.max(jnp.where(match, slots, -1))
+def cost_of(store: StoreState, slot) -> jax.Array:
+    """Bytes of the item at ``slot`` (0 for slot -1)."""
+    return jnp.where(slot >= 0, store.item_cost[jnp.maximum(slot, 0)], 0)
 
 
 def merge_delta(episode: EpisodeBatch, pos, target):
@@ -78,34 +79,55 @@ def merge_delta(episode: EpisodeBatch, pos, target):
     return delta_bytes + INDEX_BYTES, n_fields
 
 
+def set_where(array, index, value, condition):
+    """``array[index] = value`` where ``condition`` (and ``index >= 0``); O(1)."""
+    safe = jnp.maximum(index, 0)
+    return array.at[safe].set(jnp.where(condition & (index >= 0), value, array[safe]))
+
+
+def _expire(store: StoreState, slot, pos) -> StoreState:
+    ok = (slot >= 0) & (slot < pos) & store.present[jnp.maximum(slot, 0)]
+    safe = jnp.maximum(slot, 0)
+    older, newer = store.older[safe], store.newer[safe]
+    return dataclasses.replace(
+        store,
+        present=set_where(store.present, slot, False, ok),
+        newer=set_where(store.newer, older, newer, ok),
+        older=set_where(store.older, newer, older, ok),
+        oldest=jnp.where(ok & (older < 0), newer, store.oldest),
+        newest=jnp.where(ok & (newer < 0), older, store.newest),
+        used=store.used - jnp.where(ok, store.item_cost[safe], 0),
+    )
+
+
 def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget) -> StoreState:
-    """Apply one step's actions (expires, then the main action) at step position ``pos``."""
-    slots = jnp.arange(store.present.shape[0])
-    expired = action.expire & store.present & (slots < pos)
-    present = store.present & ~expired
-    used = store.used - jnp.where(expired, store.item_cost, 0).sum(dtype=jnp.int32)
+    """Apply one action (its EXPIRE, then its main action) at step position ``pos``."""
+    store = _expire(store, action.expire_slot, pos)
+    store = dataclasses.replace(store, expire_actions=store.expire_actions + action.n_expire,
+                                write_actions=store.write_actions + (action.kind == WRITE),
+                                merge_actions=store.merge_actions + (action.kind == MERGE))
 
     write_cost = episode.write_cost[pos]
-    write_ok = (action.kind == WRITE) & (used + write_cost <= budget)
+    write_ok = (action.kind == WRITE) & (store.used + write_cost <= budget)
 
-    target = jnp.clip(action.target, 0, store.present.shape[0] - 1)
+    target = jnp.maximum(action.target, 0)
     merge_cost, n_fields = merge_delta(episode, pos, target)
     api = episode.api_id[pos]
     merge_ok = ((action.kind == MERGE) & (action.target >= 0) & (action.target < pos)
-                & present[target] & ~store.is_delta[target]
+                & store.present[target] & ~store.is_delta[target]
                 & (api >= 0) & (episode.api_id[target] == api)
-                & (n_fields > 0) & (used + merge_cost <= budget))
+                & (n_fields > 0) & (store.used + merge_cost <= budget))
 
     added = write_ok | merge_ok
-    cost = jnp.where(merge_ok, merge_cost, write_cost)
-    here = slots == pos
-    return StoreState(
-        present=present | (here & added),
-        is_delta=jnp.where(here & added, merge_ok, store.is_delta),
-        parent=jnp.where(here & merge_ok, target, store.parent),
-        item_cost=jnp.where(here & added, cost, store.item_cost),
-        used=used + jnp.where(added, cost, 0),
-        write_actions=store.write_actions + (action.kind == WRITE),
-        expire_actions=store.expire_actions + action.n_expire,
-        merge_actions=store.merge_actions + (action.kind == MERGE),
+    return dataclasses.replace(
+        store,
+        present=set_where(store.present, pos, True, added),
+        is_delta=set_where(store.is_delta, pos, merge_ok, added),
+        parent=set_where(store.parent, pos, target, merge_ok),
+        item_cost=set_where(store.item_cost, pos, jnp.where(merge_ok, merge_cost, write_cost), added),
+        older=set_where(store.older, pos, store.newest, added),
+        newer=set_where(store.newer, store.newest, pos, added),
+        oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
+        newest=jnp.where(added, pos, store.newest),
+        used=store.used + jnp.where(write_ok, write_cost, 0) + jnp.where(merge_ok, merge_cost, 0),
     )

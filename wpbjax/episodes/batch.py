@@ -1,7 +1,8 @@
 """EpisodeBatch: a batch of episodes as fixed-shape arrays, one track's view of them.
 
 Shapes: N episodes, T steps (padded; ``valid`` marks real steps), F field slots (one per
-distinct non-``api`` key of the batch's dict observations).
+distinct non-``api`` key of the batch's dict observations), R priority levels (distinct values),
+A distinct apis (the most in one episode).
 """
 from __future__ import annotations
 
@@ -25,11 +26,15 @@ class EpisodeBatch:
     write_cost: jax.Array      # [N, T] int32  bytes of a WRITE under this track's view (SEMANTICS §2)
     api_id: jax.Array          # [N, T] int32  id of obs["api"] under Python equality; -1 if absent/null/not a dict
     api_is_str: jax.Array      # [N, T] bool   obs["api"] is a string (scoring of deltas, §4)
+    api_index: jax.Array       # [N, T] int32  the api's index among the episode's distinct apis (-1 as api_id)
+    api_ids: jax.Array         # [N, A] int32  api_id of each index (-1 padding); A = most apis in one episode
     field_value: jax.Array     # [N, T, F] int32 id of obs[key_f] under Python equality; id(None) when absent
     field_present: jax.Array   # [N, T, F] bool  key_f is a key of obs (a dict)
     field_frag_len: jax.Array  # [N, T, F] int32 len of '"key": value' in a delta (merge cost, §2)
     priority: jax.Array        # [N, T] float32 metadata priority, rounded *up* to float32 (0 if hidden)
-    priority_rank: jax.Array   # [N, T] int32  exact order of the float64 priorities; 0.0 (and hidden) ranks 0
+    priority_rank: jax.Array   # [N, T] int32  dense rank of the exact float64 priority among the batch's levels
+    priority_levels: jax.Array # [N, R] float32 the batch's distinct priorities (0.0 included), ascending, rounded up
+    zero_rank: jax.Array       # [N] int32     rank of priority 0.0 (missing, hidden and delta items rank here)
     utility: jax.Array         # [N, T] float32 u_t (hidden from non-oracle policies by convention)
     critical: jax.Array        # [N, T] bool   t is in critical_steps
     t_last: jax.Array          # [N] int32     the last real step's t

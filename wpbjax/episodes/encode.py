@@ -105,14 +105,14 @@ class EncodedEpisodes:
     def batch(self, track: str, indices=None) -> EpisodeBatch:
         """The device-side view of (a subset of) the episodes for ``track``.
 
-        Priority is hidden (0.0, rank 0) on tracks that may not see it.
+        Priority is hidden (0.0, the rank of 0.0) on tracks that may not see it.
         """
         select = slice(None) if indices is None else np.asarray(indices)
         arrays = {name: value[select] for name, value in self.arrays.items()}
         arrays["write_cost"] = self.track_costs(track)[select]
         if not sees_priority(track):
             arrays["priority"] = np.zeros_like(arrays["priority"])
-            arrays["priority_rank"] = np.zeros_like(arrays["priority_rank"])
+            arrays["priority_rank"] = np.broadcast_to(arrays["zero_rank"][:, None], arrays["priority_rank"].shape).copy()
         return EpisodeBatch(**{name: jnp.asarray(value) for name, value in arrays.items()})
 
 
@@ -202,13 +202,27 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
         episode_ids.append(labels.get("episode_id", n))
         modes.append(str(labels.get("mode", "")))
 
-    # Signed dense ranks with 0.0 at rank 0: a missing, hidden or delta-item priority ranks 0.
+    # Per-episode dense api index (tables indexed by api stay small); A is static through api_ids' shape.
+    api_index = np.full(shape, -1, np.int32)
+    local_apis = [list(dict.fromkeys(api_id[n][api_id[n] >= 0].tolist())) for n in range(len(episodes))]
+    api_ids = np.full((len(episodes), max(max(len(apis) for apis in local_apis), 1)), -1, np.int32)
+    for n, apis in enumerate(local_apis):
+        lookup = {api: index for index, api in enumerate(apis)}
+        api_ids[n, :len(apis)] = apis
+        api_index[n] = [lookup.get(api, -1) for api in api_id[n].tolist()]
+
+    # Dense ranks of the batch's distinct priorities (0.0 always among them: a missing, hidden or
+    # delta-item priority counts as 0). R = the number of levels is static through the levels' shape.
     distinct = np.unique(np.concatenate([priority64[valid], [0.0]]))
-    priority_rank = (np.searchsorted(distinct, priority64) - np.searchsorted(distinct, 0.0)).astype(np.int32)
-    priority32 = np.vectorize(_round_up_float32, otypes=[np.float32])(priority64)
-    arrays = dict(valid=valid, step_t=step_t, api_id=api_id, api_is_str=api_is_str,
+    priority_rank = np.searchsorted(distinct, priority64).astype(np.int32)
+    round_up = np.vectorize(_round_up_float32, otypes=[np.float32])
+    priority32 = round_up(priority64)
+    levels = np.broadcast_to(round_up(distinct), (len(episodes), len(distinct))).copy()
+    zero_rank = np.full(len(episodes), np.searchsorted(distinct, 0.0), np.int32)
+    arrays = dict(valid=valid, step_t=step_t, api_id=api_id, api_is_str=api_is_str, api_index=api_index, api_ids=api_ids,
                   field_value=field_value, field_present=field_present, field_frag_len=field_frag_len,
-                  priority=priority32, priority_rank=priority_rank, utility=utility64.astype(np.float32),
+                  priority=priority32, priority_rank=priority_rank, priority_levels=levels, zero_rank=zero_rank,
+                  utility=utility64.astype(np.float32),
                   critical=critical, t_last=t_last, length=length)
     return EncodedEpisodes(arrays=arrays, write_cost=cost, utility64=utility64, n_critical=n_critical,
                            total_drift_events=total_drift, episode_id=episode_ids, mode=modes,

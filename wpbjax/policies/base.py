@@ -1,8 +1,8 @@
 """Policy: a name, a params pytree with defaults, and pure ``init`` / ``act`` functions.
 
 ``act(params, state, store, episode, pos, budget) -> (Action, state)`` sees one episode's
-arrays (``EpisodeBatch`` fields without the N axis), the store before the step, and the step
-position. It may read past steps and stored items; it never changes the store — it emits
+arrays (``EpisodeBatch`` fields without the N axis), the store as it stands, and the step
+position. Keep it O(1) in T: rollouts run it millions of times. It may read past steps and stored items; it never changes the store — it emits
 actions and :func:`wpbjax.store.apply` decides.
 """
 from __future__ import annotations
@@ -26,6 +26,9 @@ class Policy:
     params: dict = dataclasses.field(default_factory=dict)  # default params (scalars)
     init: Callable[..., Any] = no_state
     doc: str = ""
+    # True if the policy may emit CONTINUE (several EXPIREs of different items in one step); the
+    # rollout then loops within the step. Off by default: a single call per step is cheaper.
+    multi_action: bool = False
 
     def default_params(self) -> dict:
         """The default params as a pytree of arrays (int32 for int defaults, else float32)."""

@@ -1,94 +1,143 @@
 """The seven baselines of the published harness, quirks included (SEMANTICS §5).
 
-Each emits, for the incoming step with write cost ``c``, an EXPIRE set and one main action.
+Each emits, for the incoming step with write cost ``c``, its EXPIREs and one main action. Every
+call is O(1): the store keeps its items in a linked list (oldest first), and policies that need
+more order keep small indexes in their own state.
 """
 from __future__ import annotations
 
+import dataclasses
+
+import jax
 import jax.numpy as jnp
 
 from wpbjax import actions, store as store_lib
 from wpbjax.policies.base import Policy
 
-
-def _n_steps(store):
-    return store.present.shape[0]
+NONE = -1
 
 
 def no_mem_act(params, state, store, episode, pos, budget):
-    return actions.skip(_n_steps(store)), state
+    return actions.skip(), state
 
 
 def fifo_store_all_act(params, state, store, episode, pos, budget):
-    fits = episode.write_cost[pos] <= store_lib.remaining(store, budget)
-    return actions.write_if(fits, _n_steps(store)), state
+    return actions.write_if(episode.write_cost[pos] <= store_lib.remaining(store, budget)), state
 
 
 def uniform_sample_act(params, state, store, episode, pos, budget):
     on_grid = jnp.mod(episode.step_t[pos], params["every_n"]) == 0
     fits = episode.write_cost[pos] <= store_lib.remaining(store, budget)
-    return actions.write_if(on_grid & fits, _n_steps(store)), state
+    return actions.write_if(on_grid & fits), state
 
 
 def priority_threshold_act(params, state, store, episode, pos, budget):
     # Priority is stored rounded up to float32, so this is exact for any float32 threshold.
-    return actions.write_if(episode.priority[pos] > params["threshold"], _n_steps(store)), state
+    return actions.write_if(episode.priority[pos] > params["threshold"]), state
+
+
+# --- priority_greedy ------------------------------------------------------------------------------
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class GreedyState:
+    """The policy's own items as one FIFO list per priority level, so the walk by (priority, t)
+    is "the oldest item of the lowest non-empty level", O(R) per call."""
+
+    level_newer: jax.Array   # [T] int32 next newer item of the same level (-1 at its newest)
+    level_oldest: jax.Array  # [R] int32 oldest item of each level (-1 when empty)
+    level_newest: jax.Array  # [R] int32 newest item of each level (-1 when empty)
+    walking: jax.Array       # []  bool  an eviction walk is under way at this step
+
+
+def greedy_init(params, episode, key):
+    n_steps, n_levels = episode.valid.shape[0], episode.priority_levels.shape[-1]
+    return GreedyState(level_newer=jnp.full(n_steps, NONE, jnp.int32), level_oldest=jnp.full(n_levels, NONE, jnp.int32),
+                       level_newest=jnp.full(n_levels, NONE, jnp.int32), walking=jnp.zeros((), bool))
 
 
 def priority_greedy_act(params, state, store, episode, pos, budget):
-    """WRITE if it fits; else evict by (priority, t) ascending until it does, if the incoming
-    priority beats the store's lowest. Delta items rank as priority 0. May evict items whose
-    priority exceeds the incoming one (kept from the published code)."""
-    n_steps = _n_steps(store)
+    """WRITE if it fits. Else, if the store is non-empty and the incoming priority beats its lowest,
+    walk the items by (priority, t) ascending, expiring each, until the write fits; then WRITE (SKIP
+    if even an empty store could not hold it). The walk may evict items of higher priority than the
+    incoming one (kept from the published code). This policy writes only base items, which all
+    fit by construction, so its level lists mirror the store exactly."""
     cost, room = episode.write_cost[pos], store_lib.remaining(store, budget)
-    item_rank = jnp.where(store.is_delta, 0, episode.priority_rank)
-    big = jnp.iinfo(jnp.int32).max
-    sort_rank = jnp.where(store.present, item_rank, big)
-    incoming_beats_lowest = episode.priority_rank[pos] > jnp.min(sort_rank)
-    # Stable sort by rank keeps slot (= t) order among equal ranks: the (priority, t) walk.
-    order = jnp.argsort(sort_rank, stable=True)
-    freed = jnp.cumsum(jnp.where(store.present, store.item_cost, 0)[order])
-    walk_len = jnp.argmax(room + freed >= cost) + 1   # items expired, in walk order
-    walk_finds_room = room + freed[-1] >= cost
-    in_walk = jnp.zeros(n_steps, bool).at[order].set(jnp.arange(n_steps) < walk_len) & store.present
-    evict = (cost > room) & store.present.any() & incoming_beats_lowest & walk_finds_room
-    plain = actions.write_if(cost <= room, n_steps)
-    return actions.select(evict, actions.write(n_steps, in_walk, walk_len), plain), state
+    n_levels = state.level_oldest.shape[0]
+    lowest = jnp.min(jnp.where(state.level_oldest >= 0, jnp.arange(n_levels), n_levels))
+    rank = episode.priority_rank[pos]
+    start = (~state.walking & (cost > room) & ~store_lib.is_empty(store) & (rank > lowest)
+             & (budget >= cost))  # an empty store frees `budget` bytes: the walk finds room iff c <= budget
+    walking = state.walking | start
+    evict = walking & (cost > room)
+    writes = cost <= room
+    lowest = jnp.minimum(lowest, n_levels - 1)  # a valid index; only used when the walk evicts
+    victim = state.level_oldest[lowest]
+
+    # pop the victim from its level, or append the written step to its own
+    after_victim = state.level_newer[jnp.maximum(victim, 0)]
+    level_oldest = store_lib.set_where(state.level_oldest, lowest, after_victim, evict)
+    level_newest = store_lib.set_where(state.level_newest, lowest, NONE, evict & (after_victim < 0))
+    tail = level_newest[rank]
+    level_newer = store_lib.set_where(state.level_newer, tail, pos, writes)
+    level_oldest = store_lib.set_where(level_oldest, rank, pos, writes & (tail < 0))
+    level_newest = store_lib.set_where(level_newest, rank, pos, writes)
+    new_state = GreedyState(level_newer=level_newer, level_oldest=level_oldest, level_newest=level_newest,
+                            walking=evict)
+    action = actions.select(evict, actions.expire_and_continue(victim), actions.write_if(writes))
+    return action, new_state
 
 
+# --- last_kb and merge_aggressive -----------------------------------------------------------------
 def _evict_oldest_quirk(store, cost, room):
-    """The last_kb / merge_aggressive loop: ``while cost > room`` emit EXPIRE(oldest), where
-    'oldest' is read before any action applies, so every EXPIRE names the same item.
+    """The published loop ``while cost > room: EXPIRE(oldest)`` where 'oldest' is read before any
+    action applies, so all k EXPIREs name the same item and only the first succeeds.
 
-    Returns ``(expire mask, EXPIREs emitted, go ahead with the main action)``.
+    Returns ``(expire slot, EXPIREs emitted, go ahead with the main action)``.
     """
-    n_steps = _n_steps(store)
-    oldest = store_lib.oldest(store)
-    oldest_cost = store.item_cost[jnp.maximum(oldest, 0)]
-    short = cost > room
-    nonempty = oldest >= 0
-    n_expire = jnp.where(short & nonempty, -(-(cost - room) // jnp.maximum(oldest_cost, 1)), 0)
-    expire = (jnp.arange(n_steps) == oldest) & short & nonempty
-    return expire, n_expire, ~short | nonempty
+    oldest = store.oldest
+    short, nonempty = cost > room, oldest >= 0
+    evict = short & nonempty
+    n_expire = jnp.where(evict, -(-(cost - room) // jnp.maximum(store_lib.cost_of(store, oldest), 1)), 0)
+    return jnp.where(evict, oldest, NONE), n_expire, ~short | nonempty
 
 
 def last_kb_act(params, state, store, episode, pos, budget):
-    n_steps = _n_steps(store)
-    expire, n_expire, go = _evict_oldest_quirk(store, episode.write_cost[pos], store_lib.remaining(store, budget))
-    return actions.write_if(go, n_steps, expire, n_expire), state
+    slot, n_expire, go = _evict_oldest_quirk(store, episode.write_cost[pos], store_lib.remaining(store, budget))
+    return actions.write_if(go, slot, n_expire), state
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class MergeState:
+    latest_base: jax.Array  # [A] int32 latest base item written per api index (-1 none)
+    pending: jax.Array      # []  int32 the step of the last WRITE emitted, until seen accepted or not
+
+
+def merge_init(params, episode, key):
+    return MergeState(latest_base=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
+                      pending=jnp.full((), NONE, jnp.int32))
 
 
 def merge_aggressive_act(params, state, store, episode, pos, budget):
-    """MERGE into the latest base item with an equal api (evicting oldest items, last_kb's
-    way, until the delta fits); with no such item, behave exactly as last_kb."""
-    n_steps = _n_steps(store)
-    target = store_lib.latest_base_with_api(store, episode, episode.api_id[pos])
-    has_target = target >= 0
+    """MERGE into the latest base item with an equal api (evicting oldest items, last_kb's way,
+    until the delta fits); with no such item, behave exactly as last_kb.
+
+    The per-api table is exact for this policy: it only ever expires the oldest item, so when the
+    latest base item of an api is gone, every older one is gone too.
+    """
+    pending = jnp.maximum(state.pending, 0)
+    accepted = (state.pending >= 0) & store.present[pending] & ~store.is_delta[pending]
+    latest_base = store_lib.set_where(state.latest_base, episode.api_index[pending], state.pending, accepted)
+
+    api = episode.api_index[pos]
+    target = jnp.where(api >= 0, latest_base[jnp.maximum(api, 0)], NONE)
+    has_target = (target >= 0) & store.present[jnp.maximum(target, 0)]
     merge_cost, _ = store_lib.merge_delta(episode, pos, jnp.maximum(target, 0))
     cost = jnp.where(has_target, merge_cost, episode.write_cost[pos])
-    expire, n_expire, go = _evict_oldest_quirk(store, cost, store_lib.remaining(store, budget))
-    main = actions.select(has_target, actions.merge(n_steps, target, expire, n_expire),
-                          actions.write(n_steps, expire, n_expire))
-    return actions.select(go, main, actions.skip(n_steps)), state
+    slot, n_expire, go = _evict_oldest_quirk(store, cost, store_lib.remaining(store, budget))
+    main = actions.select(has_target, actions.merge(target, slot, n_expire), actions.write(slot, n_expire))
+    action = actions.select(go, main, actions.skip())
+    return action, MergeState(latest_base=latest_base, pending=jnp.where(action.kind == actions.WRITE, pos, NONE))
 
 
 UNPRIVILEGED = ("unprivileged", "privileged")
@@ -101,11 +150,11 @@ REFERENCE_POLICIES = (
            doc="writes steps with t mod every_n == 0 that fit"),
     Policy("priority_threshold", priority_threshold_act, PRIVILEGED_ONLY, {"threshold": 0.5},
            doc="writes steps with priority > threshold; the store rejects what does not fit"),
-    Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY,
+    Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY, init=greedy_init, multi_action=True,
            doc="writes; when full evicts by (priority, t) if the incoming priority beats the lowest"),
     Policy("last_kb", last_kb_act, UNPRIVILEGED,
            doc="recency: expires the oldest item (published quirk: only once per step), then writes"),
-    Policy("merge_aggressive", merge_aggressive_act, UNPRIVILEGED,
+    Policy("merge_aggressive", merge_aggressive_act, UNPRIVILEGED, init=merge_init,
            doc="merges a delta into the latest base item of the same api; else last_kb"),
 )
 
