@@ -4,7 +4,7 @@ Items are keyed by the position of the step that created them (at most one per s
 ascend with ``t``, so slot order is insertion order. Present items are also chained oldest →
 newest in a doubly linked list, so every query and update here is O(1) per step. SEMANTICS §3:
 
-* WRITE is accepted iff ``used + write_cost <= budget``.
+* WRITE is accepted iff ``used + write_cost <= budget`` (and the step has no item yet).
 * EXPIRE(slot) is accepted iff the item exists and is older than the current step; it credits
   the item's exact cost.
 * MERGE(target) is accepted iff the target is a present *base* item, both observations carry
@@ -85,6 +85,15 @@ def set_where(array, index, value, condition):
     return array.at[safe].set(jnp.where(condition & (index >= 0), value, array[safe]))
 
 
+def put_at(array, pos, value, condition):
+    """``array[pos] = value`` where ``condition``, for the current step position ``pos``.
+
+    ``pos`` is the scan index, the same for every run of a batch, so this is a dynamic-update-slice
+    (a strided copy) rather than a scatter, which XLA:CPU runs at ~14 ns per index.
+    """
+    return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, array[pos]), pos, 0)
+
+
 def _expire(store: StoreState, slot, pos) -> StoreState:
     ok = (slot >= 0) & (slot < pos) & store.present[jnp.maximum(slot, 0)]
     safe = jnp.maximum(slot, 0)
@@ -108,12 +117,13 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget)
                                 merge_actions=store.merge_actions + (action.kind == MERGE))
 
     write_cost = episode.write_cost[pos]
-    write_ok = (action.kind == WRITE) & (store.used + write_cost <= budget)
+    vacant = ~store.present[pos]  # at most one item per step, even if a policy acts twice
+    write_ok = (action.kind == WRITE) & vacant & (store.used + write_cost <= budget)
 
     target = jnp.maximum(action.target, 0)
     merge_cost, n_fields = merge_delta(episode, pos, target)
     api = episode.api_id[pos]
-    merge_ok = ((action.kind == MERGE) & (action.target >= 0) & (action.target < pos)
+    merge_ok = ((action.kind == MERGE) & vacant & (action.target >= 0) & (action.target < pos)
                 & store.present[target] & ~store.is_delta[target]
                 & (api >= 0) & (episode.api_id[target] == api)
                 & (n_fields > 0) & (store.used + merge_cost <= budget))
@@ -121,11 +131,11 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget)
     added = write_ok | merge_ok
     return dataclasses.replace(
         store,
-        present=set_where(store.present, pos, True, added),
-        is_delta=set_where(store.is_delta, pos, merge_ok, added),
-        parent=set_where(store.parent, pos, target, merge_ok),
-        item_cost=set_where(store.item_cost, pos, jnp.where(merge_ok, merge_cost, write_cost), added),
-        older=set_where(store.older, pos, store.newest, added),
+        present=put_at(store.present, pos, True, added),
+        is_delta=put_at(store.is_delta, pos, merge_ok, added),
+        parent=put_at(store.parent, pos, target, merge_ok),
+        item_cost=put_at(store.item_cost, pos, jnp.where(merge_ok, merge_cost, write_cost), added),
+        older=put_at(store.older, pos, store.newest, added),
         newer=set_where(store.newer, store.newest, pos, added),
         oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
         newest=jnp.where(added, pos, store.newest),

@@ -10,7 +10,6 @@ import dataclasses
 import itertools
 import json
 import math
-from fractions import Fraction
 from typing import Any, Sequence
 
 import jax.numpy as jnp
@@ -25,9 +24,12 @@ INDEX_BYTES = 16
 NONE_ID = 0  # id of JSON null: the value ``old.get(key)`` compares with when the key is absent
 
 
+_JSON = json.JSONEncoder(sort_keys=True)  # what json.dumps(..., sort_keys=True) uses, without its per-call setup
+
+
 def json_len(value: Any) -> int:
     """Characters of ``json.dumps(value, sort_keys=True)`` (ASCII-escaped), as the byte model counts."""
-    return len(json.dumps(value, sort_keys=True))
+    return len(_JSON.encode(value))
 
 
 def write_cost(observation: Any, metadata: dict, track: str) -> int:
@@ -46,13 +48,13 @@ class _ValueIds:
         if value is None:
             return ("null",)
         if isinstance(value, (bool, int)):
-            return ("num", Fraction(int(value)))
+            return ("num", int(value))
         if isinstance(value, float):
             if math.isnan(value):
                 return ("nan", next(self._unique))  # NaN != NaN, even inside containers
-            if math.isinf(value):
-                return ("inf", value > 0)
-            return ("num", Fraction(value))
+            # An integral float equals exactly one int (Python compares int and float exactly);
+            # any other finite float equals only itself.
+            return ("num", int(value) if value.is_integer() else value)
         if isinstance(value, str):
             return ("str", value)
         if isinstance(value, (list, tuple)):
@@ -133,6 +135,34 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
         raise ValueError(f"n_steps={n_steps} is shorter than the longest episode ({longest} steps)")
 
     values = _ValueIds()
+    view_lengths: dict = {}
+
+    def view_len(metadata: dict, track: str) -> int:
+        view = view_metadata(metadata, track)
+        try:
+            key = (track, tuple((k, type(v), v) for k, v in view.items()))
+            hash(key)
+        except TypeError:  # unhashable metadata values: no caching
+            return json_len(view)
+        if key not in view_lengths:
+            view_lengths[key] = json_len(view)
+        return view_lengths[key]
+
+    field_memo: dict = {}
+
+    def field(value) -> tuple[int, int]:
+        """(value id, JSON length), memoised by an exact, type-aware key (never for NaN)."""
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None or (kind is float and value == value):
+            key = (kind, value)
+        elif kind is list and all(type(item) is str for item in value):
+            key = (list, *value)
+        else:
+            return values.id_of(value), json_len(value)
+        if key not in field_memo:
+            field_memo[key] = (values.id_of(value), json_len(value))
+        return field_memo[key]
+
     field_slot: dict = {}
     for episode in episodes:
         for step in episode["steps"]:
@@ -142,6 +172,7 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
                     if key != "api":
                         field_slot.setdefault(key, len(field_slot))
     n_fields = max(len(field_slot), 1)
+    key_lengths = {key: json_len({key: None}) - len('{: null}') for key in field_slot}
     shape = (len(episodes), n_steps)
 
     valid = np.zeros(shape, bool)
@@ -166,35 +197,39 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
         steps = episode["steps"]
         critical_ts = set(labels.get("critical_steps", []))
         utility_by_step = {str(key): value for key, value in labels.get("utility_by_step", {}).items()}
+        rows = []  # per step: (t, cost per track, api id, api is str, priority, utility, critical)
         for i, step in enumerate(steps):
-            observation, metadata = step.get("observation"), step.get("metadata", {})
-            where = f"{source}: episode {n}, step {i} (t={step['t']})"
+            observation, metadata, t = step.get("observation"), step.get("metadata", {}), step["t"]
             try:
-                for k, track in enumerate(TRACKS):
-                    cost[n, i, k] = write_cost(observation, metadata, track)
+                observation_len = json_len(observation)
+                api, api_str = -1, False
                 if isinstance(observation, dict):
-                    api = observation.get("api")
-                    if api is not None:
-                        api_id[n, i] = values.id_of(api)
-                        api_is_str[n, i] = isinstance(api, str)
                     for key, value in observation.items():
                         if key == "api":
+                            if value is not None:
+                                api, api_str = values.id_of(value), isinstance(value, str)
                             continue
                         slot = field_slot[key]
+                        value_id, value_len = field(value)
                         field_present[n, i, slot] = True
-                        field_value[n, i, slot] = values.id_of(value)
-                        field_frag_len[n, i, slot] = json_len({key: value}) - 2
+                        field_value[n, i, slot] = value_id
+                        field_frag_len[n, i, slot] = key_lengths[key] + 2 + value_len  # '"key": value'
                 else:
                     values.canonical(observation)  # rejects non-JSON values early
             except (TypeError, ValueError) as err:
-                raise EpisodeFormatError(f"{where}: observation is not JSON-serialisable ({err})") from None
-            priority = metadata.get("priority")
-            priority64[n, i] = 0.0 if priority is None else float(priority)
-            utility = utility_by_step.get(str(step["t"]))
-            utility64[n, i] = 0.0 if utility is None else float(utility)
-            critical[n, i] = step["t"] in critical_ts
-            step_t[n, i] = step["t"]
-            valid[n, i] = True
+                raise EpisodeFormatError(f"{source}: episode {n}, step {i} (t={t}): observation is not "
+                                         f"JSON-serialisable ({err})") from None
+            priority, utility = metadata.get("priority"), utility_by_step.get(str(t))
+            rows.append((t, *(observation_len + view_len(metadata, track) + HEADER_BYTES + INDEX_BYTES for track in TRACKS),
+                         api, api_str, 0.0 if priority is None else float(priority),
+                         0.0 if utility is None else float(utility), t in critical_ts))
+        columns = list(zip(*rows))
+        count = len(steps)
+        step_t[n, :count] = columns[0]
+        cost[n, :count] = np.array(columns[1:1 + len(TRACKS)]).T
+        api_id[n, :count], api_is_str[n, :count] = columns[1 + len(TRACKS)], columns[2 + len(TRACKS)]
+        priority64[n, :count], utility64[n, :count], critical[n, :count] = columns[3 + len(TRACKS):]
+        valid[n, :count] = True
         t_last[n] = steps[-1]["t"]
         length[n] = len(steps)
         n_critical[n] = len(critical_ts)
