@@ -38,3 +38,29 @@ def test_reference_rule_regimes():
     # while the true optimum (2000 + 2500 + 100 = 4600 bytes) is 7.5 — the quirk understates it.
     assert oracle.reference(weights, values, [4600]).tolist() == [5.5]
     assert oracle.exact(weights, values, [4600]).tolist() == [7.5]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(1, 60), st.sampled_from([0.0, 0.5, 1.0, 5.0, 6.0, 0.25, -1.0])),
+                         min_size=1, max_size=8), min_size=1, max_size=4),
+       st.lists(st.integers(1, 300), min_size=1, max_size=5))
+def test_batched_dp_over_value_matches_brute_force(episodes, budgets):
+    """Padded episodes of different lengths, values on a 0.25 grid (negatives never taken)."""
+    n_steps = max(len(items) for items in episodes)
+    weights = np.ones((len(episodes), n_steps), np.int64)
+    values = np.zeros((len(episodes), n_steps))
+    for n, items in enumerate(episodes):
+        weights[n, :len(items)] = [w for w, _ in items]
+        values[n, :len(items)] = [v for _, v in items]
+    lengths = np.array([len(items) for items in episodes])
+    got = oracle.exact_batch(weights, values, lengths, budgets)
+    expected = [[brute_force([w for w, _ in items], [v for _, v in items], b) for b in budgets] for items in episodes]
+    assert got.tolist() == expected
+
+
+def test_off_grid_values_fall_back_to_the_capacity_dp():
+    weights = np.array([[3, 4, 5]])
+    values = np.array([[0.1, 0.2, 0.30000000000000004]])
+    assert oracle.value_grid(values[0]) is None
+    got = oracle.exact_batch(weights, values, np.array([3]), [7, 9, 12])
+    assert got.tolist() == [[brute_force([3, 4, 5], values[0].tolist(), b) for b in (7, 9, 12)]]

@@ -100,36 +100,69 @@ def _episode_sets(args):
     return sets
 
 
-def cmd_sweep(args) -> int:
-    started = time.perf_counter()
+def _memory(text: str) -> int:
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    number, unit = text.rstrip("KMGkmgBb"), text[len(text.rstrip("KMGkmgBb")):].upper().rstrip("B")
+    try:
+        value = int(float(number) * units[unit])
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"expected a size like 2G, 512M or 1000000, got {text!r}") from None
+    if value < 64 << 10:
+        raise argparse.ArgumentTypeError(f"expected at least 64K, got {text!r}")
+    return value
+
+
+def enable_compilation_cache() -> None:
+    """Persist compiled programs across processes (``$WPBJAX_CACHE_DIR``, default
+    ``~/.cache/wpbjax/xla``; set it empty to turn the cache off)."""
+    import os
+
     import jax
 
-    from wpbjax.episodes.encode import encode_episodes
-    from wpbjax.sweep import leaderboard, run_sweep
+    path = os.environ.get("WPBJAX_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "wpbjax", "xla"))
+    if path:
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
+
+def cmd_sweep(args) -> int:
+    started = time.perf_counter()
+    enable_compilation_cache()
+    from wpbjax import devices as devices_lib
+    from wpbjax.episodes.encode import encode_episodes
+    from wpbjax.progress import Progress
+    from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, total_runs
+
+    writer = ResultsWriter(args.out)
     sets = _episode_sets(args)
     episodes = [episode for _, set_episodes in sets for episode in set_episodes]
     set_index = [i for i, (_, set_episodes) in enumerate(sets) for _ in set_episodes]
     source = ", ".join(name for name, _ in sets) if args.episodes else f"{len(sets)} generated sets"
     encoded = encode_episodes(episodes, source=source)
+    devices = devices_lib.local_devices()
+    progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks), enabled=not args.quiet)
     if not args.quiet:
-        devices = jax.devices()
-        print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, "
-              f"tracks {','.join(args.tracks)}, oracle {args.oracle}, on {len(devices)} {devices[0].platform} device(s)",
+        print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
+              f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}",
               file=sys.stderr)
-    table = run_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
-                      oracle=args.oracle, set_index=set_index, quiet=args.quiet)
-    if args.out.endswith(".parquet"):
-        table.to_parquet(args.out, index=False)
-    else:
-        table.to_csv(args.out, index=False)
+    sums = []
+    try:
+        for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
+                                oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
+                                devices=devices, progress=progress):
+            writer.write(chunk)
+            sums.append(chunk.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"]))
+    finally:
+        writer.close()
+    progress.close()
     if not args.quiet:
         import pandas as pd
 
-        with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 3):
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
             print("Mean F1 by policy and budget (bytes):")
-            print(leaderboard(table).to_string(float_format=lambda v: f"{v:.3f}"))
-        print(f"wrote {len(table)} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            print(leaderboard_from_sums(sums).to_string(float_format=lambda v: f"{v:.3f}"))
+        print(f"wrote {writer.rows:,} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0
 
 
@@ -161,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--tracks", type=_name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged")
     sweep.add_argument("--oracle", choices=("exact", "reference"), default="exact", help="knapsack oracle (default exact; 'reference' reproduces the published numbers)")
     sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
+    sweep.add_argument("--memory-cap", type=_memory, default="2G", help="device memory one chunk of runs may use (default 2G)")
     sweep.add_argument("--quiet", action="store_true", help="no progress or leaderboard")
     _add_generator_knobs(sweep)
     sweep.set_defaults(run=cmd_sweep)

@@ -2,11 +2,22 @@
 
 Two modes: ``exact`` (the true 0/1 knapsack optimum) and ``reference`` (the published rule,
 which approximates above 2,048 bytes). Weights are one track's write costs; values are u_t.
-Host-side float64, one DP per episode read off at every budget.
+
+The exact optimum comes from one DP per episode, read off at every budget. When the utilities lie
+on a grid (integer multiples of 2^-k, as the paper's 0.5/1/5/6 do) it is a DP over *value* —
+the least weight reaching each value total, O(T·V) with V = Σu/q, independent of the budget and
+run in JAX over all episodes at once. Otherwise it is a float64 DP over capacity, O(T·B).
 """
 from __future__ import annotations
 
+import functools
+
+import jax
+import jax.numpy as jnp
 import numpy as np
+
+MAX_GRID_EXPONENT = 16      # utilities on a grid of 2^-16 or coarser use the DP over value
+MAX_VALUE_CELLS = 1 << 22   # ... while the value table stays this small
 
 ORACLE_MODES = ("exact", "reference")
 
@@ -20,8 +31,60 @@ def exact_dp(weights: np.ndarray, values: np.ndarray, capacity: int) -> np.ndarr
     return best
 
 
+def value_grid(values: np.ndarray) -> float | None:
+    """The coarsest quantum 2^-k (k <= 16) of which every value is an integer multiple, or None."""
+    for exponent in range(MAX_GRID_EXPONENT + 1):
+        scaled = values * 2.0**exponent
+        if np.all(scaled == np.round(scaled)):
+            return 2.0**-exponent
+    return None
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _least_weight_by_value(weights, value_units, valid, n_values):
+    """[N, V+1] least total weight of a subset whose value (in grid units) is >= v; int32 max if none.
+    weights, value_units: [N, T] int32; valid: [N, T] bool; n_values = V + 1 (static)."""
+    unreachable = jnp.iinfo(jnp.int32).max
+
+    def one_episode(weights, value_units, valid):
+        def add_item(least, item):
+            weight, value, real = item
+            shifted = least[jnp.maximum(jnp.arange(n_values) - value, 0)]
+            with_item = jnp.where(shifted == unreachable, unreachable, shifted + weight)
+            return jnp.where(real & (value > 0), jnp.minimum(least, with_item), least), None
+
+        start = jnp.full(n_values, unreachable, jnp.int32).at[0].set(0)
+        least, _ = jax.lax.scan(add_item, start, (weights, value_units, valid))
+        # ">= v" semantics: a subset reaching v+1 also reaches v
+        return jax.lax.cummin(least, axis=0, reverse=True)
+
+    return jax.vmap(one_episode)(weights, value_units, valid)
+
+
+def exact_batch(weights: np.ndarray, values: np.ndarray, lengths: np.ndarray, budgets) -> np.ndarray:
+    """The true optimum for every episode and budget: [N, B] float64.
+
+    ``weights``: [N, T] int; ``values``: [N, T] float (padding beyond ``lengths`` ignored).
+    """
+    budgets = np.asarray(budgets, np.int64)
+    valid = np.arange(weights.shape[1])[None, :] < np.asarray(lengths)[:, None]
+    positive = np.where(valid & (values > 0), values, 0.0)
+    quantum = value_grid(positive)
+    if quantum is not None:
+        units = np.round(positive / quantum).astype(np.int64)
+        n_values = int(units.sum(axis=1).max()) + 1
+        if n_values * weights.shape[0] <= MAX_VALUE_CELLS * 16 and n_values <= MAX_VALUE_CELLS:
+            least = np.asarray(_least_weight_by_value(jnp.asarray(weights, jnp.int32), jnp.asarray(units, jnp.int32),
+                                                      jnp.asarray(valid), n_values))
+            # best value at budget b = the largest v whose least weight fits (least is non-decreasing)
+            best_units = np.stack([np.searchsorted(row, budgets, side="right") - 1 for row in least])
+            return best_units * quantum
+    return np.stack([exact(weights[n, :lengths[n]], values[n, :lengths[n]], budgets) for n in range(len(weights))])
+
+
 def exact(weights: np.ndarray, values: np.ndarray, budgets) -> np.ndarray:
-    """The true optimum at each budget. ``weights``: [T] int, ``values``: [T] float, ``budgets``: [B]."""
+    """The true optimum at each budget by a float64 DP over capacity. ``weights``: [T] int,
+    ``values``: [T] float, ``budgets``: [B]."""
     budgets = np.asarray(budgets, np.int64)
     total_weight = int(weights.sum())
     out = np.full(budgets.shape, float(np.sum(values[values > 0])), np.float64)

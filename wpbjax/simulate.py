@@ -59,11 +59,12 @@ def _simulate(policy: Policy, params, batch: EpisodeBatch, budgets, keys) -> met
     return over_episodes(policy, params, batch, budgets, keys)
 
 
-def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None) -> metrics.Counts:
+def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None) -> metrics.Counts:
     """Counts for every (episode, budget): leaves shaped ``[N, B, ...]``.
 
     ``budgets``: [B] ints (bytes); ``params``: overrides of the policy's default params (name -> value);
-    ``key``: a ``jax.random.key`` split per episode for stochastic policies.
+    ``key``: a ``jax.random.key`` for stochastic policies, folded with each episode's index
+    (``episode_index``: [N] ints, default 0..N-1) so results do not depend on how a sweep is chunked.
     """
     budgets = jnp.asarray(budgets, jnp.int32)
     if budgets.ndim != 1:
@@ -71,5 +72,7 @@ def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None
     params = policy.resolve_params(params or {})
     if key is None:
         key = jax.random.key(0)
-    keys = jax.random.split(key, batch.n_episodes)
+    if episode_index is None:
+        episode_index = jnp.arange(batch.n_episodes)
+    keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.asarray(episode_index, jnp.uint32))
     return _simulate(policy, params, batch, budgets, keys)

@@ -1,20 +1,24 @@
 """Sweeps: episodes × budgets × tracks × policies → one results table (the published columns).
 
-Rows come in the published harness's order: episode set, budget, episode, track, policy.
+The grid is cut into chunks of episodes sized from a memory cap; every chunk is padded to the same
+shape, so each policy compiles once and the chunks reuse it. Chunks are sharded over the local
+devices. Rows come in the published harness's order (episode set, budget, episode, track, policy)
+within each chunk; a sweep that fits one chunk (the paper grid does) is in exactly that order.
 """
 from __future__ import annotations
 
 import sys
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
-from wpbjax import oracle as oracle_lib, simulate
+from wpbjax import devices as devices_lib, oracle as oracle_lib, simulate
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.metrics import policy_utility, score
 from wpbjax.policies import lineup, make
+from wpbjax.progress import Progress
 from wpbjax.tracks import check_track
 
 PAPER_BUDGETS = (1024, 2048, 4096, 8192, 10240, 16384, 32768, 65536, 102400, 262144, 1048576)
@@ -22,6 +26,10 @@ PUBLISHED_COLUMNS = ("avg_staleness", "budget_bytes", "bytes_used", "drift_cover
                      "expire_actions", "expire_rate", "f1", "mode", "oracle_utility", "policy",
                      "policy_utility", "precision", "recall", "regret", "regret_write_only", "track",
                      "utility_per_kb", "utilization", "write_actions", "write_density")
+COLUMNS = PUBLISHED_COLUMNS + ("merge_actions",)
+DEFAULT_MEMORY_CAP = 2 << 30  # bytes of device memory one chunk may use; safe on a 24 GiB machine
+BYTES_PER_RUN_STEP = 160      # store + policy state + XLA temporaries, per (run, step); measured
+BYTES_PER_EPISODE_STEP = 64   # episode arrays (+ 12 per field slot)
 
 
 def check_budgets(budgets: Sequence[int]) -> np.ndarray:
@@ -48,56 +56,130 @@ def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str]) -> dict[s
     return {track: [name for name in names if track in make(name).tracks] for track in tracks}
 
 
-def oracle_table(encoded: EncodedEpisodes, track: str, budgets: np.ndarray, mode: str) -> np.ndarray:
-    """[N, B] oracle utility per episode and budget under ``track``'s write costs."""
-    costs = encoded.track_costs(track)
-    lengths = encoded.arrays["length"]
-    return np.stack([oracle_lib.oracle_utility(costs[n, :lengths[n]], encoded.utility64[n, :lengths[n]], budgets, mode)
-                     for n in range(encoded.n_episodes)])
+def chunk_size(encoded: EncodedEpisodes, n_budgets: int, memory_cap: int, n_devices: int) -> int:
+    """Episodes per chunk: as many as fit the memory cap (a multiple of the device count)."""
+    n_steps, n_fields = encoded.n_steps, encoded.arrays["field_value"].shape[-1]
+    per_episode = n_steps * (n_budgets * BYTES_PER_RUN_STEP + BYTES_PER_EPISODE_STEP + 12 * n_fields)
+    fits = max(memory_cap // per_episode // n_devices, 1) * n_devices
+    needed = -(-encoded.n_episodes // n_devices) * n_devices
+    return int(min(fits, needed))
+
+
+def oracle_table(encoded: EncodedEpisodes, track: str, budgets: np.ndarray, mode: str, indices) -> np.ndarray:
+    """[n, B] oracle utility for the episodes ``indices`` under ``track``'s write costs."""
+    costs = encoded.track_costs(track)[indices]
+    lengths = encoded.arrays["length"][indices]
+    utility = encoded.utility64[indices]
+    if mode == "exact":
+        return oracle_lib.exact_batch(costs, utility, lengths, budgets)
+    return np.stack([oracle_lib.reference(costs[n, :lengths[n]], utility[n, :lengths[n]], budgets)
+                     for n in range(len(indices))])
+
+
+def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
+               policies: str | Sequence[str] = "reference", tracks: Sequence[str] = ("unprivileged", "privileged"),
+               oracle: str = "exact", set_index: Sequence[int] | None = None, memory_cap: int = DEFAULT_MEMORY_CAP,
+               devices=None, progress: Progress | None = None) -> Iterator[pd.DataFrame]:
+    """Yield the results table chunk by chunk (see :func:`run_sweep`)."""
+    budgets = check_budgets(budgets)
+    if oracle not in oracle_lib.ORACLE_MODES:
+        raise ValueError(f"unknown oracle mode {oracle!r}; expected one of {', '.join(oracle_lib.ORACLE_MODES)}")
+    if memory_cap < 1:
+        raise ValueError(f"memory cap must be a positive number of bytes; got {memory_cap}")
+    plan = resolve_policies(policies, tracks)
+    devices = devices or devices_lib.local_devices()
+    n_episodes, n_budgets = encoded.n_episodes, len(budgets)
+    set_index = np.zeros(n_episodes, np.int64) if set_index is None else np.asarray(set_index)
+    size = chunk_size(encoded, n_budgets, memory_cap, len(devices))
+    for start in range(0, n_episodes, size):
+        real = np.arange(start, min(start + size, n_episodes))
+        padded = np.concatenate([real, np.full(size - len(real), real[-1])])  # one shape for every chunk
+        frames = []
+        for track_number, track in enumerate(plan):
+            batch = devices_lib.place(encoded.batch(track, padded), devices)
+            oracle_utility = oracle_table(encoded, track, budgets, oracle, real)
+            for policy_number, name in enumerate(plan[track]):
+                counts = simulate.simulate(make(name), batch, budgets, episode_index=padded)
+                host = {field: np.asarray(value)[:len(real)] for field, value in vars(counts).items()}
+                frames.append(_rows(encoded, real, budgets, host, oracle_utility, track, name, set_index,
+                                    (track_number, policy_number)))
+                if progress is not None:
+                    progress.advance(len(real) * n_budgets, f"{track} {name}")
+        table = pd.concat(frames, ignore_index=True)
+        table = table.sort_values(["_set", "_budget", "_episode", "_order"], kind="stable")
+        yield table[list(COLUMNS)].reset_index(drop=True)
+
+
+def _rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, order) -> pd.DataFrame:
+    n, n_budgets = len(real), len(budgets)
+    utility = policy_utility(host["retained"], encoded.utility64[real][:, None, :])
+    columns = score(host, utility, oracle_utility, encoded.n_critical[real][:, None],
+                    encoded.total_drift_events[real][:, None], encoded.arrays["length"][real][:, None],
+                    budgets[None, :])
+    episode_axis = np.broadcast_to(real[:, None], (n, n_budgets))
+    columns.update(budget_bytes=budgets[None, :], episode_id=np.asarray(encoded.episode_id, object)[episode_axis],
+                   mode=np.asarray(encoded.mode, object)[episode_axis], policy=name, track=track,
+                   merge_actions=host["merge_actions"].astype(np.int64), _set=set_index[episode_axis],
+                   _budget=np.arange(n_budgets)[None, :], _episode=episode_axis, _order=order[0] * 1000 + order[1])
+    return pd.DataFrame({key: np.broadcast_to(value, (n, n_budgets)).ravel() for key, value in columns.items()})
+
+
+def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks) -> int:
+    return encoded.n_episodes * n_budgets * sum(len(names) for names in resolve_policies(policies, tracks).values())
 
 
 def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
               policies: str | Sequence[str] = "reference", tracks: Sequence[str] = ("unprivileged", "privileged"),
-              oracle: str = "exact", set_index: Sequence[int] | None = None, quiet: bool = True) -> pd.DataFrame:
-    """Every (episode, budget, track, policy) run as one row with the published columns.
+              oracle: str = "exact", set_index: Sequence[int] | None = None, quiet: bool = True,
+              memory_cap: int = DEFAULT_MEMORY_CAP, devices=None) -> pd.DataFrame:
+    """Every (episode, budget, track, policy) run as one row with the published columns (+ merge_actions).
 
     ``set_index`` [N] groups episodes into sets (e.g. one per input file) for row order.
     """
-    budgets = check_budgets(budgets)
-    if oracle not in oracle_lib.ORACLE_MODES:
-        raise ValueError(f"unknown oracle mode {oracle!r}; expected one of {', '.join(oracle_lib.ORACLE_MODES)}")
-    plan = resolve_policies(policies, tracks)
-    n_episodes, n_budgets = encoded.n_episodes, len(budgets)
-    set_index = np.zeros(n_episodes, np.int64) if set_index is None else np.asarray(set_index)
-    episode_axis = np.arange(n_episodes)[:, None].repeat(n_budgets, 1)
-    budget_axis = np.arange(n_budgets)[None, :].repeat(n_episodes, 0)
-    lengths = encoded.arrays["length"][:, None]
-    frames = []
-    for track_number, track in enumerate(plan):
-        batch = encoded.batch(track)
-        oracle_utility = oracle_table(encoded, track, budgets, oracle)
-        for policy_number, name in enumerate(plan[track]):
-            started = time.perf_counter()
-            counts = simulate.simulate(make(name), batch, budgets)
-            host = {field: np.asarray(value) for field, value in vars(counts).items()}
-            utility = policy_utility(host["retained"], encoded.utility64[:, None, :])
-            columns = score(host, utility, oracle_utility, encoded.n_critical[:, None],
-                            encoded.total_drift_events[:, None], lengths, budgets[None, :])
-            columns.update(budget_bytes=budgets[budget_axis], episode_id=np.asarray(encoded.episode_id, object)[episode_axis],
-                           mode=np.asarray(encoded.mode, object)[episode_axis], policy=name, track=track,
-                           merge_actions=host["merge_actions"].astype(np.int64),
-                           _set=set_index[episode_axis], _budget=budget_axis, _episode=episode_axis,
-                           _track=track_number, _policy=policy_number)
-            frames.append(pd.DataFrame({key: np.broadcast_to(value, (n_episodes, n_budgets)).ravel()
-                                        for key, value in columns.items()}))
-            if not quiet:
-                runs = n_episodes * n_budgets
-                print(f"  {track:<12} {name:<20} {runs:>7} runs  {time.perf_counter() - started:6.2f} s",
-                      file=sys.stderr)
-    table = pd.concat(frames, ignore_index=True)
-    table = table.sort_values(["_set", "_budget", "_episode", "_track", "_policy"], kind="stable")
-    ordered = list(PUBLISHED_COLUMNS) + ["merge_actions"]
-    return table[ordered].reset_index(drop=True)
+    progress = Progress(total_runs(encoded, len(budgets), policies, tracks), enabled=not quiet)
+    chunks = list(iter_sweep(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, progress))
+    progress.close()
+    return pd.concat(chunks, ignore_index=True)
+
+
+class ResultsWriter:
+    """Streams result chunks to ``.csv`` or ``.parquet`` (chosen by the file's extension)."""
+
+    def __init__(self, path: str):
+        self.path, self.rows, self._parquet = path, 0, None
+        if path.endswith(".parquet"):
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise ValueError(f"--out {path}: writing Parquet needs pyarrow (pip install 'wpbjax[parquet]')") from None
+        elif not path.endswith(".csv"):
+            raise ValueError(f"--out {path}: expected a .csv or .parquet file name")
+        open(path, "w").close()  # fail early (and clearly) if the path cannot be written
+
+    def write(self, table: pd.DataFrame) -> None:
+        if self.path.endswith(".parquet"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            batch = pa.Table.from_pandas(table, preserve_index=False)
+            if self._parquet is None:
+                self._parquet = pq.ParquetWriter(self.path, batch.schema)
+            self._parquet.write_table(batch)
+        else:
+            table.to_csv(self.path, mode="a", header=self.rows == 0, index=False)
+        self.rows += len(table)
+
+    def close(self) -> None:
+        if self._parquet is not None:
+            self._parquet.close()
+
+
+def leaderboard_from_sums(sums: list[pd.DataFrame]) -> pd.DataFrame:
+    """The leaderboard from per-chunk ``groupby(track, policy, budget).f1.agg(['sum', 'count'])``."""
+    total = pd.concat(sums).groupby(level=[0, 1, 2], sort=False).sum()
+    board = (total["sum"] / total["count"]).unstack("budget_bytes")
+    order = total.index.droplevel("budget_bytes").unique()  # first-seen order, as in the table
+    return board.reindex(order)[sorted(board.columns)]
 
 
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:

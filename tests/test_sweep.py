@@ -1,0 +1,87 @@
+"""Sweeps of any size: memory-capped chunks, several devices, streamed CSV/Parquet, progress."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from wpbjax.cli import main
+from wpbjax.episodes.encode import encode_episodes
+from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
+from wpbjax.sweep import run_sweep
+
+KEY = ["mode", "budget_bytes", "episode_id", "track", "policy"]
+SWEEP = ["sweep", "--n-episodes", "5", "--steps", "60", "--budgets", "700,2048,9000", "--seed", "3", "--quiet"]
+
+
+def sorted_rows(table):
+    return table.sort_values(KEY, kind="stable").reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def one_chunk(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one") / "results.csv"
+    assert main(SWEEP + ["--out", str(out)]) == 0
+    return pd.read_csv(out)
+
+
+def test_small_memory_cap_gives_the_same_rows_in_chunks(one_chunk, tmp_path):
+    from wpbjax.sweep import chunk_size
+
+    encoded = encode_episodes(generate_episodes(DriftConfig(steps=60), 1))
+    assert chunk_size(encoded, 3, 100_000, 1) == 2  # so the 20 episodes run as 10 chunks
+    out = tmp_path / "chunks.csv"
+    assert main(SWEEP + ["--memory-cap", "100K", "--out", str(out)]) == 0
+    chunked = pd.read_csv(out)
+    assert len(chunked) == len(one_chunk) == 20 * 3 * 12
+    pd.testing.assert_frame_equal(sorted_rows(chunked), sorted_rows(one_chunk))
+
+
+def test_chunks_are_padded_to_one_shape_and_compile_once():
+    from wpbjax import simulate
+
+    episodes = generate_episodes(DriftConfig(steps=40, seed=9), 7)
+    encoded = encode_episodes(episodes)
+    before = simulate._simulate._cache_size()
+    # ~0.6 MB per episode at this size: a 2 MB cap makes chunks of 3 (7 = 3 + 3 + 1, padded)
+    run_sweep(encoded, budgets=[500, 5000], policies="fifo_store_all", tracks=["unprivileged"], memory_cap=2_000_000)
+    assert simulate._simulate._cache_size() - before <= 1
+
+
+def test_parquet_output_matches_csv(one_chunk, tmp_path):
+    out = tmp_path / "results.parquet"
+    assert main(SWEEP + ["--out", str(out)]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(out), one_chunk, check_dtype=False)
+
+
+def test_four_devices_give_identical_rows(one_chunk, tmp_path):
+    out = tmp_path / "four.csv"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", WPBJAX_CACHE_DIR="")
+    done = subprocess.run([sys.executable, "-m", "wpbjax.cli", *SWEEP[:-1], "--out", str(out)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "on 4 x cpu" in done.stderr
+    pd.testing.assert_frame_equal(pd.read_csv(out), one_chunk)
+
+
+def test_progress_and_leaderboard_unless_quiet(tmp_path, capsys):
+    assert main(SWEEP[:-1] + ["--policies", "last_kb", "--out", str(tmp_path / "r.csv")]) == 0
+    captured = capsys.readouterr()
+    assert "runs/s" in captured.err and "ETA" in captured.err
+    assert "Mean F1 by policy and budget" in captured.out and "last_kb" in captured.out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--memory-cap", "lots"], "--memory-cap: expected a size like 2G"),
+    (["--out", "results.txt"], "expected a .csv or .parquet file name"),
+])
+def test_sweep_argument_errors(argv, message, capsys, tmp_path):
+    monkey_out = ["--out", str(tmp_path / "r.csv")] if "--out" not in argv else []
+    try:
+        code = main(SWEEP + monkey_out + argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    assert code == 2
+    assert message in capsys.readouterr().err
