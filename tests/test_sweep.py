@@ -30,7 +30,7 @@ def one_chunk(tmp_path_factory):
 def test_small_memory_cap_gives_the_same_rows_in_chunks(one_chunk, tmp_path):
     from wpbjax.sweep import chunk_size
 
-    encoded = encode_episodes(generate_episodes(DriftConfig(steps=60), 1))
+    encoded = encode_episodes(generate_episodes(DriftConfig(steps=60), 20))
     assert chunk_size(encoded, 3, 100_000, 1) == 2  # so the 20 episodes run as 10 chunks
     out = tmp_path / "chunks.csv"
     assert main(SWEEP + ["--memory-cap", "100K", "--out", str(out)]) == 0
