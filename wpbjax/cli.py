@@ -9,6 +9,8 @@ import argparse
 import sys
 import time
 
+import numpy as np
+
 from wpbjax.episodes.jsonl import EpisodeFormatError
 
 DEFAULT_MODES = "default,burst_drift,redundancy,burst_redundancy"
@@ -166,6 +168,27 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    import json
+
+    enable_compilation_cache() if args.cache else None
+    from wpbjax.bench import run_bench
+
+    report = run_bench(n_episodes=args.episodes, n_steps=args.steps, policies=args.policies, budgets=args.budgets,
+                       repeats=args.repeats)
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    print(f"{report['episodes']:,} episodes x {report['steps']} steps x {len(report['budgets'])} budgets = "
+          f"{report['runs']:,} runs on {report['devices']} {report['platform']} device(s) ({report['device_kind']})")
+    print(f"{'policy':<20} {'compile s':>10} {'run s':>9} {'episode-steps/s':>17}")
+    for row in report["policies"]:
+        print(f"{row['policy']:<20} {row['compile_s']:>10.2f} {row['run_s']:>9.3f} {row['episode_steps_per_s']:>17,.0f}")
+    rates = sorted(row["episode_steps_per_s"] for row in report["policies"])
+    print(f"median {np.median(rates):,.0f} episode-steps/s; slowest {rates[0]:,.0f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from wpbjax.episodes.reference_gen import MODES
     from wpbjax.sweep import PAPER_BUDGETS
@@ -198,6 +221,15 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--quiet", action="store_true", help="no progress or leaderboard")
     _add_generator_knobs(sweep)
     sweep.set_defaults(run=cmd_sweep)
+    bench = commands.add_parser("bench", help="compile time and steady-state throughput per policy")
+    bench.add_argument("--episodes", type=_positive_int, default=10000, help="episodes in the batch (default 10000)")
+    bench.add_argument("--steps", type=_positive_int, default=200, help="steps per episode (default 200)")
+    bench.add_argument("--policies", type=_name_list, default=None, help="comma-separated names (default: the reference line-up)")
+    bench.add_argument("--budgets", type=_int_list, default=[1024, 10240, 102400], help="budgets per episode (default 1024,10240,102400)")
+    bench.add_argument("--repeats", type=_positive_int, default=3, help="timed repeats after warm-up; best counts (default 3)")
+    bench.add_argument("--cache", action="store_true", help="use the persistent compilation cache (compile_s then measures loading)")
+    bench.add_argument("--json", action="store_true", help='print {"devices", "platform", "policies": [{"policy", "compile_s", "run_s", "episode_steps_per_s"}]}')
+    bench.set_defaults(run=cmd_bench)
     return parser
 
 
