@@ -11,8 +11,9 @@ COST_A = 76
 def run_script(observations, plan, budget, **episode_kw):
     episode = make_episode(observations, **episode_kw)
     params = script(len(observations), plan)
-    _, stores, counts = run_one(SCRIPTED, [episode], budget, params=params)
+    encoded, stores, counts = run_one(SCRIPTED, [episode], budget, params=params)
     store = {name: value[0] for name, value in vars(stores).items()}
+    store["item_costs"] = np.where(store["is_delta"], store["delta_cost"], encoded.track_costs("unprivileged")[0])
     return store, {name: value[0] for name, value in vars(counts).items()}
 
 
@@ -65,10 +66,10 @@ def test_merge_rules_and_cost():
     assert store["present"].tolist() == [True, False, True, False, False]
     assert store["is_delta"].tolist() == [False, False, True, False, False]
     assert store["parent"][2] == 0
-    assert store["item_cost"][2] == 24
+    assert store["item_costs"][2] == 24
     assert counts["merge_actions"] == 4 and counts["write_actions"] == 1
     # the same merge does not fit one byte short
-    base_cost = store["item_cost"][0]
+    base_cost = store["item_costs"][0]
     store, _ = run_script(obs, {0: (WRITE, -1, []), 2: (MERGE, 0, [])}, budget=int(base_cost) + 23)
     assert store["present"].tolist() == [True, False, False, False, False]
 
@@ -93,4 +94,4 @@ def test_orphan_and_non_string_deltas_keep_bytes_but_do_not_count():
     # slot 1 is an orphan (its parent expired); slot 3's apis are numbers, not strings
     assert retained == [False, False, True, False, False]
     assert counts["n_hit"] == 0
-    assert counts["bytes_used"] == store["item_cost"][[1, 2, 3]].sum()
+    assert counts["bytes_used"] == store["item_costs"][[1, 2, 3]].sum()

@@ -20,7 +20,7 @@ def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, s
     # Padding steps do nothing: mask the action rather than select over the whole store.
     real = episode.valid[pos]
     action = actions.select(real, action, actions.skip())
-    return action, store_lib.apply(store, action, episode, pos, budget), state
+    return action, store_lib.apply(store, action, episode, pos, budget, policy.kinds), state
 
 
 def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store_lib.StoreState:

@@ -32,12 +32,12 @@ class StoreState:
     present: jax.Array         # [T] bool  an item keyed by this step exists
     is_delta: jax.Array        # [T] bool  the item is a merge delta (else a base item)
     parent: jax.Array          # [T] int32 a delta's parent slot (-1 for base items)
-    item_cost: jax.Array       # [T] int32 bytes the item occupies
+    delta_cost: jax.Array      # [T] int32 bytes of a delta item (a base item costs its step's write_cost)
     newer: jax.Array           # [T] int32 next newer present item (-1 at the newest)
     older: jax.Array           # [T] int32 next older present item (-1 at the oldest)
     oldest: jax.Array          # []  int32 oldest present item, -1 when empty
     newest: jax.Array          # []  int32 newest present item, -1 when empty
-    used: jax.Array            # []  int32 bytes in use (sum of item_cost over present items)
+    used: jax.Array            # []  int32 bytes in use (sum of the present items' costs)
     write_actions: jax.Array   # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
     merge_actions: jax.Array   # []  int32 MERGE actions emitted
@@ -47,7 +47,7 @@ def empty(n_steps: int) -> StoreState:
     zero, none = jnp.zeros((), jnp.int32), jnp.full((), NONE, jnp.int32)
     links = jnp.full(n_steps, NONE, jnp.int32)
     return StoreState(present=jnp.zeros(n_steps, bool), is_delta=jnp.zeros(n_steps, bool), parent=links,
-                      item_cost=jnp.zeros(n_steps, jnp.int32), newer=links, older=links, oldest=none,
+                      delta_cost=jnp.zeros(n_steps, jnp.int32), newer=links, older=links, oldest=none,
                       newest=none, used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero)
 
 
@@ -60,9 +60,20 @@ def is_empty(store: StoreState) -> jax.Array:
     return store.oldest < 0
 
 
-def cost_of(store: StoreState, slot) -> jax.Array:
-    """Bytes of the item at ``slot`` (0 for slot -1)."""
-    return jnp.where(slot >= 0, store.item_cost[jnp.maximum(slot, 0)], 0)
+def cost_of(store: StoreState, episode: EpisodeBatch, slot) -> jax.Array:
+    """Bytes of the item at ``slot`` (0 for slot -1).
+
+    Base items cost their step's write cost, read from the (read-only) episode: reading a carried
+    array that the same step updates in place makes XLA copy it whole, every step.
+    """
+    safe = jnp.maximum(slot, 0)
+    cost = jnp.where(store.is_delta[safe], store.delta_cost[safe], episode.write_cost[safe])
+    return jnp.where(slot >= 0, cost, 0)
+
+
+def item_costs(store: StoreState, episode: EpisodeBatch) -> jax.Array:
+    """[T] bytes of the item at each slot (whether present or not)."""
+    return jnp.where(store.is_delta, store.delta_cost, episode.write_cost)
 
 
 def merge_delta(episode: EpisodeBatch, pos, target):
@@ -94,7 +105,7 @@ def put_at(array, pos, value, condition):
     return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, array[pos]), pos, 0)
 
 
-def _expire(store: StoreState, slot, pos) -> StoreState:
+def _expire(store: StoreState, episode: EpisodeBatch, slot, pos) -> StoreState:
     ok = (slot >= 0) & (slot < pos) & store.present[jnp.maximum(slot, 0)]
     safe = jnp.maximum(slot, 0)
     older, newer = store.older[safe], store.newer[safe]
@@ -105,39 +116,55 @@ def _expire(store: StoreState, slot, pos) -> StoreState:
         older=set_where(store.older, newer, older, ok),
         oldest=jnp.where(ok & (older < 0), newer, store.oldest),
         newest=jnp.where(ok & (newer < 0), older, store.newest),
-        used=store.used - jnp.where(ok, store.item_cost[safe], 0),
+        used=store.used - jnp.where(ok, cost_of(store, episode, slot), 0),
     )
 
 
-def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget) -> StoreState:
-    """Apply one action (its EXPIRE, then its main action) at step position ``pos``."""
-    store = _expire(store, action.expire_slot, pos)
+ALL_KINDS = frozenset({"write", "expire", "merge"})
+
+
+def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, kinds=ALL_KINDS) -> StoreState:
+    """Apply one action (its EXPIRE, then its main action) at step position ``pos``.
+
+    ``kinds`` (static): the action kinds the policy can emit, among "write", "expire", "merge";
+    code for the others is left out of the compiled step, and such actions are ignored. Without
+    "expire" no item ever leaves, so the oldest-first links need no upkeep.
+    """
+    expires, merges = "expire" in kinds, "merge" in kinds
+    if expires:
+        store = _expire(store, episode, action.expire_slot, pos)
     store = dataclasses.replace(store, expire_actions=store.expire_actions + action.n_expire,
                                 write_actions=store.write_actions + (action.kind == WRITE),
                                 merge_actions=store.merge_actions + (action.kind == MERGE))
+    if not kinds & {"write", "merge"}:
+        return store
 
     write_cost = episode.write_cost[pos]
-    vacant = ~store.present[pos]  # at most one item per step, even if a policy acts twice
-    write_ok = (action.kind == WRITE) & vacant & (store.used + write_cost <= budget)
-
-    target = jnp.maximum(action.target, 0)
-    merge_cost, n_fields = merge_delta(episode, pos, target)
-    api = episode.api_id[pos]
-    merge_ok = ((action.kind == MERGE) & vacant & (action.target >= 0) & (action.target < pos)
-                & store.present[target] & ~store.is_delta[target]
-                & (api >= 0) & (episode.api_id[target] == api)
-                & (n_fields > 0) & (store.used + merge_cost <= budget))
+    vacant = store.newest != pos  # at most one item per step, even if a policy acts twice
+    write_ok = ("write" in kinds) & (action.kind == WRITE) & vacant & (store.used + write_cost <= budget)
+    merge_ok, merge_cost, target = jnp.zeros((), bool), jnp.zeros((), jnp.int32), jnp.maximum(action.target, 0)
+    if merges:
+        merge_cost, n_fields = merge_delta(episode, pos, target)
+        api = episode.api_id[pos]
+        merge_ok = ((action.kind == MERGE) & vacant & (action.target >= 0) & (action.target < pos)
+                    & store.present[target] & ~store.is_delta[target]
+                    & (api >= 0) & (episode.api_id[target] == api)
+                    & (n_fields > 0) & (store.used + merge_cost <= budget))
 
     added = write_ok | merge_ok
-    return dataclasses.replace(
+    newest_before = store.newest
+    store = dataclasses.replace(
         store,
         present=put_at(store.present, pos, True, added),
-        is_delta=put_at(store.is_delta, pos, merge_ok, added),
-        parent=put_at(store.parent, pos, target, merge_ok),
-        item_cost=put_at(store.item_cost, pos, jnp.where(merge_ok, merge_cost, write_cost), added),
-        older=put_at(store.older, pos, store.newest, added),
-        newer=set_where(store.newer, store.newest, pos, added),
         oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
         newest=jnp.where(added, pos, store.newest),
         used=store.used + jnp.where(write_ok, write_cost, 0) + jnp.where(merge_ok, merge_cost, 0),
     )
+    if merges:
+        store = dataclasses.replace(store, is_delta=put_at(store.is_delta, pos, merge_ok, added),
+                                    parent=put_at(store.parent, pos, target, merge_ok),
+                                    delta_cost=put_at(store.delta_cost, pos, merge_cost, merge_ok))
+    if expires:  # chain the new item after the previous newest
+        store = dataclasses.replace(store, older=put_at(store.older, pos, newest_before, added),
+                                    newer=set_where(store.newer, newest_before, pos, added))
+    return store

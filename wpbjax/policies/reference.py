@@ -88,7 +88,7 @@ def priority_greedy_act(params, state, store, episode, pos, budget):
 
 
 # --- last_kb and merge_aggressive -----------------------------------------------------------------
-def _evict_oldest_quirk(store, cost, room):
+def _evict_oldest_quirk(store, episode, cost, room):
     """The published loop ``while cost > room: EXPIRE(oldest)`` where 'oldest' is read before any
     action applies, so all k EXPIREs name the same item and only the first succeeds.
 
@@ -97,12 +97,15 @@ def _evict_oldest_quirk(store, cost, room):
     oldest = store.oldest
     short, nonempty = cost > room, oldest >= 0
     evict = short & nonempty
-    n_expire = jnp.where(evict, -(-(cost - room) // jnp.maximum(store_lib.cost_of(store, oldest), 1)), 0)
+    # ceil((cost - room) / oldest cost) with lax.div: both are positive here, and jnp's floor
+    # division (with its sign fix-ups) is several times slower on CPU.
+    oldest_cost = jnp.maximum(store_lib.cost_of(store, episode, oldest), 1)
+    n_expire = jnp.where(evict, jax.lax.div(jnp.maximum(cost - room, 0) + oldest_cost - 1, oldest_cost), 0)
     return jnp.where(evict, oldest, NONE), n_expire, ~short | nonempty
 
 
 def last_kb_act(params, state, store, episode, pos, budget):
-    slot, n_expire, go = _evict_oldest_quirk(store, episode.write_cost[pos], store_lib.remaining(store, budget))
+    slot, n_expire, go = _evict_oldest_quirk(store, episode, episode.write_cost[pos], store_lib.remaining(store, budget))
     return actions.write_if(go, slot, n_expire), state
 
 
@@ -134,25 +137,26 @@ def merge_aggressive_act(params, state, store, episode, pos, budget):
     has_target = (target >= 0) & store.present[jnp.maximum(target, 0)]
     merge_cost, _ = store_lib.merge_delta(episode, pos, jnp.maximum(target, 0))
     cost = jnp.where(has_target, merge_cost, episode.write_cost[pos])
-    slot, n_expire, go = _evict_oldest_quirk(store, cost, store_lib.remaining(store, budget))
+    slot, n_expire, go = _evict_oldest_quirk(store, episode, cost, store_lib.remaining(store, budget))
     main = actions.select(has_target, actions.merge(target, slot, n_expire), actions.write(slot, n_expire))
     action = actions.select(go, main, actions.skip())
     return action, MergeState(latest_base=latest_base, pending=jnp.where(action.kind == actions.WRITE, pos, NONE))
 
 
 UNPRIVILEGED = ("unprivileged", "privileged")
+WRITES, EVICTS = frozenset({"write"}), frozenset({"write", "expire"})
 PRIVILEGED_ONLY = ("privileged",)
 
 REFERENCE_POLICIES = (
-    Policy("no_mem", no_mem_act, UNPRIVILEGED, doc="never writes"),
-    Policy("fifo_store_all", fifo_store_all_act, UNPRIVILEGED, doc="writes every step that fits"),
-    Policy("uniform_sample", uniform_sample_act, UNPRIVILEGED, {"every_n": 10},
+    Policy("no_mem", no_mem_act, UNPRIVILEGED, kinds=frozenset(), doc="never writes"),
+    Policy("fifo_store_all", fifo_store_all_act, UNPRIVILEGED, kinds=WRITES, doc="writes every step that fits"),
+    Policy("uniform_sample", uniform_sample_act, UNPRIVILEGED, {"every_n": 10}, kinds=WRITES,
            doc="writes steps with t mod every_n == 0 that fit"),
-    Policy("priority_threshold", priority_threshold_act, PRIVILEGED_ONLY, {"threshold": 0.5},
+    Policy("priority_threshold", priority_threshold_act, PRIVILEGED_ONLY, {"threshold": 0.5}, kinds=WRITES,
            doc="writes steps with priority > threshold; the store rejects what does not fit"),
-    Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY, init=greedy_init, multi_action=True,
+    Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY, init=greedy_init, multi_action=True, kinds=EVICTS,
            doc="writes; when full evicts by (priority, t) if the incoming priority beats the lowest"),
-    Policy("last_kb", last_kb_act, UNPRIVILEGED,
+    Policy("last_kb", last_kb_act, UNPRIVILEGED, kinds=EVICTS,
            doc="recency: expires the oldest item (published quirk: only once per step), then writes"),
     Policy("merge_aggressive", merge_aggressive_act, UNPRIVILEGED, init=merge_init,
            doc="merges a delta into the latest base item of the same api; else last_kb"),
