@@ -112,35 +112,35 @@ def last_kb_act(params, state, store, episode, pos, budget):
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class MergeState:
-    latest_base: jax.Array  # [A] int32 latest base item written per api index (-1 none)
-    pending: jax.Array      # []  int32 the step of the last WRITE emitted, until seen accepted or not
+    latest_base: jax.Array  # [A] int32 latest base item stored per api index (-1 none)
 
 
 def merge_init(params, episode, key):
-    return MergeState(latest_base=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
-                      pending=jnp.full((), NONE, jnp.int32))
+    return MergeState(latest_base=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32))
 
 
 def merge_aggressive_act(params, state, store, episode, pos, budget):
     """MERGE into the latest base item with an equal api (evicting oldest items, last_kb's way,
     until the delta fits); with no such item, behave exactly as last_kb.
 
-    The per-api table is exact for this policy: it only ever expires the oldest item, so when the
-    latest base item of an api is gone, every older one is gone too.
+    This policy only ever expires the oldest item, so the present items are exactly the stored ones
+    not older than ``store.oldest``: its per-api table of latest base items needs no look-up in the
+    store (reading carried store arrays costs a whole-array copy per step on CPU).
     """
-    pending = jnp.maximum(state.pending, 0)
-    accepted = (state.pending >= 0) & store.present[pending] & ~store.is_delta[pending]
-    latest_base = store_lib.set_where(state.latest_base, episode.api_index[pending], state.pending, accepted)
-
     api = episode.api_index[pos]
-    target = jnp.where(api >= 0, latest_base[jnp.maximum(api, 0)], NONE)
-    has_target = (target >= 0) & store.present[jnp.maximum(target, 0)]
+    target = jnp.where(api >= 0, state.latest_base[jnp.maximum(api, 0)], NONE)
+    has_target = (target >= 0) & (target >= store.oldest) & (store.oldest >= 0)
     merge_cost, _ = store_lib.merge_delta(episode, pos, jnp.maximum(target, 0))
-    cost = jnp.where(has_target, merge_cost, episode.write_cost[pos])
-    slot, n_expire, go = _evict_oldest_quirk(store, episode, cost, store_lib.remaining(store, budget))
+    write_cost = episode.write_cost[pos]
+    cost = jnp.where(has_target, merge_cost, write_cost)
+    room = store_lib.remaining(store, budget)
+    slot, n_expire, go = _evict_oldest_quirk(store, episode, cost, room)
     main = actions.select(has_target, actions.merge(target, slot, n_expire), actions.write(slot, n_expire))
     action = actions.select(go, main, actions.skip())
-    return action, MergeState(latest_base=latest_base, pending=jnp.where(action.kind == actions.WRITE, pos, NONE))
+    # The store accepts the WRITE iff it fits once the one real eviction (if any) is credited.
+    freed = jnp.where(slot >= 0, store_lib.cost_of(store, episode, slot), 0)
+    stored = (action.kind == actions.WRITE) & (write_cost <= room + freed)
+    return action, MergeState(latest_base=store_lib.set_where(state.latest_base, api, pos, stored))
 
 
 UNPRIVILEGED = ("unprivileged", "privileged")
