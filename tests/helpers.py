@@ -33,7 +33,7 @@ def scripted_act(params, state, store, episode, pos, budget):
     """Emit step ``pos``'s scripted EXPIREs one per call (CONTINUE), then its main action."""
     expiring = state < params["n_expire"][pos]
     slot = params["expire"][pos, jnp.minimum(state, params["expire"].shape[1] - 1)]
-    main = actions.Action(expire_slot=jnp.int32(-1), n_expire=jnp.int32(0), kind=params["kind"][pos],
+    main = actions.Action(expire_slots=jnp.full(1, -1, jnp.int32), n_expire=jnp.int32(0), kind=params["kind"][pos],
                           target=params["target"][pos])
     action = actions.select(expiring, actions.expire_and_continue(slot), main)
     return action, jnp.where(expiring, state + 1, 0)

@@ -1,10 +1,10 @@
-"""Action: what a policy emits — at most one EXPIRE target, then a main action.
+"""Action: what a policy emits — a few EXPIRE targets, then a main action.
 
-A step's actions are applied in the order emitted (SEMANTICS §3). Each ``Action`` carries one
-EXPIRE (``expire_slot``, emitted ``n_expire`` times: last_kb's quirk names the same item several
-times and only the first can succeed), then its main action. ``CONTINUE`` as the main action
-means "apply the expire and call the policy again at this step", which is how a policy emits
-several EXPIREs of different items (priority_greedy's walk) while every call stays O(1).
+A step's actions are applied in the order emitted (SEMANTICS §3). Each ``Action`` carries up to K
+EXPIREs (``expire_slots``, -1 for none; K is fixed per policy, 1 unless it needs more) applied in
+order, then its main action. ``n_expire`` counts the EXPIREs *emitted*: last_kb's quirk names the
+same item several times and only the first can succeed. ``CONTINUE`` as the main action means
+"apply the expires and call the policy again at this step", for walks longer than K.
 """
 from __future__ import annotations
 
@@ -19,39 +19,50 @@ SKIP, WRITE, MERGE, CONTINUE = 0, 1, 2, 3
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Action:
-    expire_slot: jax.Array  # [] int32 slot (step position) to EXPIRE first, -1 for none
-    n_expire: jax.Array     # [] int32 EXPIRE actions emitted for it (counted even if rejected)
+    expire_slots: jax.Array  # [K] int32 slots (step positions) to EXPIRE first, in order; -1 for none
+    n_expire: jax.Array      # []  int32 EXPIRE actions emitted (counted even if rejected)
     kind: jax.Array         # [] int32 SKIP, WRITE, MERGE or CONTINUE
     target: jax.Array       # [] int32 merge target slot (-1 when not a MERGE)
 
 
-def _action(kind, expire_slot=-1, n_expire=0, target=-1) -> Action:
-    return Action(expire_slot=jnp.asarray(expire_slot, jnp.int32), n_expire=jnp.asarray(n_expire, jnp.int32),
-                  kind=jnp.asarray(kind, jnp.int32), target=jnp.asarray(target, jnp.int32))
+def _action(kind, expire_slots=-1, n_expire=0, target=-1) -> Action:
+    return Action(expire_slots=jnp.atleast_1d(jnp.asarray(expire_slots, jnp.int32)),
+                  n_expire=jnp.asarray(n_expire, jnp.int32), kind=jnp.asarray(kind, jnp.int32),
+                  target=jnp.asarray(target, jnp.int32))
 
 
 def skip() -> Action:
     return _action(SKIP)
 
 
-def write(expire_slot=-1, n_expire=0) -> Action:
-    return _action(WRITE, expire_slot, n_expire)
+def write(expire_slots=-1, n_expire=0) -> Action:
+    return _action(WRITE, expire_slots, n_expire)
 
 
-def merge(target, expire_slot=-1, n_expire=0) -> Action:
-    return _action(MERGE, expire_slot, n_expire, target)
+def merge(target, expire_slots=-1, n_expire=0) -> Action:
+    return _action(MERGE, expire_slots, n_expire, target)
 
 
-def expire_and_continue(slot) -> Action:
-    """EXPIRE ``slot`` once, then ask the policy again at the same step."""
-    return _action(CONTINUE, slot, 1)
+def expire_and_continue(slots, n_expire=1) -> Action:
+    """EXPIRE ``slots``, then ask the policy again at the same step."""
+    return _action(CONTINUE, slots, n_expire)
 
 
-def write_if(condition, expire_slot=-1, n_expire=0) -> Action:
-    """WRITE when ``condition`` holds, else SKIP (dropping the expire too)."""
-    return select(condition, write(expire_slot, n_expire), skip())
+def write_if(condition, expire_slots=-1, n_expire=0) -> Action:
+    """WRITE when ``condition`` holds, else SKIP (dropping the expires too)."""
+    return select(condition, write(expire_slots, n_expire), skip())
+
+
+def mask(action: Action, real) -> Action:
+    """The action where ``real``, else a SKIP with no expires (any K)."""
+    return Action(expire_slots=jnp.where(real, action.expire_slots, -1), n_expire=jnp.where(real, action.n_expire, 0),
+                  kind=jnp.where(real, action.kind, SKIP), target=jnp.where(real, action.target, -1))
 
 
 def select(condition, if_true: Action, if_false: Action) -> Action:
-    """Elementwise choice between two actions (traced ``condition``)."""
+    """Elementwise choice between two actions (traced ``condition``); K is the larger of the two."""
+    k = max(if_true.expire_slots.shape[0], if_false.expire_slots.shape[0])
+    pad = lambda slots: jnp.pad(slots, (0, k - slots.shape[0]), constant_values=-1)  # noqa: E731
+    if_true = Action(pad(if_true.expire_slots), if_true.n_expire, if_true.kind, if_true.target)
+    if_false = Action(pad(if_false.expire_slots), if_false.n_expire, if_false.kind, if_false.target)
     return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), if_true, if_false)

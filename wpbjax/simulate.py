@@ -19,7 +19,7 @@ def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, s
     action, state = policy.act(params, state, store, episode, pos, budget)
     # Padding steps do nothing: mask the action rather than select over the whole store.
     real = episode.valid[pos]
-    action = actions.select(real, action, actions.skip())
+    action = actions.mask(action, real)
     return action, store_lib.apply(store, action, episode, pos, budget, policy.kinds), state
 
 

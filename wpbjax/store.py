@@ -106,34 +106,38 @@ def put_at(array, pos, value, condition, vacant_value):
     return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, vacant_value), pos, 0)
 
 
-def _expire(store: StoreState, episode: EpisodeBatch, slot, pos) -> StoreState:
+def _expire(store: StoreState, episode: EpisodeBatch, slot, pos, ordered: bool) -> StoreState:
     ok = (slot >= 0) & (slot < pos) & store.present[jnp.maximum(slot, 0)]
+    store = dataclasses.replace(store, present=set_where(store.present, slot, False, ok),
+                                used=store.used - jnp.where(ok, cost_of(store, episode, slot), 0))
+    if not ordered:
+        return store
     safe = jnp.maximum(slot, 0)
     older, newer = store.older[safe], store.newer[safe]
     return dataclasses.replace(
         store,
-        present=set_where(store.present, slot, False, ok),
         newer=set_where(store.newer, older, newer, ok),
         older=set_where(store.older, newer, older, ok),
         oldest=jnp.where(ok & (older < 0), newer, store.oldest),
         newest=jnp.where(ok & (newer < 0), older, store.newest),
-        used=store.used - jnp.where(ok, cost_of(store, episode, slot), 0),
     )
 
 
-ALL_KINDS = frozenset({"write", "expire", "merge"})
+ALL_KINDS = frozenset({"write", "expire", "merge", "order"})
 
 
 def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, kinds=ALL_KINDS) -> StoreState:
     """Apply one action (its EXPIRE, then its main action) at step position ``pos``.
 
     ``kinds`` (static): the action kinds the policy can emit, among "write", "expire", "merge";
-    code for the others is left out of the compiled step, and such actions are ignored. Without
-    "expire" no item ever leaves, so the oldest-first links need no upkeep.
+    code for the others is left out of the compiled step, and such actions are ignored. "order"
+    asks for the oldest-first links (``oldest``, ``newer``, ``older``) to stay exact when items
+    expire; a policy that never reads them may leave it out.
     """
-    expires, merges = "expire" in kinds, "merge" in kinds
+    expires, merges, ordered = "expire" in kinds, "merge" in kinds, "order" in kinds
     if expires:
-        store = _expire(store, episode, action.expire_slot, pos)
+        for slot in action.expire_slots:  # K is static and small
+            store = _expire(store, episode, slot, pos, ordered)
     store = dataclasses.replace(store, expire_actions=store.expire_actions + action.n_expire,
                                 write_actions=store.write_actions + (action.kind == WRITE),
                                 merge_actions=store.merge_actions + (action.kind == MERGE))
@@ -165,7 +169,7 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
         store = dataclasses.replace(store, is_delta=put_at(store.is_delta, pos, True, merge_ok, False),
                                     parent=put_at(store.parent, pos, target, merge_ok, NONE),
                                     delta_cost=put_at(store.delta_cost, pos, merge_cost, merge_ok, 0))
-    if expires:  # chain the new item after the previous newest
+    if expires and ordered:  # chain the new item after the previous newest
         store = dataclasses.replace(store, older=put_at(store.older, pos, newest_before, added, NONE),
                                     newer=set_where(store.newer, newest_before, pos, added))
     return store

@@ -29,9 +29,10 @@ class Policy:
     # True if the policy may emit CONTINUE (several EXPIREs of different items in one step); the
     # rollout then loops within the step. Off by default: a single call per step is cheaper.
     multi_action: bool = False
-    # The action kinds the policy can emit ("write", "expire", "merge"). The compiled step leaves
-    # out the store code for the others (and ignores such actions), so declare them all.
-    kinds: frozenset = frozenset({"write", "expire", "merge"})
+    # The action kinds the policy can emit ("write", "expire", "merge"), plus "order" if it reads the
+    # store's oldest-first links. The compiled step leaves out store code for the others (and
+    # ignores such actions), so declare all it needs.
+    kinds: frozenset = frozenset({"write", "expire", "merge", "order"})
 
     def default_params(self) -> dict:
         """The default params as a pytree of arrays (int32 for int defaults, else float32)."""

@@ -55,35 +55,53 @@ def greedy_init(params, episode, key):
                        level_newest=jnp.full(n_levels, NONE, jnp.int32), walking=jnp.zeros((), bool))
 
 
+GREEDY_EXPIRES_PER_CALL = 2  # walks of 1-2 items cover the paper grid; longer walks CONTINUE
+
+
 def priority_greedy_act(params, state, store, episode, pos, budget):
     """WRITE if it fits. Else, if the store is non-empty and the incoming priority beats its lowest,
     walk the items by (priority, t) ascending, expiring each, until the write fits; then WRITE (SKIP
     if even an empty store could not hold it). The walk may evict items of higher priority than the
     incoming one (kept from the published code). This policy writes only base items, which all
-    fit by construction, so its level lists mirror the store exactly."""
+    fit by construction, so its level lists mirror the store exactly.
+
+    One call expires up to GREEDY_EXPIRES_PER_CALL items; a longer walk CONTINUEs at this step.
+    """
     cost, room = episode.write_cost[pos], store_lib.remaining(store, budget)
     n_levels = state.level_oldest.shape[0]
-    lowest = jnp.min(jnp.where(state.level_oldest >= 0, jnp.arange(n_levels), n_levels))
-    rank = episode.priority_rank[pos]
-    start = (~state.walking & (cost > room) & ~store_lib.is_empty(store) & (rank > lowest)
-             & (budget >= cost))  # an empty store frees `budget` bytes: the walk finds room iff c <= budget
-    walking = state.walking | start
-    evict = walking & (cost > room)
-    writes = cost <= room
-    lowest = jnp.minimum(lowest, n_levels - 1)  # a valid index; only used when the walk evicts
-    victim = state.level_oldest[lowest]
+    levels = jnp.arange(n_levels)
 
-    # pop the victim from its level, or append the written step to its own
-    after_victim = state.level_newer[jnp.maximum(victim, 0)]
-    level_oldest = store_lib.set_where(state.level_oldest, lowest, after_victim, evict)
-    level_newest = store_lib.set_where(state.level_newest, lowest, NONE, evict & (after_victim < 0))
-    tail = level_newest[rank]
+    def lowest_level(level_oldest):
+        return jnp.min(jnp.where(level_oldest >= 0, levels, n_levels))
+
+    rank = episode.priority_rank[pos]
+    start = (~state.walking & (cost > room) & ~store_lib.is_empty(store) & (rank > lowest_level(state.level_oldest))
+             & (budget >= cost))  # an empty store frees `budget` bytes: the walk finds room iff c <= budget
+    evict = (state.walking | start) & (cost > room)
+
+    level_oldest, level_newest, freed, victims = state.level_oldest, state.level_newest, jnp.zeros((), jnp.int32), []
+    for _ in range(GREEDY_EXPIRES_PER_CALL):  # pop the oldest item of the lowest non-empty level
+        lowest = jnp.minimum(lowest_level(level_oldest), n_levels - 1)
+        victim = level_oldest[lowest]
+        take = evict & (room + freed < cost) & (victim >= 0)
+        after_victim = state.level_newer[jnp.maximum(victim, 0)]
+        level_oldest = store_lib.set_where(level_oldest, lowest, after_victim, take)
+        level_newest = store_lib.set_where(level_newest, lowest, NONE, take & (after_victim < 0))
+        freed = freed + jnp.where(take, store_lib.cost_of(store, episode, victim), 0)
+        victims.append(jnp.where(take, victim, NONE))
+    victims = jnp.stack(victims)
+    n_taken = (victims >= 0).sum(dtype=jnp.int32)
+    walk_done = room + freed >= cost
+    writes = jnp.where(evict, walk_done, cost <= room)
+
+    tail = level_newest[rank]  # append the written step to its level
     level_newer = store_lib.set_where(state.level_newer, tail, pos, writes)
     level_oldest = store_lib.set_where(level_oldest, rank, pos, writes & (tail < 0))
     level_newest = store_lib.set_where(level_newest, rank, pos, writes)
     new_state = GreedyState(level_newer=level_newer, level_oldest=level_oldest, level_newest=level_newest,
-                            walking=evict)
-    action = actions.select(evict, actions.expire_and_continue(victim), actions.write_if(writes))
+                            walking=evict & ~walk_done)
+    action = actions.select(evict & ~walk_done, actions.expire_and_continue(victims, n_taken),
+                            actions.write_if(writes, victims, n_taken))
     return action, new_state
 
 
@@ -144,7 +162,7 @@ def merge_aggressive_act(params, state, store, episode, pos, budget):
 
 
 UNPRIVILEGED = ("unprivileged", "privileged")
-WRITES, EVICTS = frozenset({"write"}), frozenset({"write", "expire"})
+WRITES, EVICTS = frozenset({"write"}), frozenset({"write", "expire", "order"})
 PRIVILEGED_ONLY = ("privileged",)
 
 REFERENCE_POLICIES = (
@@ -154,7 +172,8 @@ REFERENCE_POLICIES = (
            doc="writes steps with t mod every_n == 0 that fit"),
     Policy("priority_threshold", priority_threshold_act, PRIVILEGED_ONLY, {"threshold": 0.5}, kinds=WRITES,
            doc="writes steps with priority > threshold; the store rejects what does not fit"),
-    Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY, init=greedy_init, multi_action=True, kinds=EVICTS,
+    Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY, init=greedy_init, multi_action=True,
+           kinds=frozenset({"write", "expire"}),
            doc="writes; when full evicts by (priority, t) if the incoming priority beats the lowest"),
     Policy("last_kb", last_kb_act, UNPRIVILEGED, kinds=EVICTS,
            doc="recency: expires the oldest item (published quirk: only once per step), then writes"),
