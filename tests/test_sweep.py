@@ -85,3 +85,16 @@ def test_sweep_argument_errors(argv, message, capsys, tmp_path):
         code = exit_info.code
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_parallel_generation_gives_the_same_rows_as_serial():
+    """Above the threshold, episodes are generated and encoded in worker processes and joined."""
+    from wpbjax.episodes.parallel import PARALLEL_THRESHOLD, generate_encoded
+    from wpbjax.episodes.reference_gen import MODES
+
+    configs = [DriftConfig(mode=mode, steps=25, seed=4) for mode in MODES]
+    n_episodes = PARALLEL_THRESHOLD // len(MODES) + 8
+    parallel = generate_encoded(configs, n_episodes, workers=2)
+    serial = encode_episodes([e for config in configs for e in generate_episodes(config, n_episodes)])
+    kwargs = dict(budgets=[400, 3000], policies="reference", set_index=np.repeat(np.arange(4), n_episodes))
+    pd.testing.assert_frame_equal(run_sweep(parallel, **kwargs), run_sweep(serial, **kwargs))

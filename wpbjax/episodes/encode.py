@@ -86,6 +86,7 @@ class EncodedEpisodes:
     arrays: dict                 # name -> np.ndarray (track-independent fields of EpisodeBatch)
     write_cost: np.ndarray       # [N, T, 2] int32
     utility64: np.ndarray        # [N, T] float64, exact u_t for scoring and the oracle
+    priority64: np.ndarray       # [N, T] float64, exact metadata priority (0 when missing)
     n_critical: np.ndarray       # [N] int32, |R| (critical t's, including any not among the steps)
     total_drift_events: np.ndarray  # [N] int32
     episode_id: list             # [N] the labels' episode_id (index in the set when absent)
@@ -246,19 +247,54 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
         api_ids[n, :len(apis)] = apis
         api_index[n] = [lookup.get(api, -1) for api in api_id[n].tolist()]
 
-    # Dense ranks of the batch's distinct priorities (0.0 always among them: a missing, hidden or
-    # delta-item priority counts as 0). R = the number of levels is static through the levels' shape.
-    distinct = np.unique(np.concatenate([priority64[valid], [0.0]]))
-    priority_rank = np.searchsorted(distinct, priority64).astype(np.int32)
-    round_up = np.vectorize(_round_up_float32, otypes=[np.float32])
-    priority32 = round_up(priority64)
-    levels = np.broadcast_to(round_up(distinct), (len(episodes), len(distinct))).copy()
-    zero_rank = np.full(len(episodes), np.searchsorted(distinct, 0.0), np.int32)
     arrays = dict(valid=valid, step_t=step_t, api_id=api_id, api_is_str=api_is_str, api_index=api_index, api_ids=api_ids,
                   field_value=field_value, field_present=field_present, field_frag_len=field_frag_len,
-                  priority=priority32, priority_rank=priority_rank, priority_levels=levels, zero_rank=zero_rank,
-                  utility=utility64.astype(np.float32),
-                  critical=critical, t_last=t_last, length=length)
-    return EncodedEpisodes(arrays=arrays, write_cost=cost, utility64=utility64, n_critical=n_critical,
-                           total_drift_events=total_drift, episode_id=episode_ids, mode=modes,
+                  utility=utility64.astype(np.float32), critical=critical, t_last=t_last, length=length)
+    arrays.update(_priority_arrays(priority64, valid))
+    return EncodedEpisodes(arrays=arrays, write_cost=cost, utility64=utility64, priority64=priority64,
+                           n_critical=n_critical, total_drift_events=total_drift, episode_id=episode_ids, mode=modes,
                            field_keys=sorted(field_slot, key=field_slot.get))
+
+
+def _priority_arrays(priority64: np.ndarray, valid: np.ndarray) -> dict:
+    """Dense ranks of the batch's distinct priorities (0.0 always among them: a missing, hidden or
+    delta-item priority counts as 0). R = the number of levels is static through the levels' shape."""
+    distinct = np.unique(np.concatenate([priority64[valid], [0.0]]))
+    round_up = np.vectorize(_round_up_float32, otypes=[np.float32])
+    n_episodes = len(priority64)
+    return dict(priority=round_up(priority64), priority_rank=np.searchsorted(distinct, priority64).astype(np.int32),
+                priority_levels=np.broadcast_to(round_up(distinct), (n_episodes, len(distinct))).copy(),
+                zero_rank=np.full(n_episodes, np.searchsorted(distinct, 0.0), np.int32))
+
+
+def concat_encoded(parts: Sequence[EncodedEpisodes]) -> EncodedEpisodes:
+    """One encoding of several (same T): field slots aligned by key, tables padded, priority ranks
+    recomputed over the union. Value and api ids are only ever compared within an episode, so
+    each part keeps its own."""
+    if len({part.n_steps for part in parts}) != 1:
+        raise ValueError("concat_encoded: parts must share the step count T (pass n_steps when encoding)")
+    keys = list(dict.fromkeys(key for part in parts for key in part.field_keys))
+    n_fields, n_apis = max(len(keys), 1), max(part.arrays["api_ids"].shape[1] for part in parts)
+    pieces = {name: [] for name in parts[0].arrays if name not in ("priority", "priority_rank", "priority_levels",
+                                                                  "zero_rank")}
+    for part in parts:
+        slots = [keys.index(key) for key in part.field_keys]
+        for name in pieces:
+            value = part.arrays[name]
+            if name.startswith("field_"):
+                fill = NONE_ID if name == "field_value" else 0
+                aligned = np.full(value.shape[:2] + (n_fields,), fill, value.dtype)
+                aligned[:, :, slots] = value[:, :, :len(slots)]
+                value = aligned
+            elif name == "api_ids":
+                value = np.pad(value, ((0, 0), (0, n_apis - value.shape[1])), constant_values=-1)
+            pieces[name].append(value)
+    arrays = {name: np.concatenate(values) for name, values in pieces.items()}
+    priority64 = np.concatenate([part.priority64 for part in parts])
+    arrays.update(_priority_arrays(priority64, arrays["valid"]))
+    join = lambda name: np.concatenate([getattr(part, name) for part in parts])  # noqa: E731
+    return EncodedEpisodes(arrays=arrays, write_cost=join("write_cost"), utility64=join("utility64"),
+                           priority64=priority64, n_critical=join("n_critical"),
+                           total_drift_events=join("total_drift_events"),
+                           episode_id=[i for part in parts for i in part.episode_id],
+                           mode=[m for part in parts for m in part.mode], field_keys=keys)
