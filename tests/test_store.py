@@ -95,3 +95,18 @@ def test_orphan_and_non_string_deltas_keep_bytes_but_do_not_count():
     assert retained == [False, False, True, False, False]
     assert counts["n_hit"] == 0
     assert counts["bytes_used"] == store["item_costs"][[1, 2, 3]].sum()
+
+
+def test_fifo_stores_expire_only_the_oldest_item():
+    """A policy declaring "fifo" (it only evicts the oldest item) gets a store that rejects any
+    other EXPIRE and keeps `oldest` exact with a forward chain."""
+    import dataclasses
+
+    fifo = dataclasses.replace(SCRIPTED, name="scripted_fifo", kinds=frozenset({"write", "expire", "fifo"}))
+    obs = [{"api": "a"}] * 5
+    plan = {0: (WRITE, -1, []), 1: (WRITE, -1, []), 2: (WRITE, -1, [1]), 3: (WRITE, -1, [0]), 4: (SKIP, -1, [1])}
+    _, stores, counts = run_one(fifo, [make_episode(obs)], budget=10_000, params=script(5, plan))
+    # slot 1 is not the oldest at step 2: rejected; slot 0 then 1 are, in turn
+    assert stores.present[0].tolist() == [False, False, True, True, False]
+    assert int(stores.oldest[0]) == 2 and int(stores.used[0]) == 2 * COST_A
+    assert int(counts.expire_actions[0]) == 3

@@ -17,6 +17,9 @@ from wpbjax.policies.base import Policy
 
 def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, store, state):
     action, state = policy.act(params, state, store, episode, pos, budget)
+    # Make every read the policy made an ancestor of the store update (through action.kind), so
+    # XLA can update carried arrays in place instead of copying them (faster for evicting policies).
+    action, state = jax.lax.optimization_barrier((action, state))
     # Padding steps do nothing: mask the action rather than select over the whole store.
     real = episode.valid[pos]
     action = actions.mask(action, real)
@@ -30,6 +33,7 @@ def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store
 
     def step(carry, pos):
         store, state = carry
+        store = store_lib.flush(store, pos, policy.kinds)  # last step's item, before any read
         action, store, state = _act_and_apply(policy, params, episode, pos, budget, store, state)
         if policy.multi_action:
             # CONTINUE: the policy acts again at this step (at most once per stored item).
@@ -45,7 +49,7 @@ def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store
 
     initial = (store_lib.empty(n_steps), policy.init(params, episode, key))
     (final, _), _ = jax.lax.scan(step, initial, jnp.arange(n_steps))
-    return final
+    return store_lib.flush(final, n_steps, policy.kinds)
 
 
 def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key) -> metrics.Counts:

@@ -38,6 +38,12 @@ class StoreState:
     oldest: jax.Array          # []  int32 oldest present item, -1 when empty
     newest: jax.Array          # []  int32 newest present item, -1 when empty
     used: jax.Array            # []  int32 bytes in use (sum of the present items' costs)
+    # The item added at the last step, not yet written into the [T] arrays (see ``flush``):
+    pending: jax.Array         # []  bool  an item was added at step pos-1
+    pending_delta: jax.Array   # []  bool  ... it is a delta
+    pending_parent: jax.Array  # []  int32 ... its parent (deltas)
+    pending_cost: jax.Array    # []  int32 ... its delta cost (deltas)
+    pending_older: jax.Array   # []  int32 ... the newest item before it
     write_actions: jax.Array   # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
     merge_actions: jax.Array   # []  int32 MERGE actions emitted
@@ -48,7 +54,9 @@ def empty(n_steps: int) -> StoreState:
     links = jnp.full(n_steps, NONE, jnp.int32)
     return StoreState(present=jnp.zeros(n_steps, bool), is_delta=jnp.zeros(n_steps, bool), parent=links,
                       delta_cost=jnp.zeros(n_steps, jnp.int32), newer=links, older=links, oldest=none,
-                      newest=none, used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero)
+                      newest=none, used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero,
+                      pending=jnp.zeros((), bool), pending_delta=jnp.zeros((), bool), pending_parent=none,
+                      pending_cost=zero, pending_older=none)
 
 
 def remaining(store: StoreState, budget) -> jax.Array:
@@ -96,14 +104,46 @@ def set_where(array, index, value, condition):
     return array.at[safe].set(jnp.where(condition & (index >= 0), value, array[safe]))
 
 
-def put_at(array, pos, value, condition, vacant_value):
-    """``array[pos] = value`` where ``condition``, else the slot's initial ``vacant_value``.
+def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "order"})) -> StoreState:
+    """Write the item added at step ``pos - 1`` into the per-slot arrays. Call at the start of step
+    ``pos`` (and once after the last step), before anything reads the store.
 
-    ``pos`` is the current step: nothing has written its slot yet (a step's one main action is
-    its last), so the old value need not be read back. And ``pos`` is the scan index, the same for
-    every run of a batch, so this is a dynamic-update-slice rather than a scatter.
+    Why deferred: within one step every write to the [T] arrays then comes before every read, so
+    XLA updates them in place; a read of an old value followed by an update in the same iteration
+    makes it copy whole [runs, T] arrays every step (O(T) per step). ``pos - 1`` is the scan index
+    minus one, the same for every run of a batch, so the writes are dynamic-update-slices.
     """
-    return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, vacant_value), pos, 0)
+    slot, added = jnp.maximum(pos - 1, 0), store.pending
+
+    def put(array, value, condition):
+        return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, array[slot]), slot, 0)
+
+    store = dataclasses.replace(store, present=put(store.present, True, added), pending=jnp.zeros((), bool))
+    if "merge" in kinds:
+        delta = added & store.pending_delta
+        store = dataclasses.replace(store, is_delta=put(store.is_delta, True, delta),
+                                    parent=put(store.parent, store.pending_parent, delta),
+                                    delta_cost=put(store.delta_cost, store.pending_cost, delta))
+    if "expire" in kinds and "order" in kinds:  # chain the item after the previous newest
+        store = dataclasses.replace(store, older=put(store.older, store.pending_older, added),
+                                    newer=set_where(store.newer, store.pending_older, slot, added))
+    elif "fifo" in kinds:  # oldest-first only: the forward chain is enough
+        store = dataclasses.replace(store, newer=set_where(store.newer, store.pending_older, slot, added))
+    return store
+
+
+def _expire_oldest(store: StoreState, episode: EpisodeBatch, slot, pos) -> StoreState:
+    """EXPIRE under "fifo": accepted iff ``slot`` is the oldest item (then the next oldest is the
+    next one stored after it). Reads only arrays this step does not write, so XLA needs no copies."""
+    ok = (slot >= 0) & (slot == store.oldest) & (slot < pos)
+    next_oldest = store.newer[jnp.maximum(slot, 0)]
+    return dataclasses.replace(
+        store,
+        present=set_where(store.present, slot, False, ok),
+        used=store.used - jnp.where(ok, cost_of(store, episode, slot), 0),
+        oldest=jnp.where(ok, next_oldest, store.oldest),
+        newest=jnp.where(ok & (next_oldest < 0), NONE, store.newest),
+    )
 
 
 def _expire(store: StoreState, episode: EpisodeBatch, slot, pos, ordered: bool) -> StoreState:
@@ -127,17 +167,23 @@ ALL_KINDS = frozenset({"write", "expire", "merge", "order"})
 
 
 def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, kinds=ALL_KINDS) -> StoreState:
-    """Apply one action (its EXPIRE, then its main action) at step position ``pos``.
+    """Apply one action (its EXPIREs, then its main action) at step position ``pos``. An added item
+    is recorded in the ``pending`` scalars and reaches the [T] arrays at the next :func:`flush`.
 
     ``kinds`` (static): the action kinds the policy can emit, among "write", "expire", "merge";
     code for the others is left out of the compiled step, and such actions are ignored. "order"
-    asks for the oldest-first links (``oldest``, ``newer``, ``older``) to stay exact when items
-    expire; a policy that never reads them may leave it out.
+    asks for the oldest-first links (``oldest``, ``newer``, ``older``) to stay exact when any
+    item expires; "fifo" (instead) declares that the policy only ever expires the oldest item —
+    the store then rejects any other EXPIRE and keeps ``oldest`` with a cheaper forward chain. A
+    policy that never reads ``oldest`` may leave both out.
     """
     expires, merges, ordered = "expire" in kinds, "merge" in kinds, "order" in kinds
     if expires:
         for slot in action.expire_slots:  # K is static and small
-            store = _expire(store, episode, slot, pos, ordered)
+            if "fifo" in kinds and not ordered:
+                store = _expire_oldest(store, episode, slot, pos)
+            else:
+                store = _expire(store, episode, slot, pos, ordered)
     store = dataclasses.replace(store, expire_actions=store.expire_actions + action.n_expire,
                                 write_actions=store.write_actions + (action.kind == WRITE),
                                 merge_actions=store.merge_actions + (action.kind == MERGE))
@@ -157,19 +203,11 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
                     & (n_fields > 0) & (store.used + merge_cost <= budget))
 
     added = write_ok | merge_ok
-    newest_before = store.newest
-    store = dataclasses.replace(
+    return dataclasses.replace(
         store,
-        present=put_at(store.present, pos, True, added, False),
         oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
         newest=jnp.where(added, pos, store.newest),
         used=store.used + jnp.where(write_ok, write_cost, 0) + jnp.where(merge_ok, merge_cost, 0),
+        pending=added, pending_delta=merge_ok, pending_parent=target, pending_cost=merge_cost,
+        pending_older=store.newest,
     )
-    if merges:
-        store = dataclasses.replace(store, is_delta=put_at(store.is_delta, pos, True, merge_ok, False),
-                                    parent=put_at(store.parent, pos, target, merge_ok, NONE),
-                                    delta_cost=put_at(store.delta_cost, pos, merge_cost, merge_ok, 0))
-    if expires and ordered:  # chain the new item after the previous newest
-        store = dataclasses.replace(store, older=put_at(store.older, pos, newest_before, added, NONE),
-                                    newer=set_where(store.newer, newest_before, pos, added))
-    return store

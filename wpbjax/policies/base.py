@@ -30,8 +30,8 @@ class Policy:
     # rollout then loops within the step. Off by default: a single call per step is cheaper.
     multi_action: bool = False
     # The action kinds the policy can emit ("write", "expire", "merge"), plus "order" if it reads the
-    # store's oldest-first links. The compiled step leaves out store code for the others (and
-    # ignores such actions), so declare all it needs.
+    # store's oldest-first links, or "fifo" if it only ever expires the oldest item (see
+    # wpbjax.store.apply). The compiled step leaves out store code for the rest, so declare all it needs.
     kinds: frozenset = frozenset({"write", "expire", "merge", "order"})
 
     def default_params(self) -> dict:

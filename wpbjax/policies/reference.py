@@ -162,7 +162,7 @@ def merge_aggressive_act(params, state, store, episode, pos, budget):
 
 
 UNPRIVILEGED = ("unprivileged", "privileged")
-WRITES, EVICTS = frozenset({"write"}), frozenset({"write", "expire", "order"})
+WRITES, EVICTS_OLDEST = frozenset({"write"}), frozenset({"write", "expire", "fifo"})
 PRIVILEGED_ONLY = ("privileged",)
 
 REFERENCE_POLICIES = (
@@ -175,9 +175,9 @@ REFERENCE_POLICIES = (
     Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY, init=greedy_init, multi_action=True,
            kinds=frozenset({"write", "expire"}),
            doc="writes; when full evicts by (priority, t) if the incoming priority beats the lowest"),
-    Policy("last_kb", last_kb_act, UNPRIVILEGED, kinds=EVICTS,
+    Policy("last_kb", last_kb_act, UNPRIVILEGED, kinds=EVICTS_OLDEST,
            doc="recency: expires the oldest item (published quirk: only once per step), then writes"),
-    Policy("merge_aggressive", merge_aggressive_act, UNPRIVILEGED, init=merge_init,
+    Policy("merge_aggressive", merge_aggressive_act, UNPRIVILEGED, init=merge_init, kinds=EVICTS_OLDEST | {"merge"},
            doc="merges a delta into the latest base item of the same api; else last_kb"),
 )
 
