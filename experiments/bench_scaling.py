@@ -25,7 +25,7 @@ def main() -> int:
     policies = args.policies.split(",")
     sizes = [200, 1000] if args.quick else [1000, 3000, 10000, 30000]
     lengths = [50, 200] if args.quick else [100, 200, 500, 1000, 2000]
-    fixed_n = sizes[-2]
+    fixed_n = sizes[0] if args.quick else 2000  # the T sweep: 2,000 episodes x 3 budgets
     rows = []
     for n_episodes in sizes:
         report = run_bench(n_episodes=n_episodes, n_steps=200, policies=policies, budgets=(1024, 10240, 102400))

@@ -1,8 +1,10 @@
 """The store: the only code that changes memory, and the only place the budget rule lives.
 
 Items are keyed by the position of the step that created them (at most one per step); positions
-ascend with ``t``, so slot order is insertion order. Present items are also chained oldest →
-newest in a doubly linked list, so every query and update here is O(1) per step. SEMANTICS §3:
+ascend with ``t``, so slot order is insertion order. ``oldest`` / ``newest`` and a linked list over
+the present items keep every query and update O(1) per step. An item added at step p is written
+into the per-slot arrays at the start of step p+1 (:func:`flush`; until then it lives in the
+``pending`` scalars), which lets XLA update those arrays in place. SEMANTICS §3:
 
 * WRITE is accepted iff ``used + write_cost <= budget`` (and the step has no item yet).
 * EXPIRE(slot) is accepted iff the item exists and is older than the current step; it credits

@@ -30,6 +30,7 @@ COLUMNS = PUBLISHED_COLUMNS + ("merge_actions",)
 DEFAULT_MEMORY_CAP = 2 << 30  # bytes of device memory one chunk may use; safe on a 24 GiB machine
 BYTES_PER_RUN_STEP = 160      # store + policy state + XLA temporaries, per (run, step); measured
 BYTES_PER_EPISODE_STEP = 64   # episode arrays (+ 12 per field slot)
+RUNS_PER_CALL = 16384         # beyond this, bigger calls stop paying on CPU (cache effects), measured
 
 
 def check_budgets(budgets: Sequence[int]) -> np.ndarray:
@@ -57,12 +58,14 @@ def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str]) -> dict[s
 
 
 def chunk_size(encoded: EncodedEpisodes, n_budgets: int, memory_cap: int, n_devices: int) -> int:
-    """Episodes per chunk: as many as fit the memory cap (a multiple of the device count)."""
+    """Episodes per chunk: within the memory cap and RUNS_PER_CALL runs per device, balanced so
+    the padded last chunk wastes little, and a multiple of the device count."""
     n_steps, n_fields = encoded.n_steps, encoded.arrays["field_value"].shape[-1]
     per_episode = n_steps * (n_budgets * BYTES_PER_RUN_STEP + BYTES_PER_EPISODE_STEP + 12 * n_fields)
-    fits = max(memory_cap // per_episode // n_devices, 1) * n_devices
-    needed = -(-encoded.n_episodes // n_devices) * n_devices
-    return int(min(fits, needed))
+    per_device = max(min(memory_cap // per_episode // n_devices, RUNS_PER_CALL // n_budgets), 1)
+    per_device_needed = -(-encoded.n_episodes // n_devices)
+    n_chunks = -(-per_device_needed // per_device)
+    return int(-(-per_device_needed // n_chunks) * n_devices)
 
 
 def oracle_table(encoded: EncodedEpisodes, track: str, budgets: np.ndarray, mode: str, indices) -> np.ndarray:
