@@ -32,9 +32,9 @@ NONE = -1
 @dataclasses.dataclass(frozen=True)
 class StoreState:
     present: jax.Array         # [T] bool  an item keyed by this step exists
-    is_delta: jax.Array        # [T] bool  the item is a merge delta (else a base item)
     parent: jax.Array          # [T] int32 a delta's parent slot (-1 for base items)
-    delta_cost: jax.Array      # [T] int32 bytes of a delta item (a base item costs its step's write_cost)
+    delta_cost: jax.Array      # [T] int32 bytes of a delta item, 0 for a base item (which costs its
+                               #           step's write_cost); a delta costs >= 19, so > 0 marks deltas
     newer: jax.Array           # [T] int32 next newer present item (-1 at the newest)
     older: jax.Array           # [T] int32 next older present item (-1 at the oldest)
     oldest: jax.Array          # []  int32 oldest present item, -1 when empty
@@ -50,11 +50,16 @@ class StoreState:
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
     merge_actions: jax.Array   # []  int32 MERGE actions emitted
 
+    @property
+    def is_delta(self) -> jax.Array:
+        """[T] bool: the item is a merge delta (else a base item)."""
+        return self.delta_cost > 0
+
 
 def empty(n_steps: int) -> StoreState:
     zero, none = jnp.zeros((), jnp.int32), jnp.full((), NONE, jnp.int32)
     links = jnp.full(n_steps, NONE, jnp.int32)
-    return StoreState(present=jnp.zeros(n_steps, bool), is_delta=jnp.zeros(n_steps, bool), parent=links,
+    return StoreState(present=jnp.zeros(n_steps, bool), parent=links,
                       delta_cost=jnp.zeros(n_steps, jnp.int32), newer=links, older=links, oldest=none,
                       newest=none, used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero,
                       pending=jnp.zeros((), bool), pending_delta=jnp.zeros((), bool), pending_parent=none,
@@ -77,8 +82,8 @@ def cost_of(store: StoreState, episode: EpisodeBatch, slot) -> jax.Array:
     array that the same step updates in place makes XLA copy it whole, every step.
     """
     safe = jnp.maximum(slot, 0)
-    cost = jnp.where(store.is_delta[safe], store.delta_cost[safe], episode.write_cost[safe])
-    return jnp.where(slot >= 0, cost, 0)
+    delta_cost = store.delta_cost[safe]
+    return jnp.where(slot >= 0, jnp.where(delta_cost > 0, delta_cost, episode.write_cost[safe]), 0)
 
 
 def item_costs(store: StoreState, episode: EpisodeBatch) -> jax.Array:
@@ -123,8 +128,7 @@ def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "
     store = dataclasses.replace(store, present=put(store.present, True, added), pending=jnp.zeros((), bool))
     if "merge" in kinds:
         delta = added & store.pending_delta
-        store = dataclasses.replace(store, is_delta=put(store.is_delta, True, delta),
-                                    parent=put(store.parent, store.pending_parent, delta),
+        store = dataclasses.replace(store, parent=put(store.parent, store.pending_parent, delta),
                                     delta_cost=put(store.delta_cost, store.pending_cost, delta))
     if "expire" in kinds and "order" in kinds:  # chain the item after the previous newest
         store = dataclasses.replace(store, older=put(store.older, store.pending_older, added),
@@ -200,7 +204,7 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
         merge_cost, n_fields = merge_delta(episode, pos, target)
         api = episode.api_id[pos]
         merge_ok = ((action.kind == MERGE) & vacant & (action.target >= 0) & (action.target < pos)
-                    & store.present[target] & ~store.is_delta[target]
+                    & store.present[target] & (store.delta_cost[target] == 0)
                     & (api >= 0) & (episode.api_id[target] == api)
                     & (n_fields > 0) & (store.used + merge_cost <= budget))
 
