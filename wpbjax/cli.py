@@ -88,8 +88,8 @@ def cmd_generate(args) -> int:
 
 
 def _encoded_sets(args):
-    """(EncodedEpisodes, set index per episode, description) from --episodes files, or generated
-    in-process from --modes (on every core for large sets)."""
+    """(EncodedEpisodes, set index per episode) from --episodes files, or generated in-process
+    from --modes (on every core for large sets)."""
     from wpbjax.episodes.encode import concat_encoded, encode_episodes
     from wpbjax.episodes.jsonl import load_jsonl
     from wpbjax.episodes.parallel import generate_encoded
@@ -100,15 +100,15 @@ def _encoded_sets(args):
         n_steps = max(len(episode["steps"]) for episodes in sets for episode in episodes)
         encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps)
                                   for path, episodes in zip(args.episodes, sets)])
-        sizes, description = [len(episodes) for episodes in sets], ", ".join(args.episodes)
+        sizes = [len(episodes) for episodes in sets]
     else:
         for mode in args.modes:
             if mode not in MODES:
                 raise ValueError(f"--modes: unknown mode {mode!r}; expected some of {', '.join(MODES)}")
         encoded = generate_encoded([_config(args, mode) for mode in args.modes], args.n_episodes)
-        sizes, description = [args.n_episodes] * len(args.modes), f"{len(args.modes)} generated sets"
+        sizes = [args.n_episodes] * len(args.modes)
     set_index = [i for i, size in enumerate(sizes) for _ in range(size)]
-    return encoded, set_index, description
+    return encoded, set_index
 
 
 def _memory(text: str) -> int:
@@ -142,10 +142,11 @@ def cmd_sweep(args) -> int:
     enable_compilation_cache()
     from wpbjax import devices as devices_lib
     from wpbjax.progress import Progress
-    from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, total_runs
+    from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, resolve_policies, total_runs
 
+    resolve_policies(args.policies, args.tracks)  # bad names fail before any file is written
     writer = ResultsWriter(args.out)
-    encoded, set_index, _ = _encoded_sets(args)
+    encoded, set_index = _encoded_sets(args)
     devices = devices_lib.local_devices()
     progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks), enabled=not args.quiet)
     if not args.quiet:

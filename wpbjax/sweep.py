@@ -1,14 +1,12 @@
 """Sweeps: episodes × budgets × tracks × policies → one results table (the published columns).
 
-The grid is cut into chunks of episodes sized from a memory cap; every chunk is padded to the same
-shape, so each policy compiles once and the chunks reuse it. Chunks are sharded over the local
-devices. Rows come in the published harness's order (episode set, budget, episode, track, policy)
+The grid is cut into chunks of episodes sized from a memory cap (and at most RUNS_PER_CALL runs per
+device); every chunk is padded to the same shape, so each policy compiles once and the chunks
+reuse it. Chunks are sharded over the local devices. Rows come in the published harness's order (episode set, budget, episode, track, policy)
 within each chunk; a sweep that fits one chunk (the paper grid does) is in exactly that order.
 """
 from __future__ import annotations
 
-import sys
-import time
 from typing import Iterator, Sequence
 
 import numpy as np
