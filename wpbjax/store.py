@@ -86,11 +86,6 @@ def cost_of(store: StoreState, episode: EpisodeBatch, slot) -> jax.Array:
     return jnp.where(slot >= 0, jnp.where(delta_cost > 0, delta_cost, episode.write_cost[safe]), 0)
 
 
-def item_costs(store: StoreState, episode: EpisodeBatch) -> jax.Array:
-    """[T] bytes of the item at each slot (whether present or not)."""
-    return jnp.where(store.is_delta, store.delta_cost, episode.write_cost)
-
-
 def merge_delta(episode: EpisodeBatch, pos, target):
     """Bytes and field count of the canonical delta of step ``pos`` against slot ``target``.
 
