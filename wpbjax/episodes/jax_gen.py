@@ -178,10 +178,12 @@ def _mix(x):
     return x ^ (x >> 16)
 
 
-def step_words(seed_words, n_steps: int, n_words: int):
-    """[T, W] uint32 per-step random words from an episode's two threefry words."""
-    counter = jnp.arange(n_steps * n_words, dtype=jnp.uint32).reshape(n_steps, n_words) * jnp.uint32(GOLDEN)
-    return _mix(_mix(counter ^ seed_words[1]) ^ seed_words[0])
+def step_words(seeds, n_steps: int, n_words: int, salt: int = 0):
+    """[T, W, N] uint32 per-step random words from each episode's two threefry words ``seeds`` [N, 2]
+    (episodes on the last axis: the scan over steps then works on contiguous vectors)."""
+    counter = (jnp.arange(n_steps * n_words, dtype=jnp.uint32).reshape(n_steps, n_words, 1) + jnp.uint32(salt)) \
+        * jnp.uint32(GOLDEN)
+    return _mix(_mix(counter ^ seeds[:, 1]) ^ seeds[:, 0])
 
 
 def _uniform(word):
@@ -201,30 +203,42 @@ def episode_seeds(seed: int, start: int, count: int):
     return jax.vmap(lambda i: jax.random.bits(jax.random.fold_in(root, i), (2,), jnp.uint32))(indices)
 
 
-def _latent_one(shape: Shape, knobs: dict, seed_words) -> dict:
-    """One episode's latent: per-step arrays [T] (and n_initial [P]). Shapes are static."""
+def latent(shape: Shape, knobs: dict, seeds) -> dict:
+    """The latent of a batch of episodes: per-step arrays [N, T] (``below`` [N, T, C-1]) and
+    ``n_initial`` [N, P]. ``seeds``: [N, 2] uint32."""
     n_steps, n_apis, n_classes = shape.steps, shape.api_pool, shape.version_digit_classes
-    words = step_words(seed_words, n_steps, shape.n_words)
+    words = step_words(seeds, n_steps, shape.n_words)
     # Endpoint j starts with params p{j}_0 .. p{j}_{n-1}, n uniform in 2..max_params.
-    init_words = step_words(seed_words[::-1], 1, n_apis)[0]
-    n_initial = 2 + _below(init_words >> 16, shape.max_params - 1)
-
-    endpoints = jnp.arange(n_apis)
-    bounds = jnp.asarray([10**c for c in range(1, n_classes)], jnp.int32)  # class <= c: version < 10^c
+    n_initial = 2 + _below(step_words(seeds, 1, n_apis, salt=n_steps * shape.n_words)[0] >> 16,
+                           shape.max_params - 1)  # [P, N]
+    endpoints = jnp.arange(n_apis)[:, None]
+    bounds = jnp.asarray([10**c for c in range(1, n_classes)], jnp.int32)[:, None]  # class <= c: version < 10^c
     regime = shape.mode
+    # Each endpoint's state is one row of a [P, S, N] int32 table (one masked read and one masked
+    # write per step): version, list length, initial params left, api slot, and the number of
+    # elements of digit class <= c for c = 1..C-1 ("below"); rollback adds the same for the list
+    # before the endpoint's last drift, and decoy a docs revision counter.
+    names = ["version", "length", "initial_left", "slot"] + [f"below{c}" for c in range(1, n_classes)]
+    if regime == "rollback":
+        names += ["snap_length", "snap_initial_left"] + [f"snap_below{c}" for c in range(1, n_classes)] + ["revertible"]
+    if regime == "decoy":
+        names += ["docs_rev"]
+    col = {name: index for index, name in enumerate(names)}
+    below_cols = slice(col["slot"] + 1, col["slot"] + n_classes)
 
     def step(carry, inputs):
-        t, w = inputs
+        previous, n_changes, table = carry  # [N], [N], [P, S, N]
+        t, w = inputs                       # [], [W, N]
         u_drift, coin = _uniform(w[0]), (w[0] & 1) == 1
         u_repeat = _uniform(w[1])
         fresh = _below(w[2] >> 16, n_apis)
         u_deprecated = (w[2] & 0xFFFF).astype(jnp.float32) * jnp.float32(2.0**-16)
-        u_regime = _uniform(w[3]) if shape.n_words > 3 else jnp.float32(1.0)
+        u_regime = _uniform(w[3]) if shape.n_words > 3 else jnp.ones_like(u_drift)
 
         endpoint = fresh
         if shape.redundant:
-            endpoint = jnp.where((t > 0) & (u_repeat < knobs["redundancy_prob"]), carry["previous"], fresh)
-        kind = jnp.int32(API)
+            endpoint = jnp.where((t > 0) & (u_repeat < knobs["redundancy_prob"]), previous, fresh)
+        kind = jnp.zeros_like(fresh) + API
         if regime == "docs_migration":
             kind = jnp.where(u_regime < knobs["docs_prob"], DOC,
                              jnp.where(u_regime < knobs["docs_prob"] + knobs["guide_prob"], GUIDE, API))
@@ -234,14 +248,14 @@ def _latent_one(shape: Shape, knobs: dict, seed_words) -> dict:
             else knobs["drift_prob"]
         drift = (u_drift < drift_prob) & (kind == API)
 
-        sel = endpoints == endpoint
-        pick = lambda table: jnp.sum(jnp.where(sel, table, 0), dtype=table.dtype)  # noqa: E731
-        version, length, initial_left = pick(carry["version"]), pick(carry["length"]), pick(carry["initial_left"])
-        below = jnp.sum(jnp.where(sel[:, None], carry["below"], 0), axis=0)  # [C-1] elements of class <= c
+        sel = endpoints == endpoint[None, :]                      # [P, N]
+        row = jnp.sum(jnp.where(sel[:, None, :], table, 0), axis=0)  # [S, N] this endpoint's state
+        version, length, initial_left = row[col["version"]], row[col["length"]], row[col["initial_left"]]
+        below = row[below_cols]                                   # [C-1, N]
 
-        revert = jnp.zeros((), bool)
+        revert = jnp.zeros_like(drift)
         if regime == "rollback":
-            revert = drift & pick(carry["revertible"]) & (u_regime < knobs["rollback_prob"])
+            revert = drift & (row[col["revertible"]] > 0) & (u_regime < knobs["rollback_prob"])
         pop = drift & ~revert & coin & (length > 0)
         push = drift & ~revert & ~pop
         new_version = version + drift
@@ -249,88 +263,83 @@ def _latent_one(shape: Shape, knobs: dict, seed_words) -> dict:
         new_initial_left = jnp.where(pop, jnp.minimum(initial_left, new_length), initial_left)
         new_below = jnp.where(new_version < bounds, new_length, jnp.minimum(below, new_length))
         if regime == "rollback":  # a revert restores the list as it was before the endpoint's last drift
-            new_length = jnp.where(revert, pick(carry["snap_length"]), new_length)
-            new_initial_left = jnp.where(revert, pick(carry["snap_initial_left"]), new_initial_left)
-            snap_below = jnp.sum(jnp.where(sel[:, None], carry["snap_below"], 0), axis=0)
-            new_below = jnp.where(revert, snap_below, new_below)
+            new_length = jnp.where(revert, row[col["snap_length"]], new_length)
+            new_initial_left = jnp.where(revert, row[col["snap_initial_left"]], new_initial_left)
+            new_below = jnp.where(revert, row[col["snap_below1"]:col["snap_below1"] + n_classes - 1], new_below)
+        new_length = jnp.where(drift, new_length, length)
+        new_initial_left = jnp.where(drift, new_initial_left, initial_left)
         new_below = jnp.where(drift, new_below, below)
+        slot = jnp.where(drift, n_apis + n_changes, row[col["slot"]])
 
-        slot = jnp.where(drift, n_apis + carry["n_changes"], pick(carry["slot"]))
-        write = sel & drift
-        new = dict(carry)
-        new["previous"] = endpoint
-        new["version"] = jnp.where(write, new_version, carry["version"])
-        new["length"] = jnp.where(write, new_length, carry["length"])
-        new["initial_left"] = jnp.where(write, new_initial_left, carry["initial_left"])
-        new["below"] = jnp.where(write[:, None], new_below[None, :], carry["below"])
-        new["slot"] = jnp.where(write, slot, carry["slot"])
-        new["n_changes"] = carry["n_changes"] + drift
+        new_row = [new_version, new_length, new_initial_left, slot] + [new_below[c] for c in range(n_classes - 1)]
         if regime == "rollback":
-            normal = write & ~revert
-            new["snap_length"] = jnp.where(normal, length, carry["snap_length"])
-            new["snap_initial_left"] = jnp.where(normal, initial_left, carry["snap_initial_left"])
-            new["snap_below"] = jnp.where(normal[:, None], below[None, :], carry["snap_below"])
-            new["revertible"] = jnp.where(write, ~revert, carry["revertible"])
-        decoy = jnp.int32(NO_DECOY)
-        docs_rev = jnp.int32(0)
+            keep = lambda name, value: jnp.where(drift & ~revert, value, row[col[name]])  # noqa: E731
+            new_row += [keep("snap_length", length), keep("snap_initial_left", initial_left)]
+            new_row += [keep(f"snap_below{c + 1}", below[c]) for c in range(n_classes - 1)]
+            new_row += [jnp.where(drift, (~revert).astype(jnp.int32), row[col["revertible"]])]
+        decoy = jnp.zeros_like(fresh)
+        docs_rev = jnp.zeros_like(fresh)
         if regime == "decoy":
             decoy_kind = 1 + ((w[3] & 0xFF) * 3 >> 8).astype(jnp.int32)
             decoy_kind = jnp.where((decoy_kind == REORDER) & (new_length < 2), DOCS_TOUCH, decoy_kind)
             decoy = jnp.where(~drift & (u_regime < knobs["decoy_prob"]), decoy_kind, NO_DECOY)
-            new["docs_rev"] = carry["docs_rev"] + (sel & (decoy == DOCS_TOUCH))
-            docs_rev = pick(new["docs_rev"])
+            docs_rev = row[col["docs_rev"]] + (decoy == DOCS_TOUCH)
+            new_row += [docs_rev]
+        changed = drift | (decoy == DOCS_TOUCH)
+        table = jnp.where((sel & changed[None, :])[:, None, :], jnp.stack(new_row).astype(jnp.int32)[None], table)
         op = jnp.where(revert, REVERT, jnp.where(push, PUSH, jnp.where(pop, POP, NO_CHANGE)))
-        out = dict(endpoint=endpoint, kind=kind, drift=drift, op=op, version=new_version,
-                   length=jnp.where(drift, new_length, length),
-                   initial_left=jnp.where(drift, new_initial_left, initial_left), below=new_below,
+        out = dict(endpoint=endpoint, kind=kind, drift=drift, op=op, version=new_version, length=new_length,
+                   initial_left=new_initial_left, below=new_below,
                    deprecated=drift & (u_deprecated < DEPRECATED_PROB), slot=slot, decoy=decoy, docs_rev=docs_rev,
                    in_burst=in_burst)
-        return new, out
+        return (endpoint, n_changes + drift, table), out
 
-    zeros = jnp.zeros(n_apis, jnp.int32)
-    carry = dict(previous=jnp.int32(0), version=zeros + 1, length=n_initial, initial_left=n_initial,
-                 below=jnp.broadcast_to(n_initial[:, None], (n_apis, n_classes - 1)), slot=endpoints.astype(jnp.int32),
-                 n_changes=jnp.int32(0))
-    if regime == "rollback":
-        carry.update(snap_length=n_initial, snap_initial_left=n_initial, snap_below=carry["below"],
-                     revertible=jnp.zeros(n_apis, bool))
-    if regime == "decoy":
-        carry["docs_rev"] = zeros
-    _, latent = jax.lax.scan(step, carry, (jnp.arange(n_steps, dtype=jnp.int32), words))
-    latent["n_initial"] = n_initial
-    if regime == "docs_migration":
-        latent["doc_chars"] = DOC_MIN_CHARS + _below(words[:, 4] >> 16, DOC_SPAN_CHARS)
-        latent["doc_section"] = _below(words[:, 4] & 0xFFFF, len(DOC_SECTIONS))
-        latent["date"] = (words[:, 3] & 0xFF).astype(jnp.int32)  # day-of-year code, see decode
+    initial = {"version": jnp.ones_like(n_initial), "length": n_initial, "initial_left": n_initial,
+               "slot": jnp.broadcast_to(endpoints, n_initial.shape).astype(jnp.int32), "snap_length": n_initial,
+               "snap_initial_left": n_initial, "revertible": jnp.zeros_like(n_initial),
+               "docs_rev": jnp.zeros_like(n_initial)}
+    table = jnp.stack([initial.get(name, n_initial) for name in names], axis=1)  # below* start at n_initial
+    zeros = jnp.zeros(seeds.shape[0], jnp.int32)
+    _, steps = jax.lax.scan(step, (zeros, zeros, table), (jnp.arange(n_steps, dtype=jnp.int32), words))
     if regime in ("delayed_relevance", "rollback"):
-        latent.update(_next_use(latent, n_apis))
-    return latent
+        steps.update(_next_use(steps, n_apis))
+    in_burst = steps.pop("in_burst")
+    out = {name: (jnp.moveaxis(value, 0, -1) if name != "below" else jnp.transpose(value, (2, 0, 1)))
+           for name, value in steps.items()}  # [T, N] -> [N, T]; below [T, C-1, N] -> [N, T, C-1]
+    out["in_burst"] = jnp.broadcast_to(in_burst, out["drift"].shape)
+    out["n_initial"] = n_initial.T
+    if regime == "docs_migration":
+        extra = jnp.moveaxis(words[:, 3:], -1, 0)  # [N, T, W-3]
+        out["doc_chars"] = DOC_MIN_CHARS + _below(extra[..., 1] >> 16, DOC_SPAN_CHARS)
+        out["doc_section"] = _below(extra[..., 1] & 0xFFFF, len(DOC_SECTIONS))
+        out["date"] = (extra[..., 0] & 0xFF).astype(jnp.int32)  # a day code, see decode
+    return out
 
 
-def _next_use(latent: dict, n_apis: int) -> dict:
-    """Hindsight per step, by a reverse scan: the next step observing the same endpoint, whether it
-    drifts, and the op of the endpoint's next change."""
-    never = jnp.int32(np.iinfo(np.int32).max)
-    endpoints = jnp.arange(n_apis)
+def _next_use(steps: dict, n_apis: int) -> dict:
+    """Hindsight per step, by a reverse scan over [T, N] arrays: the next step observing the same
+    endpoint, whether it drifts, and the op of the endpoint's next change."""
+    endpoints = jnp.arange(n_apis)[:, None]
 
     def step(carry, inputs):
         t, endpoint, drift, op = inputs
-        sel = endpoints == endpoint
-        pick = lambda table: jnp.sum(jnp.where(sel, table, 0), dtype=table.dtype)  # noqa: E731
+        sel = endpoints == endpoint[None, :]
+        pick = lambda table: jnp.sum(jnp.where(sel, table, 0), axis=0, dtype=table.dtype)  # noqa: E731
         out = dict(next_use=pick(carry["t"]), next_use_drifts=pick(carry["drift"]), next_change_op=pick(carry["op"]))
         new = dict(t=jnp.where(sel, t, carry["t"]), drift=jnp.where(sel, drift, carry["drift"]),
                    op=jnp.where(sel & drift, op, carry["op"]))
         return new, out
 
-    n_steps = latent["endpoint"].shape[0]
-    carry = dict(t=jnp.full(n_apis, never), drift=jnp.zeros(n_apis, bool), op=jnp.zeros(n_apis, jnp.int32))
-    _, out = jax.lax.scan(step, carry, (jnp.arange(n_steps, dtype=jnp.int32), latent["endpoint"], latent["drift"],
-                                        latent["op"]), reverse=True)
+    n_steps, n_episodes = steps["endpoint"].shape
+    carry = dict(t=jnp.full((n_apis, n_episodes), np.iinfo(np.int32).max, jnp.int32),
+                 drift=jnp.zeros((n_apis, n_episodes), bool), op=jnp.zeros((n_apis, n_episodes), jnp.int32))
+    _, out = jax.lax.scan(step, carry, (jnp.arange(n_steps, dtype=jnp.int32), steps["endpoint"], steps["drift"],
+                                        steps["op"]), reverse=True)
     return out
 
 
 def labels(shape: Shape, knobs: dict, latent: dict) -> tuple:
-    """(utility code [T] int32, critical [T] bool) of one episode, per regime (see docs/generators.md)."""
+    """(utility code [N, T] int32, critical [N, T] bool), per regime (see docs/generators.md)."""
     t = jnp.arange(shape.steps, dtype=jnp.int32)
     drift = latent["drift"]
     if shape.mode in REFERENCE_MODES:
@@ -358,65 +367,66 @@ def _api_len(version, endpoint_digits):
     return 17 + digits(version) + endpoint_digits
 
 
-def arrays_one(shape: Shape, knobs: dict, meta_len, seed_words) -> dict:
-    """One episode's encoded arrays (what :func:`wpbjax.episodes.encode.encode_episodes` computes
-    from its JSON) plus its latent. ``meta_len``: [codes, 2] int32 view-metadata JSON length per
-    utility code and track."""
-    latent = _latent_one(shape, knobs, seed_words)
+def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds) -> dict:
+    """A batch's encoded arrays (what :func:`wpbjax.episodes.encode.encode_episodes` computes from
+    the episodes' JSON) plus their latent; leaves [N, T, ...]. ``meta_len``: [codes, 2] int32
+    view-metadata JSON length per utility code and track; ``seeds``: [N, 2] uint32."""
+    latent_arrays = latent(shape, knobs, seeds)
     n_steps, n_apis = shape.steps, shape.api_pool
-    is_api = latent["kind"] == API
-    endpoint, version = latent["endpoint"], latent["version"]
+    is_api = latent_arrays["kind"] == API
+    endpoint, version = latent_arrays["endpoint"], latent_arrays["version"]
     endpoint_digits, version_digits = digits(endpoint), digits(version)
-    length = latent["length"]
+    length, initial_left = latent_arrays["length"], latent_arrays["initial_left"]
 
     # Σ digits of the params' numbers: initial p{j}_i for i < initial_left, then pushed versions by class.
-    initial_digits = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(digits(jnp.arange(shape.max_params, dtype=jnp.int32)))])
-    bounds = jnp.concatenate([latent["initial_left"][:, None], latent["below"], length[:, None]], axis=1)  # [T, C+1]
-    classes = jnp.arange(1, shape.version_digit_classes + 1)
-    pushed_digits = jnp.sum(classes * (bounds[:, 1:] - bounds[:, :-1]), axis=1)
-    number_digits = initial_digits[latent["initial_left"]] + pushed_digits
+    initial_digits = jnp.concatenate([jnp.zeros(1, jnp.int32),
+                                      jnp.cumsum(digits(jnp.arange(shape.max_params, dtype=jnp.int32)))])
+    bounds = jnp.concatenate([initial_left[..., None], latent_arrays["below"], length[..., None]], axis=-1)
+    classes = jnp.arange(1, shape.version_digit_classes + 1, dtype=jnp.int32)
+    pushed_digits = jnp.sum(classes * (bounds[..., 1:] - bounds[..., :-1]), axis=-1)
+    number_digits = initial_digits[initial_left] + pushed_digits
     params_len = jnp.where(length == 0, 2, length * (6 + endpoint_digits) + number_digits)
 
-    deprecated_len = jnp.where(latent["deprecated"], 4, 5)
+    decoy = latent_arrays["decoy"]
+    deprecated_len = jnp.where(latent_arrays["deprecated"], 4, 5)
     version_len = version_digits
     if shape.mode == "decoy":
-        version_len = jnp.where(latent["decoy"] == VERSION_STRING, version_digits + 4, version_digits)  # "v.0"
+        version_len = jnp.where(decoy == VERSION_STRING, version_digits + 4, version_digits)  # "v.0"
     # {"api": "...", "deprecated": b, "params": [...], "version": v}: 8 + api + 16 + b + 12 + params + 13 + v + 1
     obs_len = 50 + _api_len(version, endpoint_digits) + deprecated_len + params_len + version_len
     if shape.mode == "decoy":
-        obs_len = obs_len + 14 + digits(latent["docs_rev"])  # , "docs_rev": r
+        obs_len = obs_len + 14 + digits(latent_arrays["docs_rev"])  # , "docs_rev": r
     if shape.mode == "docs_migration":
-        section_len = jnp.asarray([len(name) for name in DOC_SECTIONS], jnp.int32)[latent["doc_section"]]
+        kind = latent_arrays["kind"]
+        section_len = jnp.asarray([len(name) for name in DOC_SECTIONS], jnp.int32)[latent_arrays["doc_section"]]
         # {"content": "...", "last_updated": "YYYY-MM-DD", "section": "endpoint_{j}/{name}"}
-        doc_len = 60 + latent["doc_chars"] + 10 + endpoint_digits + section_len
+        doc_len = 60 + latent_arrays["doc_chars"] + 10 + endpoint_digits + section_len
         # {"deadline": "YYYY-MM-DD", "new_api": "api.v{v+1}...", "old_api": "api.v{v}..."}
         guide_len = 52 + _api_len(version + 1, endpoint_digits) + _api_len(version, endpoint_digits)
-        obs_len = jnp.where(latent["kind"] == DOC, doc_len, jnp.where(latent["kind"] == GUIDE, guide_len, obs_len))
+        obs_len = jnp.where(kind == DOC, doc_len, jnp.where(kind == GUIDE, guide_len, obs_len))
 
-    code, critical = labels(shape, knobs, latent)
-    write_cost = obs_len[:, None] + meta_len[code] + HEADER_BYTES + INDEX_BYTES  # [T, 2]
+    code, critical = labels(shape, knobs, latent_arrays)
+    write_cost = obs_len[..., None] + meta_len[code] + HEADER_BYTES + INDEX_BYTES  # [N, T, 2]
 
     api_id = jnp.where(is_api, version * n_apis + endpoint, -1)
-    reordered = (latent["decoy"] == REORDER).astype(jnp.int32) if shape.mode == "decoy" else 0
+    reordered = (decoy == REORDER).astype(jnp.int32)
     params_id = 1 + 2 * (endpoint * (n_steps + 2) + version) + reordered
-    version_id = 1 + version
-    if shape.mode == "decoy":
-        version_id = jnp.where(latent["decoy"] == VERSION_STRING, 1 + n_steps + 2 + version, version_id)
-    field_value = [params_id, 1 + latent["deprecated"].astype(jnp.int32), version_id]
+    version_id = jnp.where(decoy == VERSION_STRING, 1 + n_steps + 2 + version, 1 + version)
+    field_value = [params_id, 1 + latent_arrays["deprecated"].astype(jnp.int32), version_id]
     field_frag = [10 + params_len, 14 + deprecated_len, 11 + version_len]
     if shape.mode == "decoy":
-        field_value.append(1 + latent["docs_rev"])
-        field_frag.append(12 + digits(latent["docs_rev"]))
-    field_value = jnp.where(is_api[:, None], jnp.stack(field_value, axis=1), 0)
-    field_frag = jnp.where(is_api[:, None], jnp.stack(field_frag, axis=1), 0)
+        field_value.append(1 + latent_arrays["docs_rev"])
+        field_frag.append(12 + digits(latent_arrays["docs_rev"]))
+    field_value = jnp.where(is_api[..., None], jnp.stack(field_value, axis=-1), 0)
+    field_frag = jnp.where(is_api[..., None], jnp.stack(field_frag, axis=-1), 0)
 
-    api_index = jnp.where(is_api, latent["slot"], -1)
-    api_ids = jnp.full(shape.api_slots, -1, jnp.int32).at[jnp.where(is_api, api_index, shape.api_slots)].set(
-        api_id, mode="drop")
-    return dict(latent=latent, code=code, critical=critical, write_cost=write_cost.astype(jnp.int32),
+    api_index = jnp.where(is_api, latent_arrays["slot"], -1)
+    api_ids = jax.vmap(lambda index, ids: jnp.full(shape.api_slots, -1, jnp.int32).at[index].set(ids, mode="drop"))(
+        jnp.where(is_api, api_index, shape.api_slots), api_id)
+    return dict(latent=latent_arrays, code=code, critical=critical, write_cost=write_cost.astype(jnp.int32),
                 api_id=api_id.astype(jnp.int32), api_index=api_index.astype(jnp.int32), api_ids=api_ids,
-                field_value=field_value.astype(jnp.int32), field_present=jnp.broadcast_to(is_api[:, None], field_value.shape),
-                field_frag_len=field_frag.astype(jnp.int32), n_changes=jnp.sum(latent["drift"], dtype=jnp.int32))
+                field_value=field_value.astype(jnp.int32), field_present=jnp.broadcast_to(is_api[..., None], field_value.shape),
+                field_frag_len=field_frag.astype(jnp.int32), n_changes=jnp.sum(latent_arrays["drift"], axis=-1, dtype=jnp.int32))
 
 
 def metadata_lengths(mode: str) -> np.ndarray:
@@ -427,11 +437,11 @@ def metadata_lengths(mode: str) -> np.ndarray:
 
 @functools.partial(jax.jit, static_argnums=0)
 def _generate(shape: Shape, knobs: dict, meta_len, seeds):
-    return jax.vmap(lambda seed_words: arrays_one(shape, knobs, meta_len, seed_words))(seeds)
+    return encoded_arrays(shape, knobs, meta_len, seeds)
 
 
 def generate_arrays(config: JaxGenConfig, n_episodes: int, start: int = 0) -> dict:
-    """Device arrays of episodes ``start .. start+n_episodes-1``: leaves [N, T, ...] (see :func:`arrays_one`).
+    """Device arrays of episodes ``start .. start+n_episodes-1``: leaves [N, T, ...] (see :func:`encoded_arrays`).
     Compiles once per (mode, steps, api_pool, max_params, N); every other knob is traced."""
     if n_episodes < 1:
         raise ValueError(f"n_episodes must be >= 1; got {n_episodes}")
