@@ -91,7 +91,8 @@ def decode_episodes(config: JaxGenConfig, generated: dict, start: int = 0) -> li
     """Episode dicts of :func:`wpbjax.episodes.jax_gen.generate_arrays`' output (episode ids from ``start``)."""
     host = jax.tree_util.tree_map(np.asarray, {name: generated[name] for name in ("latent", "code", "critical")})
     n_episodes = host["code"].shape[0]
-    return [decode_one(config, {name: value[n] for name, value in host["latent"].items()}, host["code"][n],
+    # the latent is step-major (episodes on the last axis)
+    return [decode_one(config, {name: value[..., n] for name, value in host["latent"].items()}, host["code"][n],
                        host["critical"][n], start + n) for n in range(n_episodes)]
 
 

@@ -204,8 +204,9 @@ def episode_seeds(seed: int, start: int, count: int):
 
 
 def latent(shape: Shape, knobs: dict, seeds) -> dict:
-    """The latent of a batch of episodes: per-step arrays [N, T] (``below`` [N, T, C-1]) and
-    ``n_initial`` [N, P]. ``seeds``: [N, 2] uint32."""
+    """The latent of a batch of episodes, step-major: per-step arrays [T, N] (``below`` [T, C-1, N])
+    and ``n_initial`` [P, N]. ``seeds``: [N, 2] uint32. (Step-major keeps the scan's vectors
+    contiguous; :func:`encoded_arrays` transposes only what it returns.)"""
     n_steps, n_apis, n_classes = shape.steps, shape.api_pool, shape.version_digit_classes
     words = step_words(seeds, n_steps, shape.n_words)
     # Endpoint j starts with params p{j}_0 .. p{j}_{n-1}, n uniform in 2..max_params.
@@ -214,8 +215,8 @@ def latent(shape: Shape, knobs: dict, seeds) -> dict:
     endpoints = jnp.arange(n_apis)[:, None]
     bounds = jnp.asarray([10**c for c in range(1, n_classes)], jnp.int32)[:, None]  # class <= c: version < 10^c
     regime = shape.mode
-    # Each endpoint's state is one row of a [P, S, N] int32 table (one masked read and one masked
-    # write per step): version, list length, initial params left, api slot, and the number of
+    # Each endpoint's state is one row of an [N * P, S] int32 table (one row read and one row
+    # written per episode and step, so a step costs O(S), not O(P * S)): version, list length, initial params left, api slot, and the number of
     # elements of digit class <= c for c = 1..C-1 ("below"); rollback adds the same for the list
     # before the endpoint's last drift, and decoy a docs revision counter.
     names = ["version", "length", "initial_left", "slot"] + [f"below{c}" for c in range(1, n_classes)]
@@ -227,7 +228,7 @@ def latent(shape: Shape, knobs: dict, seeds) -> dict:
     below_cols = slice(col["slot"] + 1, col["slot"] + n_classes)
 
     def step(carry, inputs):
-        previous, n_changes, table = carry  # [N], [N], [P, S, N]
+        previous, n_changes, table = carry  # [N], [N], [N * P, S]
         t, w = inputs                       # [], [W, N]
         u_drift, coin = _uniform(w[0]), (w[0] & 1) == 1
         u_repeat = _uniform(w[1])
@@ -248,8 +249,8 @@ def latent(shape: Shape, knobs: dict, seeds) -> dict:
             else knobs["drift_prob"]
         drift = (u_drift < drift_prob) & (kind == API)
 
-        sel = endpoints == endpoint[None, :]                      # [P, N]
-        row = jnp.sum(jnp.where(sel[:, None, :], table, 0), axis=0)  # [S, N] this endpoint's state
+        rows = episode_rows + endpoint                           # [N] row of (episode, endpoint)
+        row = table[rows].T                                       # [S, N] this endpoint's state
         version, length, initial_left = row[col["version"]], row[col["length"]], row[col["initial_left"]]
         below = row[below_cols]                                   # [C-1, N]
 
@@ -286,7 +287,8 @@ def latent(shape: Shape, knobs: dict, seeds) -> dict:
             docs_rev = row[col["docs_rev"]] + (decoy == DOCS_TOUCH)
             new_row += [docs_rev]
         changed = drift | (decoy == DOCS_TOUCH)
-        table = jnp.where((sel & changed[None, :])[:, None, :], jnp.stack(new_row).astype(jnp.int32)[None], table)
+        new_row = jnp.where(changed[None, :], jnp.stack(new_row).astype(jnp.int32), row)
+        table = table.at[rows].set(new_row.T, unique_indices=True, indices_are_sorted=True)
         op = jnp.where(revert, REVERT, jnp.where(push, PUSH, jnp.where(pop, POP, NO_CHANGE)))
         out = dict(endpoint=endpoint, kind=kind, drift=drift, op=op, version=new_version, length=new_length,
                    initial_left=new_initial_left, below=new_below,
@@ -298,22 +300,20 @@ def latent(shape: Shape, knobs: dict, seeds) -> dict:
                "slot": jnp.broadcast_to(endpoints, n_initial.shape).astype(jnp.int32), "snap_length": n_initial,
                "snap_initial_left": n_initial, "revertible": jnp.zeros_like(n_initial),
                "docs_rev": jnp.zeros_like(n_initial)}
-    table = jnp.stack([initial.get(name, n_initial) for name in names], axis=1)  # below* start at n_initial
+    table = jnp.stack([initial.get(name, n_initial) for name in names], axis=-1)  # [P, N, S]; below* start at n_initial
+    table = jnp.swapaxes(table, 0, 1).reshape(-1, len(names))  # [N * P, S]: one read and one write of a row per step
+    episode_rows = jnp.arange(seeds.shape[0], dtype=jnp.int32) * n_apis
     zeros = jnp.zeros(seeds.shape[0], jnp.int32)
     _, steps = jax.lax.scan(step, (zeros, zeros, table), (jnp.arange(n_steps, dtype=jnp.int32), words))
     if regime in ("delayed_relevance", "rollback"):
         steps.update(_next_use(steps, n_apis))
-    in_burst = steps.pop("in_burst")
-    out = {name: (jnp.moveaxis(value, 0, -1) if name != "below" else jnp.transpose(value, (2, 0, 1)))
-           for name, value in steps.items()}  # [T, N] -> [N, T]; below [T, C-1, N] -> [N, T, C-1]
-    out["in_burst"] = jnp.broadcast_to(in_burst, out["drift"].shape)
-    out["n_initial"] = n_initial.T
+    steps["in_burst"] = jnp.broadcast_to(steps["in_burst"][:, None], steps["drift"].shape)
+    steps["n_initial"] = n_initial
     if regime == "docs_migration":
-        extra = jnp.moveaxis(words[:, 3:], -1, 0)  # [N, T, W-3]
-        out["doc_chars"] = DOC_MIN_CHARS + _below(extra[..., 1] >> 16, DOC_SPAN_CHARS)
-        out["doc_section"] = _below(extra[..., 1] & 0xFFFF, len(DOC_SECTIONS))
-        out["date"] = (extra[..., 0] & 0xFF).astype(jnp.int32)  # a day code, see decode
-    return out
+        steps["doc_chars"] = DOC_MIN_CHARS + _below(words[:, 4] >> 16, DOC_SPAN_CHARS)
+        steps["doc_section"] = _below(words[:, 4] & 0xFFFF, len(DOC_SECTIONS))
+        steps["date"] = (words[:, 3] & 0xFF).astype(jnp.int32)  # a day code, see decode
+    return steps
 
 
 def _next_use(steps: dict, n_apis: int) -> dict:
@@ -339,8 +339,8 @@ def _next_use(steps: dict, n_apis: int) -> dict:
 
 
 def labels(shape: Shape, knobs: dict, latent: dict) -> tuple:
-    """(utility code [N, T] int32, critical [N, T] bool), per regime (see docs/generators.md)."""
-    t = jnp.arange(shape.steps, dtype=jnp.int32)
+    """(utility code [T, N] int32, critical [T, N] bool), per regime (see docs/generators.md)."""
+    t = jnp.arange(shape.steps, dtype=jnp.int32)[:, None]
     drift = latent["drift"]
     if shape.mode in REFERENCE_MODES:
         burst_drift = (latent["in_burst"] & drift) if shape.bursty else jnp.zeros_like(drift)
@@ -367,9 +367,9 @@ def _api_len(version, endpoint_digits):
     return 17 + digits(version) + endpoint_digits
 
 
-def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds) -> dict:
+def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool = True) -> dict:
     """A batch's encoded arrays (what :func:`wpbjax.episodes.encode.encode_episodes` computes from
-    the episodes' JSON) plus their latent; leaves [N, T, ...]. ``meta_len``: [codes, 2] int32
+    the episodes' JSON), leaves [N, T, ...], and with ``with_latent`` the step-major latent. ``meta_len``: [codes, 2] int32
     view-metadata JSON length per utility code and track; ``seeds``: [N, 2] uint32."""
     latent_arrays = latent(shape, knobs, seeds)
     n_steps, n_apis = shape.steps, shape.api_pool
@@ -381,9 +381,8 @@ def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds) -> dict:
     # Σ digits of the params' numbers: initial p{j}_i for i < initial_left, then pushed versions by class.
     initial_digits = jnp.concatenate([jnp.zeros(1, jnp.int32),
                                       jnp.cumsum(digits(jnp.arange(shape.max_params, dtype=jnp.int32)))])
-    bounds = jnp.concatenate([initial_left[..., None], latent_arrays["below"], length[..., None]], axis=-1)
-    classes = jnp.arange(1, shape.version_digit_classes + 1, dtype=jnp.int32)
-    pushed_digits = jnp.sum(classes * (bounds[..., 1:] - bounds[..., :-1]), axis=-1)
+    bounds = [initial_left] + [latent_arrays["below"][:, c] for c in range(shape.version_digit_classes - 1)] + [length]
+    pushed_digits = sum((c + 1) * (bounds[c + 1] - bounds[c]) for c in range(shape.version_digit_classes))
     number_digits = initial_digits[initial_left] + pushed_digits
     params_len = jnp.where(length == 0, 2, length * (6 + endpoint_digits) + number_digits)
 
@@ -421,12 +420,20 @@ def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds) -> dict:
     field_frag = jnp.where(is_api[..., None], jnp.stack(field_frag, axis=-1), 0)
 
     api_index = jnp.where(is_api, latent_arrays["slot"], -1)
-    api_ids = jax.vmap(lambda index, ids: jnp.full(shape.api_slots, -1, jnp.int32).at[index].set(ids, mode="drop"))(
-        jnp.where(is_api, api_index, shape.api_slots), api_id)
-    return dict(latent=latent_arrays, code=code, critical=critical, write_cost=write_cost.astype(jnp.int32),
-                api_id=api_id.astype(jnp.int32), api_index=api_index.astype(jnp.int32), api_ids=api_ids,
-                field_value=field_value.astype(jnp.int32), field_present=jnp.broadcast_to(is_api[..., None], field_value.shape),
-                field_frag_len=field_frag.astype(jnp.int32), n_changes=jnp.sum(latent_arrays["drift"], axis=-1, dtype=jnp.int32))
+    n_episodes = api_index.shape[1]
+    flat_slot = jnp.where(is_api, api_index + jnp.arange(n_episodes, dtype=jnp.int32) * shape.api_slots, -1)
+    api_ids = jnp.full(n_episodes * shape.api_slots, -1, jnp.int32).at[flat_slot].set(api_id, mode="drop")
+    episode_major = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [T, N, ...] -> [N, T, ...]
+    out = dict(code=code, critical=critical, write_cost=write_cost.astype(jnp.int32), api_id=api_id.astype(jnp.int32),
+               api_index=api_index.astype(jnp.int32), field_value=field_value.astype(jnp.int32),
+               field_present=jnp.broadcast_to(is_api[..., None], field_value.shape),
+               field_frag_len=field_frag.astype(jnp.int32))
+    out = {name: episode_major(value) for name, value in out.items()}
+    out.update(api_ids=api_ids.reshape(n_episodes, shape.api_slots),
+               n_changes=jnp.sum(latent_arrays["drift"], axis=0, dtype=jnp.int32))
+    if with_latent:
+        out["latent"] = latent_arrays
+    return out
 
 
 def metadata_lengths(mode: str) -> np.ndarray:
@@ -435,18 +442,18 @@ def metadata_lengths(mode: str) -> np.ndarray:
                      for priority in PRIORITY], np.int32)
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _generate(shape: Shape, knobs: dict, meta_len, seeds):
-    return encoded_arrays(shape, knobs, meta_len, seeds)
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _generate(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool):
+    return encoded_arrays(shape, knobs, meta_len, seeds, with_latent)
 
 
-def generate_arrays(config: JaxGenConfig, n_episodes: int, start: int = 0) -> dict:
+def generate_arrays(config: JaxGenConfig, n_episodes: int, start: int = 0, with_latent: bool = True) -> dict:
     """Device arrays of episodes ``start .. start+n_episodes-1``: leaves [N, T, ...] (see :func:`encoded_arrays`).
     Compiles once per (mode, steps, api_pool, max_params, N); every other knob is traced."""
     if n_episodes < 1:
         raise ValueError(f"n_episodes must be >= 1; got {n_episodes}")
     seeds = episode_seeds(config.seed, start, n_episodes)
-    return _generate(config.shape, config.knobs(), jnp.asarray(metadata_lengths(config.mode)), seeds)
+    return _generate(config.shape, config.knobs(), jnp.asarray(metadata_lengths(config.mode)), seeds, with_latent)
 
 
 def _round_up_float32(values: np.ndarray) -> np.ndarray:
@@ -490,7 +497,7 @@ def generate_encoded(configs, n_episodes: int, chunk: int = 4096) -> EncodedEpis
     for config in configs:
         size = min(chunk, n_episodes)
         for start in range(0, n_episodes, size):
-            generated = generate_arrays(config, size, start)
+            generated = generate_arrays(config, size, start, with_latent=False)
             count = min(size, n_episodes - start)
             parts.append(to_encoded(config, jax.tree_util.tree_map(lambda leaf: leaf[:count], generated), start))
     return concat_encoded(parts) if len(parts) > 1 else parts[0]
