@@ -369,9 +369,18 @@ def _api_len(version, endpoint_digits):
 
 def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool = True) -> dict:
     """A batch's encoded arrays (what :func:`wpbjax.episodes.encode.encode_episodes` computes from
-    the episodes' JSON), leaves [N, T, ...], and with ``with_latent`` the step-major latent. ``meta_len``: [codes, 2] int32
-    view-metadata JSON length per utility code and track; ``seeds``: [N, 2] uint32."""
-    latent_arrays = latent(shape, knobs, seeds)
+    the episodes' JSON), leaves [N, T, ...], and with ``with_latent`` the step-major latent.
+    ``meta_len``: [codes, 2] int32 view-metadata JSON length per utility code and track;
+    ``seeds``: [N, 2] uint32."""
+    latent_arrays = _latent_jit(shape, knobs, seeds)  # compiled on its own: XLA fuses the two parts worse
+    return _post_jit(shape, knobs, meta_len, latent_arrays, with_latent)
+
+
+_latent_jit = jax.jit(latent, static_argnums=0)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _post_jit(shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_latent: bool) -> dict:
     n_steps, n_apis = shape.steps, shape.api_pool
     is_api = latent_arrays["kind"] == API
     endpoint, version = latent_arrays["endpoint"], latent_arrays["version"]
@@ -442,7 +451,6 @@ def metadata_lengths(mode: str) -> np.ndarray:
                      for priority in PRIORITY], np.int32)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 4))
 def _generate(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool):
     return encoded_arrays(shape, knobs, meta_len, seeds, with_latent)
 
