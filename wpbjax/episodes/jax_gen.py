@@ -198,8 +198,13 @@ def _below(word16, n):
 
 def episode_seeds(seed: int, start: int, count: int):
     """[count, 2] uint32: each episode's two words, from ``fold_in(key(seed), index)``."""
+    return _episode_seeds(jnp.int32(seed), jnp.uint32(start), count)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _episode_seeds(seed, start, count: int):
     root = jax.random.key(seed)
-    indices = jnp.arange(start, start + count, dtype=jnp.uint32)
+    indices = start + jnp.arange(count, dtype=jnp.uint32)
     return jax.vmap(lambda i: jax.random.bits(jax.random.fold_in(root, i), (2,), jnp.uint32))(indices)
 
 
@@ -445,6 +450,7 @@ def _post_jit(shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_lat
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def metadata_lengths(mode: str) -> np.ndarray:
     """[codes, 2] view-metadata JSON length per utility code and track (host, exact)."""
     return np.array([[json_len(view_metadata({"mode": mode, "priority": priority}, track)) for track in TRACKS]
@@ -455,13 +461,20 @@ def _generate(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool):
     return encoded_arrays(shape, knobs, meta_len, seeds, with_latent)
 
 
-def generate_arrays(config: JaxGenConfig, n_episodes: int, start: int = 0, with_latent: bool = True) -> dict:
+def generate_arrays(config: JaxGenConfig, n_episodes: int, start: int = 0, with_latent: bool = True,
+                    device=None) -> dict:
     """Device arrays of episodes ``start .. start+n_episodes-1``: leaves [N, T, ...] (see :func:`encoded_arrays`).
-    Compiles once per (mode, steps, api_pool, max_params, N); every other knob is traced."""
+    Compiles once per (mode, steps, api_pool, max_params, N); every other knob is traced.
+    ``device``: where to run (default: the default device). Dispatch is asynchronous, so chunks
+    given to different devices (e.g. the cores of a CPU split with
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=2``) run at once."""
     if n_episodes < 1:
         raise ValueError(f"n_episodes must be >= 1; got {n_episodes}")
     seeds = episode_seeds(config.seed, start, n_episodes)
-    return _generate(config.shape, config.knobs(), jnp.asarray(metadata_lengths(config.mode)), seeds, with_latent)
+    knobs, meta_len = config.knobs(), jnp.asarray(metadata_lengths(config.mode))
+    if device is not None:
+        seeds, knobs, meta_len = jax.device_put((seeds, knobs, meta_len), device)
+    return _generate(config.shape, knobs, meta_len, seeds, with_latent)
 
 
 def _round_up_float32(values: np.ndarray) -> np.ndarray:
