@@ -208,9 +208,10 @@ def _episode_seeds(seed, start, count: int):
     return jax.vmap(lambda i: jax.random.bits(jax.random.fold_in(root, i), (2,), jnp.uint32))(indices)
 
 
-def latent(shape: Shape, knobs: dict, seeds) -> dict:
+def latent(shape: Shape, knobs: dict, seeds, with_ops: bool = True) -> dict:
     """The latent of a batch of episodes, step-major: per-step arrays [T, N] (``below`` [T, C-1, N])
-    and ``n_initial`` [P, N]. ``seeds``: [N, 2] uint32. (Step-major keeps the scan's vectors
+    and ``n_initial`` [P, N]. ``seeds``: [N, 2] uint32. ``with_ops=False`` leaves ``op`` (push/pop,
+    what the decoder replays) zero outside ``rollback``, where no array needs it. (Step-major keeps the scan's vectors
     contiguous; :func:`encoded_arrays` transposes only what it returns.)"""
     n_steps, n_apis, n_classes = shape.steps, shape.api_pool, shape.version_digit_classes
     words = step_words(seeds, n_steps, shape.n_words)
@@ -295,10 +296,16 @@ def latent(shape: Shape, knobs: dict, seeds) -> dict:
         new_row = jnp.where(changed[None, :], jnp.stack(new_row).astype(jnp.int32), row)
         table = table.at[rows].set(new_row.T, unique_indices=True, indices_are_sorted=True)
         op = jnp.where(revert, REVERT, jnp.where(push, PUSH, jnp.where(pop, POP, NO_CHANGE)))
-        out = dict(endpoint=endpoint, kind=kind, drift=drift, op=op, version=new_version, length=new_length,
+        out = dict(endpoint=endpoint, drift=drift, version=new_version, length=new_length,
                    initial_left=new_initial_left, below=new_below,
-                   deprecated=drift & (u_deprecated < DEPRECATED_PROB), slot=slot, decoy=decoy, docs_rev=docs_rev,
-                   in_burst=in_burst)
+                   deprecated=drift & (u_deprecated < DEPRECATED_PROB), slot=slot, in_burst=in_burst)
+        # only what this regime varies (the rest is filled in after the scan: fewer stores per step)
+        if regime == "docs_migration":
+            out["kind"] = kind
+        if with_ops or regime == "rollback":
+            out["op"] = op
+        if regime == "decoy":
+            out.update(decoy=decoy, docs_rev=docs_rev)
         return (endpoint, n_changes + drift, table), out
 
     initial = {"version": jnp.ones_like(n_initial), "length": n_initial, "initial_left": n_initial,
@@ -310,6 +317,8 @@ def latent(shape: Shape, knobs: dict, seeds) -> dict:
     episode_rows = jnp.arange(seeds.shape[0], dtype=jnp.int32) * n_apis
     zeros = jnp.zeros(seeds.shape[0], jnp.int32)
     _, steps = jax.lax.scan(step, (zeros, zeros, table), (jnp.arange(n_steps, dtype=jnp.int32), words))
+    for name in ("kind", "op", "decoy", "docs_rev"):
+        steps.setdefault(name, jnp.zeros_like(steps["endpoint"]))  # API, NO_CHANGE, NO_DECOY, 0
     if regime in ("delayed_relevance", "rollback"):
         steps.update(_next_use(steps, n_apis))
     steps["in_burst"] = jnp.broadcast_to(steps["in_burst"][:, None], steps["drift"].shape)
@@ -377,11 +386,11 @@ def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool
     the episodes' JSON), leaves [N, T, ...], and with ``with_latent`` the step-major latent.
     ``meta_len``: [codes, 2] int32 view-metadata JSON length per utility code and track;
     ``seeds``: [N, 2] uint32."""
-    latent_arrays = _latent_jit(shape, knobs, seeds)  # compiled on its own: XLA fuses the two parts worse
+    latent_arrays = _latent_jit(shape, knobs, seeds, with_latent)  # compiled on its own: XLA fuses the two parts worse
     return _post_jit(shape, knobs, meta_len, latent_arrays, with_latent)
 
 
-_latent_jit = jax.jit(latent, static_argnums=0)
+_latent_jit = jax.jit(latent, static_argnums=(0, 3))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 4))
