@@ -2,8 +2,8 @@
 
 The JAX generator runs the published drift process (SEMANTICS §6) with ``jax.random`` keys instead
 of Python's ``random``: statistically the same episodes, not the same draws. Per step it draws the
-*latent* (endpoint, drift, push/pop of a param, deprecated, and each new regime's extras, see
-:mod:`wpbjax.episodes.regimes`) and computes, arithmetically, what the encoder would compute from
+*latent* (endpoint, drift, push/pop of a param, deprecated, and the new regimes' extras, see
+docs/generators.md) and computes, arithmetically, what the encoder would compute from
 the episode's JSON: write costs per track (digit counts and list lengths, never a serialisation),
 api ids, field value ids and delta fragment lengths, priorities and their ranks, utilities and
 critical flags. :func:`wpbjax.episodes.decode.decode_episodes` turns the same latent into JSON
@@ -26,12 +26,13 @@ Design notes:
   whose param lists happen to coincide get different ids.
 * **Static vs traced.** ``mode``, ``steps``, ``api_pool`` and ``max_params`` shape the program;
   every probability, burst setting and the relevance horizon is traced (no recompiles).
+* **Layout.** The scan over steps is step-major (episodes contiguous on the last axis); the latent
+  and the arrays derived from it are two jitted functions (XLA fused them worse as one).
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 
 import jax
 import jax.numpy as jnp
@@ -95,8 +96,10 @@ class JaxGenConfig:
         for name, low in (("steps", 1), ("api_pool", 1), ("max_params", 2), ("horizon", 1)):
             if getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low}; got {getattr(self, name)}")
-        if self.steps >= 1 << 20 or self.api_pool > 1024 or self.max_params > 1000:
-            raise ValueError("steps must be < 2^20, api_pool <= 1024 and max_params <= 1000")
+        if self.steps >= 1 << 20 or self.api_pool > 512 or self.max_params > 1000:  # ids stay within int32
+            raise ValueError("steps must be < 2^20, api_pool <= 512 and max_params <= 1000")
+        if not -(2**31) <= self.seed < 2**31:
+            raise ValueError(f"seed must fit in int32; got {self.seed}")
         if self.burst_interval < 0 or self.burst_len < 0:
             raise ValueError("burst_interval and burst_len must be >= 0")
         for name in ("drift_prob", "burst_drift_prob", "redundancy_prob", "rollback_prob", "decoy_prob",
