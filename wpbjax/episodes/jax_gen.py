@@ -151,6 +151,13 @@ class Shape:
         return len(str(self.steps + 1))
 
     @property
+    def state_dtype(self):
+        """Per-endpoint counters (versions, lengths, slots: all <= steps + api_pool + max_params) and
+        the scan's outputs of them are int16 when they fit: half the memory traffic of the scan."""
+        fits = self.steps + self.api_pool + self.max_params < np.iinfo(np.int16).max
+        return jnp.int16 if fits else jnp.int32
+
+    @property
     def n_fields(self) -> int:
         return 4 if self.mode == "decoy" else 3
 
@@ -234,6 +241,7 @@ def latent(shape: Shape, knobs: dict, seeds, with_ops: bool = True) -> dict:
     if regime == "decoy":
         names += ["docs_rev"]
     col = {name: index for index, name in enumerate(names)}
+    state_dtype = shape.state_dtype
     below_cols = slice(col["slot"] + 1, col["slot"] + n_classes)
 
     def step(carry, inputs):
@@ -259,7 +267,8 @@ def latent(shape: Shape, knobs: dict, seeds, with_ops: bool = True) -> dict:
         drift = (u_drift < drift_prob) & (kind == API)
 
         rows = episode_rows + endpoint                           # [N] row of (episode, endpoint)
-        row = table[rows].T                                       # [S, N] this endpoint's state
+        stored = table[rows].T                                    # [S, N] this endpoint's state
+        row = stored.astype(jnp.int32)
         version, length, initial_left = row[col["version"]], row[col["length"]], row[col["initial_left"]]
         below = row[below_cols]                                   # [C-1, N]
 
@@ -296,12 +305,13 @@ def latent(shape: Shape, knobs: dict, seeds, with_ops: bool = True) -> dict:
             docs_rev = row[col["docs_rev"]] + (decoy == DOCS_TOUCH)
             new_row += [docs_rev]
         changed = drift | (decoy == DOCS_TOUCH)
-        new_row = jnp.where(changed[None, :], jnp.stack(new_row).astype(jnp.int32), row)
+        new_row = jnp.where(changed[None, :], jnp.stack(new_row).astype(state_dtype), stored)
         table = table.at[rows].set(new_row.T, unique_indices=True, indices_are_sorted=True)
         op = jnp.where(revert, REVERT, jnp.where(push, PUSH, jnp.where(pop, POP, NO_CHANGE)))
-        out = dict(endpoint=endpoint, drift=drift, version=new_version, length=new_length,
-                   initial_left=new_initial_left, below=new_below,
-                   deprecated=drift & (u_deprecated < DEPRECATED_PROB), slot=slot, in_burst=in_burst)
+        small = lambda x: x.astype(state_dtype)  # noqa: E731
+        out = dict(endpoint=endpoint, drift=drift, version=small(new_version), length=small(new_length),
+                   initial_left=small(new_initial_left), below=small(new_below),
+                   deprecated=drift & (u_deprecated < DEPRECATED_PROB), slot=small(slot), in_burst=in_burst)
         # only what this regime varies (the rest is filled in after the scan: fewer stores per step)
         if regime == "docs_migration":
             out["kind"] = kind
@@ -315,7 +325,7 @@ def latent(shape: Shape, knobs: dict, seeds, with_ops: bool = True) -> dict:
                "slot": jnp.broadcast_to(endpoints, n_initial.shape).astype(jnp.int32), "snap_length": n_initial,
                "snap_initial_left": n_initial, "revertible": jnp.zeros_like(n_initial),
                "docs_rev": jnp.zeros_like(n_initial)}
-    table = jnp.stack([initial.get(name, n_initial) for name in names], axis=-1)  # [P, N, S]; below* start at n_initial
+    table = jnp.stack([initial.get(name, n_initial) for name in names], axis=-1).astype(state_dtype)  # [P, N, S]
     table = jnp.swapaxes(table, 0, 1).reshape(-1, len(names))  # [N * P, S]: one read and one write of a row per step
     episode_rows = jnp.arange(seeds.shape[0], dtype=jnp.int32) * n_apis
     zeros = jnp.zeros(seeds.shape[0], jnp.int32)
@@ -393,11 +403,15 @@ def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool
     return _post_jit(shape, knobs, meta_len, latent_arrays, with_latent)
 
 
+_COUNTERS = ("version", "length", "initial_left", "below", "slot")
+
+
 _latent_jit = jax.jit(latent, static_argnums=(0, 3))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 4))
 def _post_jit(shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_latent: bool) -> dict:
+    latent_arrays = {name: value.astype(jnp.int32) if name in _COUNTERS else value for name, value in latent_arrays.items()}
     n_steps, n_apis = shape.steps, shape.api_pool
     is_api = latent_arrays["kind"] == API
     endpoint, version = latent_arrays["endpoint"], latent_arrays["version"]
