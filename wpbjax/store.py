@@ -40,11 +40,8 @@ class StoreState:
     oldest: jax.Array          # []  int32 oldest present item, -1 when empty
     newest: jax.Array          # []  int32 newest present item, -1 when empty
     used: jax.Array            # []  int32 bytes in use (sum of the present items' costs)
-    # The item added at the last step, not yet written into the [T] arrays (see ``flush``):
+    # The item added at the last step, not yet in ``present`` and the links (see ``flush``):
     pending: jax.Array         # []  bool  an item was added at step pos-1
-    pending_delta: jax.Array   # []  bool  ... it is a delta
-    pending_parent: jax.Array  # []  int32 ... its parent (deltas)
-    pending_cost: jax.Array    # []  int32 ... its delta cost (deltas)
     pending_older: jax.Array   # []  int32 ... the newest item before it
     write_actions: jax.Array   # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
@@ -62,8 +59,7 @@ def empty(n_steps: int) -> StoreState:
     return StoreState(present=jnp.zeros(n_steps, bool), parent=links,
                       delta_cost=jnp.zeros(n_steps, jnp.int32), newer=links, older=links, oldest=none,
                       newest=none, used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero,
-                      pending=jnp.zeros((), bool), pending_delta=jnp.zeros((), bool), pending_parent=none,
-                      pending_cost=zero, pending_older=none)
+                      pending=jnp.zeros((), bool), pending_older=none)
 
 
 def remaining(store: StoreState, budget) -> jax.Array:
@@ -106,6 +102,12 @@ def set_where(array, index, value, condition):
     return array.at[safe].set(jnp.where(condition & (index >= 0), value, array[safe]))
 
 
+def _put_at(array, pos, value, condition):
+    """``array[pos] = value`` where ``condition``; ``pos`` is the same for every run of a batch, so
+    this is a dynamic-update-slice (in place), not a scatter."""
+    return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, array[pos]), pos, 0)
+
+
 def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "order"})) -> StoreState:
     """Write the item added at step ``pos - 1`` into the per-slot arrays. Call at the start of step
     ``pos`` (and once after the last step), before anything reads the store.
@@ -117,16 +119,9 @@ def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "
     """
     slot, added = jnp.maximum(pos - 1, 0), store.pending
 
-    def put(array, value, condition):
-        return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, array[slot]), slot, 0)
-
-    store = dataclasses.replace(store, present=put(store.present, True, added), pending=jnp.zeros((), bool))
-    if "merge" in kinds:
-        delta = added & store.pending_delta
-        store = dataclasses.replace(store, parent=put(store.parent, store.pending_parent, delta),
-                                    delta_cost=put(store.delta_cost, store.pending_cost, delta))
+    store = dataclasses.replace(store, present=_put_at(store.present, slot, True, added), pending=jnp.zeros((), bool))
     if "expire" in kinds and "order" in kinds:  # chain the item after the previous newest
-        store = dataclasses.replace(store, older=put(store.older, store.pending_older, added),
+        store = dataclasses.replace(store, older=_put_at(store.older, slot, store.pending_older, added),
                                     newer=set_where(store.newer, store.pending_older, slot, added))
     elif "fifo" in kinds:  # oldest-first only: the forward chain is enough
         store = dataclasses.replace(store, newer=set_where(store.newer, store.pending_older, slot, added))
@@ -136,12 +131,15 @@ def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "
 def _expire_oldest(store: StoreState, episode: EpisodeBatch, slot, pos) -> StoreState:
     """EXPIRE under "fifo": accepted iff ``slot`` is the oldest item (then the next oldest is the
     next one stored after it). Reads only arrays this step does not write, so XLA needs no copies."""
-    ok = (slot >= 0) & (slot == store.oldest) & (slot < pos)
-    next_oldest = store.newer[jnp.maximum(slot, 0)]
+    oldest = store.oldest
+    ok = (slot >= 0) & (slot == oldest) & (slot < pos)
+    # Reads index by ``store.oldest``, not by the policy's ``slot``: an index that depends on the
+    # policy (which read the arrays after this step's flush) would make XLA copy them (see flush).
+    next_oldest = store.newer[jnp.maximum(oldest, 0)]
     return dataclasses.replace(
         store,
-        present=set_where(store.present, slot, False, ok),
-        used=store.used - jnp.where(ok, cost_of(store, episode, slot), 0),
+        present=set_where(store.present, oldest, False, ok),
+        used=store.used - jnp.where(ok, cost_of(store, episode, oldest), 0),
         oldest=jnp.where(ok, next_oldest, store.oldest),
         newest=jnp.where(ok & (next_oldest < 0), NONE, store.newest),
     )
@@ -199,16 +197,20 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
         merge_cost, n_fields = merge_delta(episode, pos, target)
         api = episode.api_id[pos]
         merge_ok = ((action.kind == MERGE) & vacant & (action.target >= 0) & (action.target < pos)
-                    & store.present[target] & (store.delta_cost[target] == 0)
+                    & store.present[target] & (store.parent[target] < 0)
                     & (api >= 0) & (episode.api_id[target] == api)
                     & (n_fields > 0) & (store.used + merge_cost <= budget))
 
     added = write_ok | merge_ok
+    if merges:
+        # A delta's parent and cost go in at once (not deferred like ``present``): every read of these
+        # arrays in this step is an ancestor of ``merge_ok``, so XLA still updates them in place.
+        store = dataclasses.replace(store, parent=_put_at(store.parent, pos, target, merge_ok),
+                                    delta_cost=_put_at(store.delta_cost, pos, merge_cost, merge_ok))
     return dataclasses.replace(
         store,
         oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
         newest=jnp.where(added, pos, store.newest),
         used=store.used + jnp.where(write_ok, write_cost, 0) + jnp.where(merge_ok, merge_cost, 0),
-        pending=added, pending_delta=merge_ok, pending_parent=target, pending_cost=merge_cost,
-        pending_older=store.newest,
+        pending=added, pending_older=store.newest,
     )
