@@ -2,8 +2,8 @@
 
 Items are keyed by the position of the step that created them (at most one per step); positions
 ascend with ``t``, so slot order is insertion order. ``oldest`` / ``newest`` and a linked list over
-the present items keep every query and update O(1) per step. An item added at step p is written
-into the per-slot arrays at the start of step p+1 (:func:`flush`; until then it lives in the
+the present items keep every query and update O(1) per step. An item added at step p enters
+``present`` and the links at the start of step p+1 (:func:`flush`; until then it lives in the
 ``pending`` scalars), which lets XLA update those arrays in place. SEMANTICS §3:
 
 * WRITE is accepted iff ``used + write_cost <= budget`` (and the step has no item yet).
@@ -109,16 +109,15 @@ def _put_at(array, pos, value, condition):
 
 
 def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "order"})) -> StoreState:
-    """Write the item added at step ``pos - 1`` into the per-slot arrays. Call at the start of step
-    ``pos`` (and once after the last step), before anything reads the store.
+    """Put the item added at step ``pos - 1`` into ``present`` and the links. Call at the start of
+    step ``pos`` (and once after the last step), before anything reads the store.
 
-    Why deferred: within one step every write to the [T] arrays then comes before every read, so
-    XLA updates them in place; a read of an old value followed by an update in the same iteration
-    makes it copy whole [runs, T] arrays every step (O(T) per step). ``pos - 1`` is the scan index
-    minus one, the same for every run of a batch, so the writes are dynamic-update-slices.
+    Why deferred: XLA updates a carried [runs, T] array in place only if every read of it in the
+    iteration is an ancestor of its update; otherwise it copies the whole array every step (O(T)
+    per step). Policies read ``present`` and the links before they decide, so these writes come
+    first. ``pos - 1`` is the same for every run of a batch: the writes are dynamic-update-slices.
     """
     slot, added = jnp.maximum(pos - 1, 0), store.pending
-
     store = dataclasses.replace(store, present=_put_at(store.present, slot, True, added), pending=jnp.zeros((), bool))
     if "expire" in kinds and "order" in kinds:  # chain the item after the previous newest
         store = dataclasses.replace(store, older=_put_at(store.older, slot, store.pending_older, added),
