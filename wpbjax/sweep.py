@@ -92,6 +92,10 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     n_episodes, n_budgets = encoded.n_episodes, len(budgets)
     set_index = np.zeros(n_episodes, np.int64) if set_index is None else np.asarray(set_index)
     size = chunk_size(encoded, n_budgets, memory_cap, len(devices))
+    # run-steps each policy's compiled program will do over the whole sweep (all chunks and tracks)
+    n_chunks = -(-n_episodes // size)
+    work = {name: n_chunks * size * n_budgets * encoded.n_steps * sum(name in names for names in plan.values())
+            for names in plan.values() for name in names}
     for start in range(0, n_episodes, size):
         real = np.arange(start, min(start + size, n_episodes))
         padded = np.concatenate([real, np.full(size - len(real), real[-1])])  # one shape for every chunk
@@ -100,7 +104,7 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
             batch = devices_lib.place(encoded.batch(track, padded), devices)
             oracle_utility = oracle_table(encoded, track, budgets, oracle, real)
             for policy_number, name in enumerate(plan[track]):
-                counts = simulate.simulate(make(name), batch, budgets, episode_index=padded)
+                counts = simulate.simulate(make(name), batch, budgets, episode_index=padded, work=work[name])
                 host = {field: np.asarray(value)[:len(real)] for field, value in vars(counts).items()}
                 frames.append(_rows(encoded, real, budgets, host, oracle_utility, track, name, set_index,
                                     (track_number, policy_number)))
