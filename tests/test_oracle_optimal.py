@@ -47,3 +47,20 @@ def test_oracle_optimal_equals_the_exact_oracle_on_the_paper_grid():
                                PAPER_BUDGETS)
     assert np.array_equal(table.oracle_utility.to_numpy().reshape(11, 40).T, exact)  # rows: budget, then episode
     assert (exact[:, 0] < exact[:, -1]).all()  # 1 KB is tight for every episode: the plan really chooses
+
+
+def test_simulate_computes_the_plan_for_hindsight_policies():
+    from helpers import make_episode
+    from wpbjax import simulate
+    from wpbjax.episodes.encode import encode_episodes
+    from wpbjax.metrics import policy_utility
+    from wpbjax.policies import make
+
+    observations = [{"api": "a", "pad": "x" * k} for k in (0, 60, 60, 5, 30)]
+    utilities = [2.0, 3.0, 3.0, 0.5, 1.0]
+    encoded = encode_episodes([make_episode(observations, utilities=utilities)])
+    budgets = [100, 294, 400, 10**6]
+    counts = simulate.simulate(make("oracle_optimal"), encoded.batch("unprivileged"), budgets)
+    got = policy_utility(np.asarray(counts.retained), encoded.utility64[:, None, :])
+    costs = encoded.track_costs("unprivileged")[0].tolist()
+    assert got[0].tolist() == [brute_force(costs, utilities, b) for b in budgets]

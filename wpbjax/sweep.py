@@ -20,7 +20,7 @@ from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.metrics import policy_utility, score
 from wpbjax.policies import lineup, make
 from wpbjax.progress import Progress
-from wpbjax.tracks import check_any_track, cost_track, sees_utility
+from wpbjax.tracks import TRACKS as PUBLISHED_TRACKS, check_any_track, cost_track, sees_utility
 
 PAPER_BUDGETS = (1024, 2048, 4096, 8192, 10240, 16384, 32768, 65536, 102400, 262144, 1048576)
 PUBLISHED_COLUMNS = ("avg_staleness", "budget_bytes", "bytes_used", "drift_coverage", "episode_id",
@@ -49,6 +49,9 @@ def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str]) -> dict[s
     for track in tracks:
         check_any_track(track)
     if spec == "reference":
+        if set(tracks) - set(PUBLISHED_TRACKS):
+            raise ValueError(f"--policies reference: the published line-up covers {', '.join(PUBLISHED_TRACKS)} only; "
+                             f"name the policies to run on {', '.join(sorted(set(tracks) - set(PUBLISHED_TRACKS)))}")
         return {track: list(lineup(track)) for track in tracks}
     names = [name for name in (spec.split(",") if isinstance(spec, str) else spec) if name]
     for name in names:
