@@ -167,7 +167,7 @@ def cmd_sweep(args) -> int:
     writer = ResultsWriter(args.out)
     encoded, set_index = _encoded_sets(args)
     devices = devices_lib.local_devices()
-    progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks), enabled=not args.quiet)
+    progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks, params), enabled=not args.quiet)
     if not args.quiet:
         print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
               f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}",
@@ -186,7 +186,7 @@ def cmd_sweep(args) -> int:
         import pandas as pd
 
         with pd.option_context("display.width", 200, "display.max_columns", 20):
-            print("Mean F1 by policy and budget (bytes):")
+            print("Mean F1 by policy and budget (bytes)" + (", over all param grid points:" if params else ":"))
             print(leaderboard_from_sums(sums).to_string(float_format=lambda v: f"{v:.3f}"))
         print(f"wrote {writer.rows:,} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0

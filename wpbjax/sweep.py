@@ -139,7 +139,8 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
                     frame["_point"] = point
                     frames.append(frame)
                 if progress is not None:
-                    progress.advance(len(real) * n_budgets, f"{track} {name}")
+                    n_grid = len(next(iter(grid.values()))) if grid else 1
+                    progress.advance(len(real) * n_budgets * n_grid, f"{track} {name}")
         table = pd.concat(frames, ignore_index=True)
         for column in param_columns:  # NaN where a policy has no such param
             if column not in table:
@@ -206,9 +207,12 @@ def _rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, 
     return pd.DataFrame({key: np.broadcast_to(value, (n, n_budgets)).ravel() for key, value in columns.items()})
 
 
-def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks) -> int:
-    """Runs of a sweep, counting each policy once (a swept policy's progress advances per policy)."""
-    return encoded.n_episodes * n_budgets * sum(len(names) for names in resolve_policies(policies, tracks).values())
+def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks, params: dict | None = None) -> int:
+    """Runs of a sweep (a policy with swept params counts once per grid point)."""
+    plan = resolve_policies(policies, tracks)
+    grids = param_grids(params, [name for names in plan.values() for name in names])
+    points = {name: len(next(iter(grid.values()))) if grid else 1 for name, grid in grids.items()}
+    return encoded.n_episodes * n_budgets * sum(points[name] for names in plan.values() for name in names)
 
 
 def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
@@ -222,7 +226,7 @@ def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     (vmapped: one compile per policy), with a ``param_NAME`` column per swept param (NaN for
     policies without it).
     """
-    progress = Progress(total_runs(encoded, len(budgets), policies, tracks), enabled=not quiet)
+    progress = Progress(total_runs(encoded, len(budgets), policies, tracks, params), enabled=not quiet)
     chunks = list(iter_sweep(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, progress,
                              params=params))
     progress.close()
