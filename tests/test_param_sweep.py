@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import make_episode
 from wpbjax import simulate
 from wpbjax.cli import main
 from wpbjax.episodes.encode import encode_episodes
@@ -44,7 +43,6 @@ def test_grid_points_equal_single_runs():
 
 def test_sweep_rows_carry_param_columns_and_compile_once_over_chunks():
     encoded = _episodes(n=7)
-    policy = make("priority_threshold")
     before = simulate._simulate_grid._cache_size()
     # a small memory cap cuts 7 episodes x 2 budgets x 5 points into several chunks of one shape
     table = run_sweep(encoded, budgets=[1024, 8192], policies=["priority_threshold", "fifo_store_all"],

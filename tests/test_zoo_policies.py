@@ -1,6 +1,4 @@
 """Each zoo policy's defining behaviour on small hand-built episodes (docs/policies.md)."""
-import dataclasses
-
 import jax
 import numpy as np
 import pytest

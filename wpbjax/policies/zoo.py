@@ -10,7 +10,7 @@ from __future__ import annotations
 from wpbjax.policies import feedback, hindsight, literature, spec
 from wpbjax.policies.base import Policy
 from wpbjax.policies.common import RECENCY_KINDS
-from wpbjax.policies.reference import PRIVILEGED_ONLY, UNPRIVILEGED, WRITES
+from wpbjax.policies.reference import UNPRIVILEGED, WRITES
 
 FEEDBACK_ONLY, ORACLE_ONLY = ("feedback",), ("oracle",)
 
