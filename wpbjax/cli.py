@@ -111,6 +111,19 @@ def _encoded_sets(args):
     return encoded, set_index
 
 
+def _param_spec(text: str) -> tuple[str, list[float]]:
+    """``NAME=start:stop:count`` or ``NAME=v1,v2,...`` (``wpbjax sweep --param``)."""
+    from wpbjax.sweep import parse_param_values
+
+    name, sep, values = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=start:stop:count or NAME=v1,v2,..., got {text!r}")
+    try:
+        return name.strip(), parse_param_values(values)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{name.strip()}: {err}") from None
+
+
 def _memory(text: str) -> int:
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     number, unit = text.rstrip("KMGkmgBb"), text[len(text.rstrip("KMGkmgBb")):].upper().rstrip("B")
@@ -144,11 +157,17 @@ def cmd_sweep(args) -> int:
     from wpbjax.progress import Progress
     from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, resolve_policies, total_runs
 
-    resolve_policies(args.policies, args.tracks)  # bad names fail before any file is written
+    from wpbjax.sweep import param_grids
+
+    plan = resolve_policies(args.policies, args.tracks)  # bad names fail before any file is written
+    params = dict(args.param or [])
+    if len(params) < len(args.param or []):
+        raise ValueError("--param: each param may be given once")
+    param_grids(params, [name for names in plan.values() for name in names])
     writer = ResultsWriter(args.out)
     encoded, set_index = _encoded_sets(args)
     devices = devices_lib.local_devices()
-    progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks), enabled=not args.quiet)
+    progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks, params), enabled=not args.quiet)
     if not args.quiet:
         print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
               f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}",
@@ -157,7 +176,7 @@ def cmd_sweep(args) -> int:
     try:
         for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
                                 oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
-                                devices=devices, progress=progress):
+                                devices=devices, progress=progress, params=params):
             writer.write(chunk)
             sums.append(chunk.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"]))
     finally:
@@ -167,7 +186,7 @@ def cmd_sweep(args) -> int:
         import pandas as pd
 
         with pd.option_context("display.width", 200, "display.max_columns", 20):
-            print("Mean F1 by policy and budget (bytes):")
+            print("Mean F1 by policy and budget (bytes)" + (", over all param grid points:" if params else ":"))
             print(leaderboard_from_sums(sums).to_string(float_format=lambda v: f"{v:.3f}"))
         print(f"wrote {writer.rows:,} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0
@@ -219,11 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     sweep.add_argument("--budgets", type=_int_list, default=list(PAPER_BUDGETS), help="byte budgets (default: the paper's 11, 1024..1048576)")
     sweep.add_argument("--policies", default="reference", help="'reference' (the published line-up per track) or comma-separated names")
-    sweep.add_argument("--tracks", type=_name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged")
+    sweep.add_argument("--tracks", type=_name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged (also: feedback, oracle; docs/policies.md)")
     sweep.add_argument("--oracle", choices=("exact", "reference"), default="exact", help="knapsack oracle (default exact; 'reference' reproduces the published numbers)")
     sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
     sweep.add_argument("--memory-cap", type=_memory, default="2G", help="device memory one chunk of runs may use (default 2G)")
     sweep.add_argument("--quiet", action="store_true", help="no progress or leaderboard")
+    sweep.add_argument("--param", type=_param_spec, action="append", metavar="NAME=SPEC",
+                       help="sweep a policy param: NAME=start:stop:count (inclusive) or NAME=v1,v2,...; repeatable "
+                            "(Cartesian product); adds a param_NAME column (see docs/policies.md)")
     _add_generator_knobs(sweep)
     sweep.set_defaults(run=cmd_sweep)
     bench = commands.add_parser("bench", help="compile time and steady-state throughput per policy")

@@ -38,7 +38,7 @@ def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store
         if policy.multi_action:
             # CONTINUE: the policy acts again at this step (at most once per stored item).
             def again(loop):
-                return loop[0].kind == actions.CONTINUE
+                return actions.acts_again(loop[0].kind)  # CONTINUE, or WRITE_PAST (policy zoo)
 
             def act_again(loop):
                 _, store, state = loop
@@ -72,7 +72,14 @@ QUICK_COMPILE_BELOW = 10_000_000  # run-steps
 
 def compiled_count() -> int:
     """Programs compiled so far by :func:`simulate` (both builds): tests use it to catch retracing."""
-    return _simulate._cache_size() + _simulate_quick._cache_size()
+    return _simulate._cache_size() + _simulate_quick._cache_size() + _simulate_grid._cache_size()
+
+
+def episode_keys(key, episode_index, n_episodes: int) -> jax.Array:
+    """[N] keys: ``key`` (default ``jax.random.key(0)``) folded with each episode's index (default 0..N-1)."""
+    key = jax.random.key(0) if key is None else key
+    episode_index = jnp.arange(n_episodes) if episode_index is None else episode_index
+    return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.asarray(episode_index, jnp.uint32))
 
 
 def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None,
@@ -89,13 +96,59 @@ def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None
     budgets = jnp.asarray(budgets, jnp.int32)
     if budgets.ndim != 1:
         raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
+    if policy.plan is not None:  # hindsight policies need per-run inputs (policy zoo)
+        return jax.tree_util.tree_map(lambda leaf: leaf[0], simulate_grid(
+            policy, batch, budgets, params=params, key=key, episode_index=episode_index))
     params = policy.resolve_params(params or {})
-    if key is None:
-        key = jax.random.key(0)
-    if episode_index is None:
-        episode_index = jnp.arange(batch.n_episodes)
-    keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.asarray(episode_index, jnp.uint32))
+    keys = episode_keys(key, episode_index, batch.n_episodes)
     if work is None:
         work = batch.n_episodes * budgets.shape[0] * batch.valid.shape[1]
     compiled = _simulate_quick if work < QUICK_COMPILE_BELOW else _simulate
     return compiled(policy, params, batch, budgets, keys)
+
+
+# --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
+def _run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key) -> metrics.Counts:
+    return run_counts(policy, {**params, **run_inputs}, episode, budget, key)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _simulate_grid(policy: Policy, params, run_inputs, batch: EpisodeBatch, budgets, keys) -> metrics.Counts:
+    """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
+    over_budgets = jax.vmap(_run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
+    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, 0, None, 0))
+    over_params = jax.vmap(over_episodes, in_axes=(None, 0, None, None, None, None))
+    return over_params(policy, params, run_inputs, batch, budgets, keys)
+
+
+def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run_inputs=None, key=None,
+                  episode_index=None) -> metrics.Counts:
+    """Counts for every (param point, episode, budget): leaves shaped ``[P, N, B, ...]``, in one compiled call.
+
+    ``params``: name -> [P] values, one per grid point (a scalar counts as P = 1; every swept name must
+    have the same P; unswept params keep their defaults). The grid is vmapped like the other axes, so
+    any P values of the same length reuse one compile. ``run_inputs``: name -> [N, B, ...] arrays handed
+    to each run as extra params (a hindsight plan); for a policy with a ``plan`` they default to
+    ``policy.plan`` computed from the batch's write costs and (float32) utilities.
+    """
+    budgets = jnp.asarray(budgets, jnp.int32)
+    if budgets.ndim != 1:
+        raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
+    overrides = {name: jnp.atleast_1d(jnp.asarray(value)) for name, value in (params or {}).items()}
+    lengths = {name: value.shape[0] for name, value in overrides.items()}
+    if len(set(lengths.values())) > 1 or any(value.ndim != 1 for value in overrides.values()):
+        raise ValueError(f"params: give every swept param as a 1-D list of the same length; got lengths {lengths}")
+    n_points = next(iter(lengths.values()), 1)
+    resolved = policy.resolve_params(overrides)
+    resolved = {name: jnp.broadcast_to(value, (n_points,)) for name, value in resolved.items()}
+    resolved = resolved or {"grid_point": jnp.arange(n_points)}  # vmap needs one mapped leaf
+    if run_inputs is None:
+        run_inputs = {}
+        if policy.plan is not None:
+            import numpy as np
+
+            run_inputs = policy.plan(np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64),
+                                     np.asarray(batch.length), np.asarray(budgets))
+    run_inputs = {name: jnp.asarray(value) for name, value in run_inputs.items()}
+    keys = episode_keys(key, episode_index, batch.n_episodes)
+    return _simulate_grid(policy, resolved, run_inputs, batch, budgets, keys)

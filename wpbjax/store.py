@@ -12,6 +12,11 @@ the present items keep every query and update O(1) per step. An item added at st
 * MERGE(target) is accepted iff the target is a present *base* item, both observations carry
   equal non-null ``api`` values, the canonical delta is non-empty and ``used + merge_cost <= budget``.
 * A rejected action changes nothing; the step's other actions still apply.
+
+One extension beyond the published harness (policy zoo): WRITE_PAST(source) writes a buffered earlier
+step ``source <= pos`` under the WRITE rule with that step's write cost, keyed by ``source`` (accepted
+iff it is a real step with no item yet and ``used + write_cost[source] <= budget``). It is the only way
+an item's insertion order can differ from its t order; oldest/newest follow insertion order.
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax.actions import MERGE, WRITE, Action
+from wpbjax.actions import MERGE, WRITE, WRITE_PAST, Action
 from wpbjax.episodes.batch import EpisodeBatch
 
 INDEX_BYTES = 16
@@ -161,6 +166,29 @@ def _expire(store: StoreState, episode: EpisodeBatch, slot, pos, ordered: bool) 
     )
 
 
+def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, kinds) -> StoreState:
+    """WRITE_PAST(source): the WRITE rule for the buffered step ``source`` (see the module note).
+    The item is stored at once (not through ``pending``: its slot differs from run to run)."""
+    source = action.target
+    safe = jnp.maximum(source, 0)
+    cost = episode.write_cost[safe]
+    ok = ((action.kind == WRITE_PAST) & (source >= 0) & (source <= pos) & episode.valid[safe]
+          & ~store.present[safe] & (store.newest != source) & (store.used + cost <= budget))
+    newest = store.newest
+    store = dataclasses.replace(
+        store, present=set_where(store.present, source, True, ok), used=store.used + jnp.where(ok, cost, 0),
+        write_actions=store.write_actions + (action.kind == WRITE_PAST),
+        oldest=jnp.where(ok & (store.oldest < 0), source, store.oldest), newest=jnp.where(ok, source, newest))
+    if "merge" in kinds:  # a re-written slot may have held an (expired) delta
+        store = dataclasses.replace(store, delta_cost=set_where(store.delta_cost, source, 0, ok),
+                                    parent=set_where(store.parent, source, NONE, ok))
+    if "order" in kinds or "fifo" in kinds:  # chain it after the previous newest
+        store = dataclasses.replace(store, newer=set_where(set_where(store.newer, newest, source, ok), source, NONE, ok))
+        if "order" in kinds:
+            store = dataclasses.replace(store, older=set_where(store.older, source, newest, ok))
+    return store
+
+
 ALL_KINDS = frozenset({"write", "expire", "merge", "order"})
 
 
@@ -185,6 +213,8 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     store = dataclasses.replace(store, expire_actions=store.expire_actions + action.n_expire,
                                 write_actions=store.write_actions + (action.kind == WRITE),
                                 merge_actions=store.merge_actions + (action.kind == MERGE))
+    if "write_past" in kinds:
+        store = _write_past(store, action, episode, pos, budget, kinds)
     if not kinds & {"write", "merge"}:
         return store
 

@@ -26,7 +26,8 @@ def fifo_store_all_act(params, state, store, episode, pos, budget):
 
 
 def uniform_sample_act(params, state, store, episode, pos, budget):
-    on_grid = jnp.mod(episode.step_t[pos], params["every_n"]) == 0
+    # ``start`` shifts the grid (t ≡ start mod every_n); 0 is the published policy.
+    on_grid = jnp.mod(episode.step_t[pos] - params["start"], params["every_n"]) == 0
     fits = episode.write_cost[pos] <= store_lib.remaining(store, budget)
     return actions.write_if(on_grid & fits), state
 
@@ -171,8 +172,8 @@ PRIVILEGED_ONLY = ("privileged",)
 REFERENCE_POLICIES = (
     Policy("no_mem", no_mem_act, UNPRIVILEGED, kinds=frozenset(), doc="never writes"),
     Policy("fifo_store_all", fifo_store_all_act, UNPRIVILEGED, kinds=WRITES, doc="writes every step that fits"),
-    Policy("uniform_sample", uniform_sample_act, UNPRIVILEGED, {"every_n": 10}, kinds=WRITES,
-           doc="writes steps with t mod every_n == 0 that fit"),
+    Policy("uniform_sample", uniform_sample_act, UNPRIVILEGED, {"every_n": 10, "start": 0}, kinds=WRITES,
+           doc="writes steps with t mod every_n == start mod every_n that fit"),
     Policy("priority_threshold", priority_threshold_act, PRIVILEGED_ONLY, {"threshold": 0.5}, kinds=WRITES,
            doc="writes steps with priority > threshold; the store rejects what does not fit"),
     Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY, init=greedy_init, multi_action=True,

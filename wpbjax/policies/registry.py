@@ -32,3 +32,10 @@ def lineup(track: str) -> tuple[str, ...]:
 
 for _policy in REFERENCE_POLICIES:
     register(_policy)
+
+
+# The policy zoo (spec and literature baselines, docs/policies.md): registered after the published seven.
+from wpbjax.policies.zoo import ZOO_POLICIES  # noqa: E402
+
+for _policy in ZOO_POLICIES:
+    register(_policy)
