@@ -201,6 +201,7 @@ def cmd_bench(args) -> int:
 def cmd_report(args) -> int:
     import os
 
+    enable_compilation_cache()  # the regret curve compiles a traced rollout per policy
     from wpbjax.report import load_results, write_report
     from wpbjax.report.metadata import read_sidecar, sidecar_path
 

@@ -19,6 +19,7 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#0
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", "-.", ":")
 DPI = 150
+MIN_LABEL_OCTAVES = 0.45  # budget tick labels closer than this (log2 distance) would overlap
 
 
 def policy_styles(policies) -> dict:
@@ -33,7 +34,14 @@ def policy_styles(policies) -> dict:
 def _budget_axis(ax, budgets) -> None:
     budgets = sorted(int(budget) for budget in budgets)
     ax.set_xscale("log", base=2)
-    ax.set_xticks(budgets, [budget_label(budget) for budget in budgets])
+    # A tick at every budget; labels only where they do not collide (kept from the largest down,
+    # so 10KB keeps its label and 8KB gives it up)
+    labelled, last = set(), None
+    for budget in reversed(budgets):
+        if last is None or np.log2(last / budget) >= MIN_LABEL_OCTAVES:
+            labelled.add(budget)
+            last = budget
+    ax.set_xticks(budgets, [budget_label(budget) if budget in labelled else "" for budget in budgets])
     ax.minorticks_off()
     ax.tick_params(axis="x", labelrotation=45 if len(budgets) > 6 else 0)
     ax.set_xlabel("Byte budget (log scale; KB = 1024 bytes)")

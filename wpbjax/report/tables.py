@@ -106,7 +106,8 @@ def recall_at_budget(results: pd.DataFrame) -> pd.DataFrame:
     per_mode = mean_se(results, ["track", "mode", "policy", "budget_bytes"], "recall")
     pooled = mean_se(results, ["track", "policy", "budget_bytes"], "recall").assign(mode="all")
     table = pd.concat([per_mode, pooled[per_mode.columns]], ignore_index=True)
-    return table.rename(columns={"mean": "recall_mean", "se": "recall_se", "n": "episodes"})
+    table = table.rename(columns={"mean": "recall_mean", "se": "recall_se", "n": "episodes"})
+    return table[["track", "mode", "policy", "budget_bytes", "recall_mean", "recall_se", "episodes"]]
 
 
 def utility_per_kb(results: pd.DataFrame) -> dict:
