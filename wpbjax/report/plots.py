@@ -31,14 +31,14 @@ def policy_styles(policies) -> dict:
     return styles
 
 
-def _budget_axis(ax, budgets) -> None:
+def _budget_axis(ax, budgets, min_octaves: float = MIN_LABEL_OCTAVES) -> None:
     budgets = sorted(int(budget) for budget in budgets)
     ax.set_xscale("log", base=2)
     # A tick at every budget; labels only where they do not collide (kept from the largest down,
     # so 10KB keeps its label and 8KB gives it up)
     labelled, last = set(), None
     for budget in reversed(budgets):
-        if last is None or np.log2(last / budget) >= MIN_LABEL_OCTAVES:
+        if last is None or np.log2(last / budget) >= min_octaves:
             labelled.add(budget)
             last = budget
     ax.set_xticks(budgets, [budget_label(budget) if budget in labelled else "" for budget in budgets])
@@ -71,12 +71,12 @@ def _save(fig, path) -> str:
     return str(path)
 
 
-def _by_budget(results: pd.DataFrame, metric: str, ax, styles: dict) -> None:
+def _by_budget(results: pd.DataFrame, metric: str, ax, styles: dict, min_octaves: float = MIN_LABEL_OCTAVES) -> None:
     stats = mean_se(results, ["policy", "budget_bytes"], metric)
     for policy in dict.fromkeys(results["policy"]):
         rows = stats[stats["policy"] == policy].sort_values("budget_bytes")
         _plot_band(ax, rows["budget_bytes"].to_numpy(), rows, styles[policy], policy)
-    _budget_axis(ax, results["budget_bytes"].unique())
+    _budget_axis(ax, results["budget_bytes"].unique(), min_octaves)
 
 
 def f1_vs_budget(results: pd.DataFrame, mode: str, track: str, path, styles: dict | None = None) -> str:
@@ -125,7 +125,7 @@ def f1_grid(results: pd.DataFrame, path, styles: dict | None = None, title: str 
         for j, mode in enumerate(column_names):
             ax = axes[i, j]
             rows = results[(results["track"] == track) & (results["mode"] == mode)]
-            _by_budget(rows, "f1", ax, styles)
+            _by_budget(rows, "f1", ax, styles, min_octaves=0.9)  # narrow panels: sparser labels
             ax.set_ylim(-0.02, 1.02)
             ax.set_title(f"{mode} — {track}", fontsize=9)
             ax.tick_params(axis="x", labelsize=7)
