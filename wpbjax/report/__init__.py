@@ -3,7 +3,7 @@
 :func:`write_report` writes, into one directory (see docs/reports.md for each file):
 ``leaderboard.md``, ``f1_by_budget_<mode>.md/.tex``, ``diagnostics.md/.tex/.csv``,
 ``recall_at_budget.csv``, ``utility_per_kb.json``, ``confusion_matrix.csv``,
-``f1_vs_budget_<mode>_<track>.png``, ``utility_per_kb_vs_budget.png``, ``regret_vs_budget.png``,
+``f1_vs_budget_<mode>_<track>.png`` (and all of them in ``f1_vs_budget_grid.png``), ``utility_per_kb_vs_budget.png``, ``regret_vs_budget.png``,
 ``regret_curve.png`` (+ ``regret_curve.csv``) and ``run_metadata.json`` when the run has a sidecar.
 """
 from __future__ import annotations
@@ -81,6 +81,7 @@ def write_report(results: pd.DataFrame, out_dir: str | os.PathLike, meta: dict |
             if ((results["mode"] == mode) & (results["track"] == track)).any():
                 name = f"f1_vs_budget_{tables._slug(mode)}_{tables._slug(track)}.png"
                 written.append(plots.f1_vs_budget(results, mode, track, out / name, styles))
+    written.append(plots.f1_grid(results, out / "f1_vs_budget_grid.png", styles))
     oracle = f" ({meta['oracle']} oracle)" if meta and meta.get("oracle") else ""
     written.append(plots.metric_vs_budget(
         results, "utility_per_kb", "Utility per KB stored\n(utility units / 1024 bytes)",
