@@ -5,14 +5,11 @@ per policy (so curves stay apart in greyscale too), one style per policy across 
 """
 from __future__ import annotations
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure  # no pyplot: no display, no global backend change
 
-matplotlib.use("Agg")  # files only; never needs a display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from wpbjax.report.tables import budget_label, mean_se, tracks  # noqa: E402
+from wpbjax.report.tables import budget_label, mean_se, tracks
 
 # Okabe & Ito (2008), without yellow (too pale on white for thin lines)
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
@@ -67,7 +64,6 @@ def _legend_outside(fig, axes) -> None:
 
 def _save(fig, path) -> str:
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return str(path)
 
 
@@ -86,7 +82,8 @@ def f1_vs_budget(results: pd.DataFrame, mode: str, track: str, path, styles: dic
         raise ValueError(f"no results for mode {mode!r} on track {track!r}")
     styles = styles or policy_styles(results["policy"])
     n_episodes = rows.groupby(["policy", "budget_bytes"]).size().min()
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    ax = fig.subplots()
     _by_budget(rows, "f1", ax, styles)
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("F1 of retained vs critical steps (0–1)")
@@ -100,8 +97,8 @@ def metric_vs_budget(results: pd.DataFrame, metric: str, ylabel: str, title: str
     """``metric`` (mean ± 1 SE over every episode, modes pooled) against budget, one panel per track."""
     styles = styles or policy_styles(results["policy"])
     names = tracks(results)
-    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names) + 1.8, 4.2), layout="constrained",
-                             sharey=True, squeeze=False)
+    fig = Figure(figsize=(5.2 * len(names) + 1.8, 4.2), layout="constrained")
+    axes = fig.subplots(1, len(names), sharey=True, squeeze=False)
     for ax, track in zip(axes[0], names):
         rows = results[results["track"] == track]
         _by_budget(rows, metric, ax, styles)
@@ -119,8 +116,8 @@ def f1_grid(results: pd.DataFrame, path, styles: dict | None = None, title: str 
 
     styles = styles or policy_styles(results["policy"])
     row_names, column_names = tracks(results), modes(results)
-    fig, axes = plt.subplots(len(row_names), len(column_names), figsize=(3.6 * len(column_names) + 1.8,
-                             3.2 * len(row_names) + 0.4), layout="constrained", sharey=True, squeeze=False)
+    fig = Figure(figsize=(3.6 * len(column_names) + 1.8, 3.2 * len(row_names) + 0.4), layout="constrained")
+    axes = fig.subplots(len(row_names), len(column_names), sharey=True, squeeze=False)
     for i, track in enumerate(row_names):
         for j, mode in enumerate(column_names):
             ax = axes[i, j]
@@ -144,8 +141,8 @@ def regret_curve(stats: pd.DataFrame, path, styles: dict | None = None, note: st
     styles = styles or policy_styles(stats["policy"])
     names = tracks(stats)
     budget = int(stats["budget_bytes"].iloc[0])
-    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names) + 1.8, 4.2), layout="constrained",
-                             sharey=True, squeeze=False)
+    fig = Figure(figsize=(5.2 * len(names) + 1.8, 4.2), layout="constrained")
+    axes = fig.subplots(1, len(names), sharey=True, squeeze=False)
     for ax, track in zip(axes[0], names):
         rows = stats[stats["track"] == track]
         for policy in dict.fromkeys(rows["policy"]):

@@ -33,12 +33,16 @@ def check_results(results: pd.DataFrame, source: str = "results") -> pd.DataFram
 
 
 def budget_label(budget: int) -> str:
-    """1024 -> '1KB', 10240 -> '10KB', 1048576 -> '1MB', 700 -> '700B' (KB = 1024 bytes)."""
+    """1024 -> '1KB', 10240 -> '10KB', 1048576 -> '1MB', 10809 -> '10.6KB', 700 -> '700B' (KB = 1024 bytes)."""
     budget = int(budget)
     if budget % (1 << 20) == 0:
         return f"{budget >> 20}MB"
     if budget % 1024 == 0:
         return f"{budget // 1024}KB"
+    if budget >= 1 << 20:
+        return f"{budget / (1 << 20):.3g}MB"
+    if budget >= 1024:
+        return f"{budget / 1024:.3g}KB"
     return f"{budget}B"
 
 
