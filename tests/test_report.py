@@ -192,3 +192,18 @@ def test_report_errors(tmp_path, capsys):
     pd.DataFrame({"policy": ["x"], "f1": [0.5]}).to_csv(bad, index=False)
     assert main(["report", str(bad), "--out", str(tmp_path / "rep")]) == 2
     assert "not a wpbjax results table; missing columns" in capsys.readouterr().err
+
+
+def test_results_without_counts_or_metadata(run, tmp_path, capsys):
+    """A results table without the count columns or a sidecar (e.g. the published CSV's columns) still
+    gets every other file; the report says what it skipped and why."""
+    results, out, _ = run
+    bare = tmp_path / "bare.csv"
+    results.drop(columns=["tp", "fp", "fn", "tn", "merge_actions"]).to_csv(bare, index=False)
+    assert main(["report", str(bare), "--out", str(tmp_path / "rep"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped confusion_matrix.csv" in err and "skipped regret_curve.png" in err
+    missing = {"confusion_matrix.csv", "regret_curve.png", "regret_curve.csv", "run_metadata.json"}
+    assert {path.name for path in (tmp_path / "rep").iterdir()} == {path.name for path in out.iterdir()} - missing
+    assert (tmp_path / "rep" / "leaderboard.md").read_text().split("## Run")[0] == \
+        (out / "leaderboard.md").read_text().split("## Run")[0]

@@ -207,9 +207,9 @@ def cmd_report(args) -> int:
 
     results = load_results(args.results)
     meta_path = args.meta or sidecar_path(args.results)
+    if args.meta is not None and not os.path.exists(args.meta):
+        raise ValueError(f"--meta {args.meta}: no such file")
     meta = read_sidecar(meta_path) if os.path.exists(meta_path) else None
-    if meta is None and args.meta is None:
-        print(f"wpbjax report: no run metadata at {meta_path}; the regret curve needs it", file=sys.stderr)
     written = write_report(results, args.out, meta=meta, budget=args.budget, curve_budget=args.curve_budget)
     if not args.quiet:
         print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)

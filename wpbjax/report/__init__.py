@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import sys
 
 import numpy as np
 import pandas as pd
@@ -73,7 +74,7 @@ def write_report(results: pd.DataFrame, out_dir: str | os.PathLike, meta: dict |
         tables.confusion_matrix(results).to_csv(out / "confusion_matrix.csv", index=False)
         written.append(str(out / "confusion_matrix.csv"))
     except ValueError as err:
-        print(f"wpbjax report: skipped confusion_matrix.csv: {err}")
+        print(f"wpbjax report: skipped confusion_matrix.csv: {err}", file=sys.stderr)
 
     styles = plots.policy_styles(results["policy"])
     for mode in tables.modes(results):
@@ -95,7 +96,7 @@ def write_report(results: pd.DataFrame, out_dir: str | os.PathLike, meta: dict |
         encoded = metadata.episodes_from_metadata(meta)
     if encoded is None:
         print("wpbjax report: skipped regret_curve.png: no run metadata to rebuild the episodes from "
-              "(pass the sweep's RESULTS.meta.json or its episodes)")
+              "(the sweep writes it beside the results as RESULTS.meta.json; or pass --meta)", file=sys.stderr)
     else:
         curves, note = regret_curve_table(results, encoded, int(curve_budget or headline), meta)
         curves.to_csv(out / "regret_curve.csv", index=False)
