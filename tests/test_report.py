@@ -205,5 +205,25 @@ def test_results_without_counts_or_metadata(run, tmp_path, capsys):
     assert "skipped confusion_matrix.csv" in err and "skipped regret_curve.png" in err
     missing = {"confusion_matrix.csv", "regret_curve.png", "regret_curve.csv", "run_metadata.json"}
     assert {path.name for path in (tmp_path / "rep").iterdir()} == {path.name for path in out.iterdir()} - missing
-    assert (tmp_path / "rep" / "leaderboard.md").read_text().split("## Run")[0] == \
-        (out / "leaderboard.md").read_text().split("## Run")[0]
+    assert (tmp_path / "rep" / "leaderboard.md").read_text().split("## Run")[0].rstrip() == \
+        (out / "leaderboard.md").read_text().split("## Run")[0].rstrip()
+
+
+def test_regret_curve_from_episode_files(tmp_path, capsys):
+    """A sweep of episode files records their paths and SHA-256; the report reloads them for the
+    regret curve, and refuses files that changed since."""
+    episodes = tmp_path / "episodes.jsonl"
+    assert main(["generate", "--mode", "redundancy", "--steps", "30", "--episodes", "2", "--out", str(episodes),
+                 "--quiet"]) == 0
+    results_path = tmp_path / "results.csv"
+    assert main(["sweep", "--episodes", str(episodes), "--policies", "fifo_store_all", "--tracks", "unprivileged",
+                 "--budgets", "2048", "--out", str(results_path), "--quiet"]) == 0
+    meta = json.loads((tmp_path / "results.csv.meta.json").read_text())
+    assert meta["episodes"]["source"] == "files" and meta["seeds"]["generator"] is None
+    assert main(["report", str(results_path), "--out", str(tmp_path / "rep"), "--quiet"]) == 0
+    curve = pd.read_csv(tmp_path / "rep" / "regret_curve.csv")
+    results = pd.read_csv(results_path)
+    assert curve.loc[curve.step == 29, "regret_mean"].item() == pytest.approx(results.regret.mean(), abs=1e-9)
+    episodes.write_text(episodes.read_text().replace('"t": 0', '"t": 0 ', 1))
+    assert main(["report", str(results_path), "--out", str(tmp_path / "rep2")]) == 2
+    assert "changed since the sweep" in capsys.readouterr().err
