@@ -148,7 +148,9 @@ def regret_curve(stats: pd.DataFrame, path, styles: dict | None = None, note: st
         for policy in dict.fromkeys(rows["policy"]):
             of_policy = rows[rows["policy"] == policy].sort_values("step")
             band = of_policy.rename(columns={"regret_mean": "mean", "regret_se": "se"})
-            _plot_band(ax, of_policy["step"].to_numpy(), band, dict(styles[policy], marker=None), policy)
+            # dense x: markers only every ~tenth step, so each policy keeps its marker from the other figures
+            every = max(len(of_policy) // 10, 1)
+            _plot_band(ax, of_policy["step"].to_numpy(), band, dict(styles[policy], markevery=every), policy)
         ax.axhline(0.0, color="0.5", linewidth=0.8)
         ax.set_xlabel("Step t")
         ax.grid(True, alpha=0.3)
