@@ -62,7 +62,7 @@ def environment(devices=None) -> dict:
         "git": git_commit(),
         "python": platform.python_version(),
         "jax_version": jax.__version__,
-        "jaxlib_version": getattr(jax.lib, "__version__", None) or _dist_version("jaxlib"),
+        "jaxlib_version": _dist_version("jaxlib"),
         "platform": devices[0].platform,
         "devices": [f"{device.platform}:{device.id} ({device.device_kind})" for device in devices],
         "host": platform.node(),
@@ -109,7 +109,7 @@ def sweep_metadata(args, plan: dict, devices=None, rows: int | None = None) -> d
                                                   burst_len=args.burst_len, burst_drift_prob=args.burst_drift_prob,
                                                   redundancy_prob=args.redundancy_prob))
                    for mode in args.modes]
-        episodes = {"source": "generated", "generator": "reference", "n_episodes": args.n_episodes,
+        episodes = {"source": "generated", "generator": getattr(args, "generator", "reference"), "n_episodes": args.n_episodes,
                     "configs": configs}
     arguments = {key: value for key, value in vars(args).items() if key != "run"}
     return {
@@ -159,26 +159,24 @@ def read_sidecar(path: str | os.PathLike) -> dict:
 
 
 def episodes_from_metadata(meta: dict):
-    """Rebuild the run's episodes (EncodedEpisodes) from the sidecar: regenerate them, or reload
-    the files after checking their SHA-256."""
-    from wpbjax.episodes.encode import concat_encoded, encode_episodes
-    from wpbjax.episodes.jsonl import load_jsonl
-    from wpbjax.episodes.parallel import generate_encoded
-    from wpbjax.episodes.reference_gen import DriftConfig
+    """Rebuild the run's episodes (EncodedEpisodes) from the sidecar, through the same code path as
+    ``wpbjax sweep`` (its recorded arguments over today's defaults): regenerated, or reloaded from
+    the recorded files after checking their SHA-256."""
+    from wpbjax import cli
 
+    args = cli.build_parser().parse_args(["sweep"])
+    recorded = meta.get("arguments")
+    if not isinstance(recorded, dict):
+        raise ValueError("run metadata has no sweep arguments to rebuild the episodes from")
+    vars(args).update({key: value for key, value in recorded.items() if key != "command"})
     source = meta.get("episodes", {})
-    if source.get("source") == "generated":
-        configs = [DriftConfig(**config) for config in source["configs"]]
-        return generate_encoded(configs, int(source["n_episodes"]))
     if source.get("source") == "files":
-        sets = []
         for entry in source["files"]:
             path = entry["path"]
             if not os.path.exists(path):
                 raise ValueError(f"episode file {path} (named in the run metadata) not found")
             if sha256(path) != entry["sha256"]:
                 raise ValueError(f"episode file {path} changed since the sweep (SHA-256 differs)")
-            sets.append((path, load_jsonl(path)))
-        n_steps = max(len(episode["steps"]) for _, episodes in sets for episode in episodes)
-        return concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps) for path, episodes in sets])
-    raise ValueError("run metadata names no episode source")
+        args.episodes = [entry["path"] for entry in source["files"]]  # absolute: the report may run elsewhere
+    encoded, _ = cli._encoded_sets(args)
+    return encoded

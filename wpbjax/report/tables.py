@@ -52,18 +52,19 @@ def headline_budget(results: pd.DataFrame, wanted: int = HEADLINE_BUDGET) -> int
     return int(budgets[np.argmin(np.abs(np.log(budgets / wanted)))])
 
 
-def _order(results: pd.DataFrame, columns) -> list:
-    """Unique values (or tuples) of ``columns`` in first-seen order."""
-    return list(results[columns].drop_duplicates().itertuples(index=False, name=None)) if isinstance(columns, list) \
-        else list(dict.fromkeys(results[columns]))
+def _pairs(results: pd.DataFrame, columns: list[str]) -> list[tuple]:
+    """Unique rows of ``columns`` as tuples, in first-seen order."""
+    return list(results[columns].drop_duplicates().itertuples(index=False, name=None))
 
 
 def modes(results: pd.DataFrame) -> list[str]:
-    return _order(results, "mode")
+    """Modes in first-seen order."""
+    return list(dict.fromkeys(results["mode"]))
 
 
 def tracks(results: pd.DataFrame) -> list[str]:
-    return _order(results, "track")
+    """Tracks in first-seen order."""
+    return list(dict.fromkeys(results["track"]))
 
 
 def mean_se(results: pd.DataFrame, by: list[str], metric: str) -> pd.DataFrame:
@@ -93,7 +94,7 @@ def f1_by_budget(results: pd.DataFrame, mode: str) -> pd.DataFrame:
     """Mean F1 of one mode: rows (track, policy) in the results' order, columns budgets ascending."""
     of_mode = results[results["mode"] == mode]
     table = of_mode.pivot_table(index=["track", "policy"], columns="budget_bytes", values="f1", aggfunc="mean")
-    return table.reindex(pd.MultiIndex.from_tuples(_order(of_mode, ["track", "policy"]), names=["track", "policy"]))
+    return table.reindex(pd.MultiIndex.from_tuples(_pairs(of_mode, ["track", "policy"]), names=["track", "policy"]))
 
 
 def diagnostics(results: pd.DataFrame, budget: int) -> pd.DataFrame:
