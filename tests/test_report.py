@@ -140,6 +140,21 @@ def test_confusion_matrix(run):
     np.testing.assert_allclose(results.precision, np.where(results.tp + results.fp > 0,
                                results.tp / (results.tp + results.fp).clip(lower=1), 0), atol=1e-12)
     np.testing.assert_allclose(results.write_density, (results.tp + results.fp) / N_STEPS, atol=1e-12)
+    # tn counted directly from the retained set of a fresh run: steps neither retained nor critical
+    from wpbjax import simulate
+    from wpbjax.policies import make
+    from wpbjax.report.metadata import episodes_from_metadata
+
+    encoded = episodes_from_metadata(json.loads((out / "run_metadata.json").read_text()))
+    counts = simulate.simulate(make("priority_greedy"), encoded.batch("privileged"), BUDGETS)
+    kept = np.unpackbits(np.asarray(counts.retained), axis=-1, count=N_STEPS).astype(bool)  # [N, B, T]
+    critical = encoded.arrays["critical"][:, None, :]
+    direct = (~kept & ~critical).sum(axis=-1)
+    ours = results[(results.track == "privileged") & (results.policy == "priority_greedy")]
+    for n, (mode, episode_id) in enumerate(zip(encoded.mode, encoded.episode_id)):
+        for b, budget in enumerate(BUDGETS):
+            row = ours[(ours["mode"] == mode) & (ours.episode_id == episode_id) & (ours.budget_bytes == budget)]
+            assert row.tn.item() == direct[n, b] and row.tp.item() == (kept[n, b] & critical[n, 0]).sum()
     matrix = pd.read_csv(out / "confusion_matrix.csv")
     assert len(matrix) == 7 * len(BUDGETS)
     sums = results.groupby(["track", "policy", "budget_bytes"])[["tp", "fp", "fn", "tn"]].sum()

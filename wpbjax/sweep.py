@@ -133,12 +133,13 @@ def _rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, 
 
 def confusion_counts(host: dict, critical: np.ndarray, valid: np.ndarray, n_critical: np.ndarray) -> dict:
     """tp/fp/fn/tn per run ([n, B] int64) from the counts; ``critical``, ``valid``: [n, T] bool;
-    ``n_critical``: [n] |R| (labels, so a critical t that names no step counts as a miss)."""
-    kept = np.unpackbits(host["retained"], axis=-1, count=critical.shape[-1]).astype(bool)
+    ``n_critical``: [n] |R| (labels, so a critical t that names no step counts as a miss).
+    W lies within the steps, so tn = steps − |W| − (critical steps − |W∩R|)."""
     n_hit, n_retained = host["n_hit"].astype(np.int64), host["n_retained"].astype(np.int64)
-    neither = (valid & ~critical)[:, None, :] & ~kept
+    n_steps = valid.sum(axis=-1, dtype=np.int64)[:, None]
+    critical_steps = (critical & valid).sum(axis=-1, dtype=np.int64)[:, None]
     return {"tp": n_hit, "fp": n_retained - n_hit, "fn": n_critical.astype(np.int64)[:, None] - n_hit,
-            "tn": neither.sum(axis=-1, dtype=np.int64)}
+            "tn": n_steps - n_retained - (critical_steps - n_hit)}
 
 
 def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks) -> int:
