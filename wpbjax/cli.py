@@ -2,6 +2,7 @@
 
     wpbjax generate --mode default --seed 0 --steps 200 --episodes 10 --out episodes.jsonl
     wpbjax sweep [--episodes FILE ...] [--budgets 1024,...] [--oracle exact|reference] [--out results.csv]
+    wpbjax report results.csv --out report/
 """
 from __future__ import annotations
 
@@ -155,9 +156,7 @@ def cmd_sweep(args) -> int:
     enable_compilation_cache()
     from wpbjax import devices as devices_lib
     from wpbjax.progress import Progress
-    from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, resolve_policies, total_runs
-
-    from wpbjax.sweep import param_grids
+    from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, param_grids, resolve_policies, total_runs
 
     plan = resolve_policies(args.policies, args.tracks)  # bad names fail before any file is written
     params = dict(args.param or [])
@@ -182,6 +181,9 @@ def cmd_sweep(args) -> int:
     finally:
         writer.close()
     progress.close()
+    from wpbjax.report.metadata import sweep_metadata, write_sidecar
+
+    write_sidecar(args.out, sweep_metadata(args, plan, devices, writer.rows))
     if not args.quiet:
         import pandas as pd
 
@@ -210,6 +212,24 @@ def cmd_bench(args) -> int:
         print(f"{row['policy']:<20} {row['compile_s']:>10.2f} {row['run_s']:>9.3f} {row['episode_steps_per_s']:>17,.0f}")
     rates = sorted(row["episode_steps_per_s"] for row in report["policies"])
     print(f"median {np.median(rates):,.0f} episode-steps/s; slowest {rates[0]:,.0f}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    import os
+
+    enable_compilation_cache()  # the regret curve compiles a traced rollout per policy
+    from wpbjax.report import load_results, write_report
+    from wpbjax.report.metadata import read_sidecar, sidecar_path
+
+    results = load_results(args.results)
+    meta_path = args.meta or sidecar_path(args.results)
+    if args.meta is not None and not os.path.exists(args.meta):
+        raise ValueError(f"--meta {args.meta}: no such file")
+    meta = read_sidecar(meta_path) if os.path.exists(meta_path) else None
+    written = write_report(results, args.out, meta=meta, budget=args.budget, curve_budget=args.curve_budget)
+    if not args.quiet:
+        print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -257,6 +277,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--cache", action="store_true", help="use the persistent compilation cache (compile_s then measures loading)")
     bench.add_argument("--json", action="store_true", help='print {"devices", "platform", "policies": [{"policy", "compile_s", "run_s", "episode_steps_per_s"}]}')
     bench.set_defaults(run=cmd_bench)
+
+    report = commands.add_parser("report", help="tables, leaderboard and figures from a results file")
+    report.add_argument("results", help="results file from wpbjax sweep (.csv or .parquet)")
+    report.add_argument("--out", required=True, help="directory for the report's files (created if needed)")
+    report.add_argument("--meta", default=None, help="run metadata (default RESULTS.meta.json, written by sweep)")
+    report.add_argument("--budget", type=_positive_int, default=10240, help="budget of the leaderboard and diagnostics (default 10240; nearest run budget if absent)")
+    report.add_argument("--curve-budget", type=_positive_int, default=None, help="budget of regret_curve.png (default: --budget)")
+    report.add_argument("--quiet", action="store_true")
+    report.set_defaults(run=cmd_report)
     return parser
 
 

@@ -28,6 +28,10 @@ PUBLISHED_COLUMNS = ("avg_staleness", "budget_bytes", "bytes_used", "drift_cover
                      "policy_utility", "precision", "recall", "regret", "regret_write_only", "track",
                      "utility_per_kb", "utilization", "write_actions", "write_density")
 COLUMNS = PUBLISHED_COLUMNS + ("merge_actions",)
+# Retained (W) vs critical (R) steps as exact counts, for confusion matrices (docs/reports.md):
+# tp = |W∩R|, fp = |W|-|W∩R|, fn = |R|-|W∩R|, tn = steps neither retained nor critical.
+CONFUSION_COLUMNS = ("tp", "fp", "fn", "tn")
+COLUMNS = COLUMNS + CONFUSION_COLUMNS
 DEFAULT_MEMORY_CAP = 2 << 30  # bytes of device memory one chunk may use; safe on a 24 GiB machine
 BYTES_PER_RUN_STEP = 160      # store + policy state + XLA temporaries, per (run, step); measured
 BYTES_PER_EPISODE_STEP = 64   # episode arrays (+ 12 per field slot)
@@ -203,12 +207,25 @@ def _rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, 
     columns = score(host, utility, oracle_utility, encoded.n_critical[real][:, None],
                     encoded.total_drift_events[real][:, None], encoded.arrays["length"][real][:, None],
                     budgets[None, :])
+    columns.update(confusion_counts(host, encoded.arrays["critical"][real], encoded.arrays["valid"][real],
+                                    encoded.n_critical[real]))
     episode_axis = np.broadcast_to(real[:, None], (n, n_budgets))
     columns.update(budget_bytes=budgets[None, :], episode_id=np.asarray(encoded.episode_id, object)[episode_axis],
                    mode=np.asarray(encoded.mode, object)[episode_axis], policy=name, track=track,
                    merge_actions=host["merge_actions"].astype(np.int64), _set=set_index[episode_axis],
                    _budget=np.arange(n_budgets)[None, :], _episode=episode_axis, _order=order[0] * 1000 + order[1])
     return pd.DataFrame({key: np.broadcast_to(value, (n, n_budgets)).ravel() for key, value in columns.items()})
+
+
+def confusion_counts(host: dict, critical: np.ndarray, valid: np.ndarray, n_critical: np.ndarray) -> dict:
+    """tp/fp/fn/tn per run ([n, B] int64) from the counts; ``critical``, ``valid``: [n, T] bool;
+    ``n_critical``: [n] |R| (labels, so a critical t that names no step counts as a miss).
+    W lies within the steps, so tn = steps − |W| − (critical steps − |W∩R|)."""
+    n_hit, n_retained = host["n_hit"].astype(np.int64), host["n_retained"].astype(np.int64)
+    n_steps = valid.sum(axis=-1, dtype=np.int64)[:, None]
+    critical_steps = (critical & valid).sum(axis=-1, dtype=np.int64)[:, None]
+    return {"tp": n_hit, "fp": n_retained - n_hit, "fn": n_critical.astype(np.int64)[:, None] - n_hit,
+            "tn": n_steps - n_retained - (critical_steps - n_hit)}
 
 
 def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks, params: dict | None = None) -> int:
