@@ -17,9 +17,9 @@ import jax.numpy as jnp
 
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.learn.features import init_state, step_features
-from wpbjax.learn.gate import gate_logit
+from wpbjax.learn.gate import gate_prob
 
-BYTE_TEMPERATURE = 8.0  # bytes: how soft the budget edge is
+BYTE_TEMPERATURE = 32.0  # bytes: how soft the budget edge is (default; wider edges give smoother gradients)
 
 
 @jax.tree_util.register_dataclass
@@ -35,7 +35,8 @@ class SoftOutcome:
         return 2.0 * self.hits / jnp.maximum(self.written + self.n_critical, 1e-6)
 
 
-def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str) -> SoftOutcome:
+def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str,
+                 byte_temperature=BYTE_TEMPERATURE) -> SoftOutcome:
     """Expected counts of the soft gate on one episode (arrays without the N axis) at one budget."""
     budget = jnp.asarray(budget, jnp.float32)
     privileged = track == "privileged"
@@ -46,8 +47,8 @@ def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str) -> So
         features, features_state = step_features(features_state, episode, pos, budget, remaining, since_write,
                                                  privileged)
         cost = episode.write_cost[pos].astype(jnp.float32)
-        write = jax.nn.sigmoid(gate_logit(weights, features, track))
-        fits = jax.nn.sigmoid((remaining - cost) / BYTE_TEMPERATURE)
+        write = gate_prob(weights, features, track)
+        fits = jax.nn.sigmoid((remaining - cost) / byte_temperature)
         stored = jnp.where(episode.valid[pos], write * fits, 0.0)
         since_write = (1.0 - stored) * (since_write + 1.0) + stored  # expected steps since the last item
         out = (stored, stored * episode.critical[pos])
@@ -59,7 +60,9 @@ def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str) -> So
     return SoftOutcome(hits=hits.sum(), written=stored.sum(), used=used, n_critical=n_critical)
 
 
-def soft_f1_loss(weights: dict, batch: EpisodeBatch, budgets, track: str) -> jax.Array:
+def soft_f1_loss(weights: dict, batch: EpisodeBatch, budgets, track: str,
+                 byte_temperature=BYTE_TEMPERATURE) -> jax.Array:
     """1 - mean soft F1 over a batch: ``batch`` [N, T] arrays, ``budgets``: [N] (one per episode)."""
-    outcomes = jax.vmap(soft_rollout, in_axes=(None, 0, 0, None))(weights, batch, budgets, track)
+    outcomes = jax.vmap(soft_rollout, in_axes=(None, 0, 0, None, None))(weights, batch, budgets, track,
+                                                                          byte_temperature)
     return 1.0 - outcomes.f1.mean()

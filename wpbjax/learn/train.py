@@ -22,6 +22,8 @@ from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.episodes.parallel import generate_encoded
 from wpbjax.episodes.reference_gen import MODES, DriftConfig
 from wpbjax.learn.gate import GATE_TRACKS, init_gate
+from wpbjax.learn.hindsight import afford_loss
+from wpbjax.learn.reinforce import self_critical_loss
 from wpbjax.learn.soft import soft_f1_loss
 
 TRAIN_SEED_BASE = 100_000  # training episode seeds start here (evaluation: 0..9 and 10_000..)
@@ -43,6 +45,11 @@ class TrainConfig:
     min_log2_budget: float = 10.0  # 1 KB
     max_log2_budget: float = 20.0  # 1 MB
     small_log2_budget: float = 14.0  # half of each batch's budgets lie in [1 KB, 16 KB]
+    byte_temperature: float = 32.0   # softness of the soft store's budget edge, bytes
+    weight_decay: float = 0.0        # adamw decay
+    reinforce_weight: float = 0.0    # weight of the self-critical REINFORCE term (exact F1) in the loss
+    hindsight_weight: float = 1.0    # weight of the afford head's hindsight cross-entropy
+    member_weight: float = 3.0       # class weight of hindsight members (see wpbjax.learn.hindsight)
 
     def __post_init__(self):
         if self.track not in GATE_TRACKS:
@@ -76,13 +83,14 @@ def sample_budgets(key, n: int, config: TrainConfig) -> jax.Array:
 def optimizer(config: TrainConfig) -> optax.GradientTransformation:
     schedule = optax.warmup_cosine_decay_schedule(0.0, config.learning_rate, max(config.steps // 10, 1),
                                                   config.steps, config.learning_rate * 0.05)
-    return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
+    return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, weight_decay=config.weight_decay))
 
 
 def train(config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = None,
           log: Callable[[str], None] | None = None) -> tuple[dict, list[dict]]:
     """Train a gate. Returns ``(weights, history)``; history has one dict per logged step
-    (``step``, ``loss`` = 1 - mean soft F1 of that batch, ``seconds``)."""
+    (``step``; ``soft_loss`` = 1 - mean soft F1 and ``exact_loss`` = 1 - mean exact F1 of the sampled
+    hard rollouts, both averaged over the steps since the last log; ``seconds`` since the start)."""
     started = time.perf_counter()
     pool = training_episodes(config) if pool is None else pool
     batch_all = pool.batch(config.track)
@@ -93,28 +101,40 @@ def train(config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = No
     weights = init_gate(init_key, config.hidden)
     opt_state = tx.init(weights)
 
+    def total_loss(weights, batch, budgets, key):
+        # The detection head learns from the soft objective; the afford head only from exact rollouts
+        # (its soft gradient would push it to "always afford", see wpbjax.learn.reinforce).
+        soft_weights = {"detect": weights["detect"], "afford": jax.lax.stop_gradient(weights["afford"])}
+        soft = soft_f1_loss(soft_weights, batch, budgets, config.track, config.byte_temperature)
+        surrogate, sampled_f1 = self_critical_loss(weights, batch, budgets, config.track, key)
+        hindsight = afford_loss(weights, batch, budgets, config.track, config.member_weight)
+        total = soft + config.reinforce_weight * surrogate + config.hindsight_weight * hindsight
+        return total, (soft, 1.0 - sampled_f1)
+
     @jax.jit
     def update(weights, opt_state, key):
-        key_batch, key_budget = jax.random.split(key)
+        key_batch, key_budget, key_sample = jax.random.split(key, 3)
         indices = jax.random.choice(key_batch, n_pool, (config.batch,), replace=False)
         batch = jax.tree_util.tree_map(lambda leaf: leaf[indices], batch_all)
         budgets = sample_budgets(key_budget, config.batch, config)
-        loss, grads = jax.value_and_grad(soft_f1_loss)(weights, batch, budgets, config.track)
+        (_, (soft, hard)), grads = jax.value_and_grad(total_loss, has_aux=True)(weights, batch, budgets, key_sample)
         updates, opt_state = tx.update(grads, opt_state, weights)
-        return optax.apply_updates(weights, updates), opt_state, loss
+        return optax.apply_updates(weights, updates), opt_state, jnp.stack([soft, hard])
 
     history, recent = [], []
     for step in range(1, config.steps + 1):
         key, step_key = jax.random.split(key)
-        weights, opt_state, loss = update(weights, opt_state, step_key)
-        recent.append(loss)
+        weights, opt_state, losses = update(weights, opt_state, step_key)
+        recent.append(losses)
         if step % config.log_every == 0 or step == config.steps:
-            mean_loss = float(np.mean(jax.device_get(recent)))
+            soft, hard = np.mean(jax.device_get(recent), axis=0).tolist()
             recent = []
-            history.append({"step": step, "loss": mean_loss, "seconds": round(time.perf_counter() - started, 2)})
+            seconds = time.perf_counter() - started
+            history.append({"step": step, "soft_loss": round(soft, 5), "exact_loss": round(hard, 5),
+                            "seconds": round(seconds, 2)})
             if log is not None:
-                log(f"wpbjax train: step {step}/{config.steps} loss {mean_loss:.4f} "
-                    f"({time.perf_counter() - started:.0f} s)")
+                log(f"wpbjax train: step {step}/{config.steps} soft loss {soft:.4f} exact loss {hard:.4f} "
+                    f"({seconds:.0f} s)")
     return jax.device_get(weights), history
 
 
