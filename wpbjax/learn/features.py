@@ -31,6 +31,7 @@ FEATURE_NAMES = (
     "cost_over_remaining", # write cost / bytes left, clipped to [0, 2]
     "log_budget",          # (log2(budget) - 14) / 4: about -1 at 1 KB, +1.5 at 1 MB
     "since_write",         # steps since the last stored item, / 50, clipped to 1
+    "drift_rate",          # fraction of the steps so far (this one included) with version_up, x 5
     "priority",            # metadata priority (privileged track; 0 on the unprivileged track)
 )
 N_FEATURES = len(FEATURE_NAMES)
@@ -51,6 +52,7 @@ class FeatureState:
     endpoint_last: jax.Array     # [A] int32 position of the endpoint's last step
     cost_sum: jax.Array          # []  float32 sum of the write costs seen so far
     n_seen: jax.Array            # []  float32 steps seen so far
+    n_version_up: jax.Array      # []  float32 steps so far whose version went up
 
 
 def check_batch(episode: EpisodeBatch) -> None:
@@ -66,7 +68,8 @@ def init_state(episode: EpisodeBatch) -> FeatureState:
     n_apis = episode.api_ids.shape[-1]
     return FeatureState(api_seen=jnp.zeros(n_apis, bool), endpoint_seen=jnp.zeros(n_apis, bool),
                         endpoint_version=jnp.zeros(n_apis, jnp.int32), endpoint_last=jnp.zeros(n_apis, jnp.int32),
-                        cost_sum=jnp.zeros((), jnp.float32), n_seen=jnp.zeros((), jnp.float32))
+                        cost_sum=jnp.zeros((), jnp.float32), n_seen=jnp.zeros((), jnp.float32),
+                        n_version_up=jnp.zeros((), jnp.float32))
 
 
 def step_features(state: FeatureState, episode: EpisodeBatch, pos, budget, remaining, since_write,
@@ -93,6 +96,7 @@ def step_features(state: FeatureState, episode: EpisodeBatch, pos, budget, remai
     budget = jnp.asarray(budget, jnp.float32)
     remaining = jnp.asarray(remaining, jnp.float32)
     cost_sum, n_seen = state.cost_sum + cost, state.n_seen + 1.0
+    n_version_up = state.n_version_up + (jump > 0)
     features = jnp.stack([
         api_new.astype(jnp.float32),
         (has_endpoint & ~endpoint_seen).astype(jnp.float32),
@@ -105,6 +109,7 @@ def step_features(state: FeatureState, episode: EpisodeBatch, pos, budget, remai
         jnp.clip(cost / jnp.maximum(remaining, 1.0), 0.0, 2.0),
         (jnp.log2(jnp.maximum(budget, 1.0)) - 14.0) / 4.0,
         jnp.minimum(jnp.asarray(since_write, jnp.float32) / 50.0, 1.0),
+        5.0 * n_version_up / n_seen,
         episode.priority[pos] if privileged else jnp.zeros((), jnp.float32),
     ])
     new_state = FeatureState(
@@ -113,5 +118,5 @@ def step_features(state: FeatureState, episode: EpisodeBatch, pos, budget, remai
         endpoint_version=state.endpoint_version.at[endpoint_slot].set(
             jnp.where(has_endpoint, version, state.endpoint_version[endpoint_slot])),
         endpoint_last=state.endpoint_last.at[endpoint_slot].set(jnp.where(has_endpoint, pos, last)),
-        cost_sum=cost_sum, n_seen=n_seen)
+        cost_sum=cost_sum, n_seen=n_seen, n_version_up=n_version_up)
     return features, new_state

@@ -44,17 +44,20 @@ class TrainConfig:
     log_every: int = 25         # metrics every k steps
     min_log2_budget: float = 10.0  # 1 KB
     max_log2_budget: float = 20.0  # 1 MB
-    small_log2_budget: float = 14.0  # half of each batch's budgets lie in [1 KB, 16 KB]
+    small_log2_budget: float = 12.0  # half of each batch's budgets lie in [1 KB, 4 KB]
     byte_temperature: float = 32.0   # softness of the soft store's budget edge, bytes
     weight_decay: float = 0.0        # adamw decay
     reinforce_weight: float = 0.0    # weight of the self-critical REINFORCE term (exact F1) in the loss
     hindsight_weight: float = 1.0    # weight of the afford head's hindsight cross-entropy
-    member_weight: float = 3.0       # class weight of hindsight members (see wpbjax.learn.hindsight)
+    member_weight: float = 5.0       # class weight of hindsight members (see wpbjax.learn.hindsight)
+    calibration_per_mode: int = 64   # held-back episodes per mode to calibrate the afford threshold
 
     def __post_init__(self):
         if self.track not in GATE_TRACKS:
             raise ValueError(f"--track must be one of {', '.join(GATE_TRACKS)}; got {self.track!r}")
-        for name in ("steps", "batch", "pool_per_mode", "episode_steps", "hidden", "log_every"):
+        if self.pool_per_mode > 5_000 or self.calibration_per_mode > 5_000:
+            raise ValueError("--pool-per-mode and calibration_per_mode must be <= 5000 (seed blocks stay disjoint)")
+        for name in ("steps", "batch", "pool_per_mode", "episode_steps", "hidden", "log_every", "calibration_per_mode"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1; got {getattr(self, name)}")
         if self.seed < 0:
@@ -71,8 +74,32 @@ def training_episodes(config: TrainConfig) -> EncodedEpisodes:
     return generate_encoded(configs, config.pool_per_mode)
 
 
+def calibration_episodes(config: TrainConfig, per_mode: int = 64) -> EncodedEpisodes:
+    """Held-back training-seed episodes for :mod:`wpbjax.learn.calibrate` (disjoint from the pool)."""
+    base = TRAIN_SEED_BASE + 100_000 * config.seed + 5_000
+    configs = [DriftConfig(mode=mode, seed=base + 10_000 * number, steps=config.episode_steps)
+               for number, mode in enumerate(MODES)]
+    return generate_encoded(configs, per_mode)
+
+
+def train_gate(config: TrainConfig = TrainConfig(), log: Callable[[str], None] | None = None) -> dict:
+    """Train, then calibrate the afford threshold. Returns ``{"weights", "history", "afford_threshold",
+    "calibration", "seconds"}``; :func:`wpbjax.learn.gate.save_gate` takes the rest as ``meta``."""
+    from wpbjax.learn.calibrate import calibrate_afford_threshold
+
+    started = time.perf_counter()
+    weights, history = train(config, log=log)
+    threshold, table = calibrate_afford_threshold(weights, config.track,
+                                                  calibration_episodes(config, config.calibration_per_mode))
+    if log is not None:
+        log(f"wpbjax train: afford threshold {threshold:g} (calibrated on {4 * config.calibration_per_mode} "
+            f"held-back episodes)")
+    return {"weights": weights, "history": history, "afford_threshold": threshold, "calibration": table,
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
 def sample_budgets(key, n: int, config: TrainConfig) -> jax.Array:
-    """[n] float32 budgets: half log-uniform in [1 KB, 16 KB], half over the whole range."""
+    """[n] float32 budgets: half log-uniform in [1 KB, 2^small_log2_budget], half over the whole range."""
     key_u, key_small = jax.random.split(key)
     low, high, small = config.min_log2_budget, config.max_log2_budget, config.small_log2_budget
     wide = jax.random.uniform(key_u, (n,), minval=low, maxval=high)
