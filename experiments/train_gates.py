@@ -53,8 +53,10 @@ def checks(table: pd.DataFrame) -> list[str]:
     for set_name in ("published", "held_out_500"):
         at_10k = f1(set_name, "unprivileged", gate_u, 10240)
         optimal = f1(set_name, "unprivileged", "f1_optimal", 10240)
+        infeasible = [m for m in at_10k.index if optimal[m] < 0.95]
+        note = f" [the F1-optimal store itself is below 0.95 in {', '.join(infeasible)}]" if infeasible else ""
         lines.append(f"{'PASS' if (at_10k >= 0.95).all() else 'FAIL'} unprivileged F1 >= 0.95 at 10 KB ({set_name}): "
-                     + ", ".join(f"{m} {v:.3f} (optimal {optimal[m]:.3f})" for m, v in at_10k.items()))
+                     + ", ".join(f"{m} {v:.3f} (optimal {optimal[m]:.3f})" for m, v in at_10k.items()) + note)
         gap = f1(set_name, "unprivileged", "f1_optimal", 1024) - f1(set_name, "unprivileged", gate_u, 1024)
         lines.append(f"{'PASS' if (gap <= 0.03).all() else 'FAIL'} unprivileged within 0.03 of F1-optimal at 1 KB "
                      f"({set_name}): " + ", ".join(f"{m} gap {v:.3f}" for m, v in gap.items()))

@@ -228,3 +228,14 @@ def test_env_always_write_matches_fifo_store_all():
         state = always_write(jnp.asarray(index))
         assert int(state.retained) == int(counts.n_retained[index, 0])
         assert int(state.store.used) == int(counts.bytes_used[index, 0])
+
+
+def test_self_critical_loss_has_finite_nonzero_gradients():
+    from wpbjax.learn.reinforce import self_critical_loss
+
+    batch = hand_episode().batch("unprivileged")
+    weights = init_gate(jax.random.key(3), hidden=4)
+    grads, f1 = jax.grad(lambda w: self_critical_loss(w, batch, jnp.asarray([600]), "unprivileged",
+                                                      jax.random.key(0)), has_aux=True)(weights)
+    leaves = jax.tree_util.tree_leaves(grads)
+    assert all(np.isfinite(leaf).all() for leaf in leaves) and 0.0 <= float(f1) <= 1.0

@@ -41,16 +41,17 @@ def continuation_members(episode: EpisodeBatch, remaining) -> jax.Array:
 def afford_loss(weights: dict, batch: EpisodeBatch, budgets, track: str, member_weight=1.0) -> jax.Array:
     """Mean binary cross-entropy of the afford head against :func:`continuation_members`, over the
     critical steps of the batch (``batch`` [N, T], ``budgets`` [N]) on the greedy gate's states.
+    Returns ``(loss, mean exact F1 of those greedy rollouts)``.
 
     ``member_weight`` > 1 weighs members more: skipping a member loses a hit for sure, writing a
     non-member only costs one when a cheaper critical step then finds no room."""
     greedy = jax.lax.stop_gradient(weights)
     keys = jax.random.split(jax.random.key(0), batch.valid.shape[0])  # unused by greedy rollouts
-    _, _, features, remaining = jax.vmap(hard_rollout, in_axes=(None, 0, 0, None, 0, None))(
+    greedy_f1, _, features, remaining = jax.vmap(hard_rollout, in_axes=(None, 0, 0, None, 0, None))(
         greedy, batch, budgets, track, keys, True)
     targets = jax.vmap(continuation_members)(batch, remaining)
     logits = afford_logit(weights, features, track)
     losses = optax.sigmoid_binary_cross_entropy(logits, targets.astype(jnp.float32))
     losses = losses * jnp.where(targets, member_weight, 1.0)
     critical = (batch.critical & batch.valid).astype(jnp.float32)
-    return (losses * critical).sum() / jnp.maximum(critical.sum(), 1.0)
+    return (losses * critical).sum() / jnp.maximum(critical.sum(), 1.0), greedy_f1.mean()

@@ -1,11 +1,11 @@
-"""Score-function (REINFORCE) gradients of the exact F1 for the gate's budget trade-off.
+"""Exact hard rollouts of a gate, and score-function (REINFORCE) gradients of the exact F1.
 
-The soft store (wpbjax.learn.soft) gives partial credit to writes that almost fit, which washes out
-what matters at 1 KB: skipping an expensive critical step so that one more cheap one fits later. So
-the *afford* head also learns from hard rollouts: each write is sampled from the gate's probability,
-the store rule is exact (a write is accepted iff it fits), and the reward is the exact F1 of the
-final store. The baseline is the greedy rollout (write iff p > 1/2) of the same episode and budget
-("self-critical"), so the gradient pushes the gate towards samples that beat its own hard policy.
+:func:`hard_rollout` runs the gate with the store's exact WRITE rule (greedy or sampled writes);
+the hindsight targets (wpbjax.learn.hindsight) are computed on its greedy states. The
+self-critical REINFORCE loss (reward: the exact F1 of a sampled rollout, baseline: the greedy
+rollout of the same episode and budget) is an optional extra term of the training loss
+(``TrainConfig.reinforce_weight``, off by default: on its own it did not teach the budget trade-off
+within the training budget, see docs/learning.md).
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ that pool and one budget per episode, log-uniform over the paper's range (half o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import time
 from typing import Callable
@@ -113,45 +114,56 @@ def optimizer(config: TrainConfig) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, weight_decay=config.weight_decay))
 
 
+def _static(config: TrainConfig) -> TrainConfig:
+    """The config as a compile key: the seed only feeds traced keys, so runs with other seeds share a compile."""
+    return dataclasses.replace(config, seed=0, log_every=1)
+
+
+def _total_loss(config: TrainConfig, weights, batch, budgets, key):
+    # The detection head learns from the soft objective; the afford head from hindsight targets on
+    # exact rollouts (its soft gradient pushes it to "always afford", see wpbjax.learn.hindsight).
+    soft_weights = {"detect": weights["detect"], "afford": jax.lax.stop_gradient(weights["afford"])}
+    soft = soft_f1_loss(soft_weights, batch, budgets, config.track, config.byte_temperature)
+    hindsight, greedy_f1 = afford_loss(weights, batch, budgets, config.track, config.member_weight)
+    total = soft + config.hindsight_weight * hindsight
+    if config.reinforce_weight:  # optional: REINFORCE on the exact F1 (off by default, see docs/learning.md)
+        surrogate, _ = self_critical_loss(weights, batch, budgets, config.track, key)
+        total = total + config.reinforce_weight * surrogate
+    return total, (soft, 1.0 - greedy_f1)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _update(config: TrainConfig, weights, opt_state, key, batch_all):
+    """One optimisation step on a batch drawn from the pool ``batch_all`` ([P, T] arrays)."""
+    key_batch, key_budget, key_sample = jax.random.split(key, 3)
+    indices = jax.random.choice(key_batch, batch_all.valid.shape[0], (config.batch,), replace=False)
+    batch = jax.tree_util.tree_map(lambda leaf: leaf[indices], batch_all)
+    budgets = sample_budgets(key_budget, config.batch, config)
+    grad_fn = jax.value_and_grad(functools.partial(_total_loss, config), has_aux=True)
+    (_, (soft, exact)), grads = grad_fn(weights, batch, budgets, key_sample)
+    updates, opt_state = optimizer(config).update(grads, opt_state, weights)
+    return optax.apply_updates(weights, updates), opt_state, jnp.stack([soft, exact])
+
+
 def train(config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = None,
           log: Callable[[str], None] | None = None) -> tuple[dict, list[dict]]:
     """Train a gate. Returns ``(weights, history)``; history has one dict per logged step
-    (``step``; ``soft_loss`` = 1 - mean soft F1 and ``exact_loss`` = 1 - mean exact F1 of the sampled
-    hard rollouts, both averaged over the steps since the last log; ``seconds`` since the start)."""
+    (``step``; ``soft_loss`` = 1 - mean soft F1 and ``exact_loss`` = 1 - mean exact F1 of the hard
+    greedy gate (afford threshold 0) on the batches, both averaged over the steps since the last log;
+    ``seconds`` since the start)."""
     started = time.perf_counter()
     pool = training_episodes(config) if pool is None else pool
     batch_all = pool.batch(config.track)
-    n_pool = pool.n_episodes
     tx = optimizer(config)
     key = jax.random.key(config.seed)
     key, init_key = jax.random.split(key)
     weights = init_gate(init_key, config.hidden)
     opt_state = tx.init(weights)
 
-    def total_loss(weights, batch, budgets, key):
-        # The detection head learns from the soft objective; the afford head only from exact rollouts
-        # (its soft gradient would push it to "always afford", see wpbjax.learn.reinforce).
-        soft_weights = {"detect": weights["detect"], "afford": jax.lax.stop_gradient(weights["afford"])}
-        soft = soft_f1_loss(soft_weights, batch, budgets, config.track, config.byte_temperature)
-        surrogate, sampled_f1 = self_critical_loss(weights, batch, budgets, config.track, key)
-        hindsight = afford_loss(weights, batch, budgets, config.track, config.member_weight)
-        total = soft + config.reinforce_weight * surrogate + config.hindsight_weight * hindsight
-        return total, (soft, 1.0 - sampled_f1)
-
-    @jax.jit
-    def update(weights, opt_state, key):
-        key_batch, key_budget, key_sample = jax.random.split(key, 3)
-        indices = jax.random.choice(key_batch, n_pool, (config.batch,), replace=False)
-        batch = jax.tree_util.tree_map(lambda leaf: leaf[indices], batch_all)
-        budgets = sample_budgets(key_budget, config.batch, config)
-        (_, (soft, hard)), grads = jax.value_and_grad(total_loss, has_aux=True)(weights, batch, budgets, key_sample)
-        updates, opt_state = tx.update(grads, opt_state, weights)
-        return optax.apply_updates(weights, updates), opt_state, jnp.stack([soft, hard])
-
     history, recent = [], []
     for step in range(1, config.steps + 1):
         key, step_key = jax.random.split(key)
-        weights, opt_state, losses = update(weights, opt_state, step_key)
+        weights, opt_state, losses = _update(_static(config), weights, opt_state, step_key, batch_all)
         recent.append(losses)
         if step % config.log_every == 0 or step == config.steps:
             soft, hard = np.mean(jax.device_get(recent), axis=0).tolist()
