@@ -239,3 +239,18 @@ def test_self_critical_loss_has_finite_nonzero_gradients():
                                                       jax.random.key(0)), has_aux=True)(weights)
     leaves = jax.tree_util.tree_leaves(grads)
     assert all(np.isfinite(leaf).all() for leaf in leaves) and 0.0 <= float(f1) <= 1.0
+
+
+def test_cli_train_writes_a_checkpoint_and_rejects_bad_arguments(tmp_path, capsys):
+    from wpbjax.cli import main
+
+    out = tmp_path / "gate.npz"
+    assert main(["train", "--track", "unprivileged", "--seed", "3", "--out", str(out), "--steps", "2", "--batch", "4",
+                 "--pool-per-mode", "2", "--calibration-per-mode", "2", "--hidden", "4", "--log-every", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "wpbjax train: step 1/2" in err and "wrote unprivileged gate" in err
+    weights, track, info = load_gate(str(out))
+    assert track == "unprivileged" and info["config"]["seed"] == 3 and len(info["history"]) == 2
+    assert isinstance(info["afford_threshold"], float)
+    assert main(["train", "--seed", "-1", "--out", str(tmp_path / "x.npz")]) == 2
+    assert "wpbjax train: error: --seed must be >= 0" in capsys.readouterr().err

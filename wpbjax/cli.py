@@ -202,7 +202,7 @@ def cmd_train(args) -> int:
 
     config = TrainConfig(track=args.track, seed=args.seed, steps=args.steps, batch=args.batch,
                          pool_per_mode=args.pool_per_mode, hidden=args.hidden, learning_rate=args.learning_rate,
-                         log_every=args.log_every)
+                         log_every=args.log_every, calibration_per_mode=args.calibration_per_mode)
     open(args.out, "ab").close()  # fail early (and clearly) if the path cannot be written
     result = train_gate(config, log=None if args.quiet else stderr_log)
     history = result["history"]
@@ -227,6 +227,7 @@ def _add_train_parser(commands) -> None:
     train.add_argument("--steps", type=_positive_int, default=d.steps, help=f"optimisation steps (default {d.steps})")
     train.add_argument("--batch", type=_positive_int, default=d.batch, help=f"episodes per step (default {d.batch})")
     train.add_argument("--pool-per-mode", type=_positive_int, default=d.pool_per_mode, help=f"training episodes per mode (default {d.pool_per_mode})")
+    train.add_argument("--calibration-per-mode", type=_positive_int, default=d.calibration_per_mode, help=f"held-back episodes per mode that calibrate the afford threshold (default {d.calibration_per_mode})")
     train.add_argument("--hidden", type=_positive_int, default=d.hidden, help=f"MLP width (default {d.hidden})")
     train.add_argument("--learning-rate", type=float, default=d.learning_rate, help=f"peak adam rate (default {d.learning_rate})")
     train.add_argument("--log-every", type=_positive_int, default=d.log_every, help=f"progress line every k steps (default {d.log_every})")
