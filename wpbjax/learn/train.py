@@ -1,10 +1,12 @@
-"""Train a budget-conditioned write gate with optax on the soft objective (wpbjax.learn.soft).
+"""Train a budget-conditioned write gate with optax (see docs/learning.md).
 
-Training episodes come from the published generator (all four modes) at seeds far from the
-evaluation ones: set ``s`` uses ``random.Random(100_000 + 100_000*s + 10_000*mode_number + i)``, never the
-published seeds 0..9 nor the held-out 10_000.. ones. Each optimisation step draws a batch from
-that pool and one budget per episode, log-uniform over the paper's range (half of them below
-16 KB, where budget-awareness matters). Deterministic given the seed (one ``jax.random.key``).
+Loss: 1 - soft F1 (wpbjax.learn.soft; trains the detection head) + the afford head's hindsight
+cross-entropy (wpbjax.learn.hindsight) [+ optional REINFORCE, wpbjax.learn.reinforce]. Training
+episodes come from the published generator (all four modes) at seeds far from the evaluation ones:
+set ``s`` uses ``random.Random(100_000 + 100_000*s + 10_000*mode_number + i)``, never the published
+seeds 0..9 nor the held-out 10_000.. ones. Each optimisation step draws a batch from that pool and
+one budget per episode, log-uniform over the paper's range (half of them below 4 KB, where the
+budget trade-off matters). Deterministic given the seed (one ``jax.random.key``).
 """
 from __future__ import annotations
 
@@ -61,6 +63,9 @@ class TrainConfig:
         for name in ("steps", "batch", "pool_per_mode", "episode_steps", "hidden", "log_every", "calibration_per_mode"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1; got {getattr(self, name)}")
+        if self.batch > 4 * self.pool_per_mode:
+            raise ValueError(f"--batch ({self.batch}) cannot exceed the pool (4 modes x --pool-per-mode = "
+                             f"{4 * self.pool_per_mode} episodes)")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0; got {self.seed}")
         if not self.learning_rate > 0:
