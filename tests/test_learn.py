@@ -163,6 +163,9 @@ def test_learned_gate_runs_in_a_sweep_and_bad_files_fail_clearly(tmp_path, tiny_
     # the gate's threshold is a traced param: raising it to +inf writes nothing
     counts = simulate.simulate(make(name), encoded.batch("privileged"), [4096], params={"threshold": 1e9})
     assert int(np.asarray(counts.n_retained).sum()) == 0
+    compiled = simulate._simulate._cache_size()
+    simulate.simulate(make(name), encoded.batch("privileged"), [4096], params={"afford_threshold": -1e9})
+    assert simulate._simulate._cache_size() == compiled  # thresholds are traced: no recompile
     with pytest.raises(ValueError, match="not found"):
         make(f"learned_gate:{tmp_path / 'missing.npz'}")
     junk = tmp_path / "junk.npz"
