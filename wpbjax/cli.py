@@ -233,6 +233,47 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_train(args) -> int:
+    import dataclasses
+
+    from wpbjax.learn.gate import save_gate
+    from wpbjax.learn.train import TrainConfig, stderr_log, train_gate
+
+    config = TrainConfig(track=args.track, seed=args.seed, steps=args.steps, batch=args.batch,
+                         pool_per_mode=args.pool_per_mode, hidden=args.hidden, learning_rate=args.learning_rate,
+                         log_every=args.log_every, calibration_per_mode=args.calibration_per_mode)
+    open(args.out, "ab").close()  # fail early (and clearly) if the path cannot be written
+    result = train_gate(config, log=None if args.quiet else stderr_log)
+    history = result["history"]
+    save_gate(args.out, result["weights"], args.track,
+              {"config": dataclasses.asdict(config), "history": history, "train_seconds": result["seconds"],
+               "afford_threshold": result["afford_threshold"], "calibration": result["calibration"]})
+    if not args.quiet:
+        print(f"wrote {args.track} gate to {args.out} in {result['seconds']:.0f} s (final soft loss "
+              f"{history[-1]['soft_loss']:.4f}, exact loss {history[-1]['exact_loss']:.4f}); "
+              f"sweep it with --policies learned_gate:{args.out}", file=sys.stderr)
+    return 0
+
+
+def _add_train_parser(commands) -> None:
+    from wpbjax.learn.train import TrainConfig
+
+    d = TrainConfig()
+    train = commands.add_parser("train", help="train a budget-conditioned write gate (wpbjax.learn); see docs/learning.md")
+    train.add_argument("--track", choices=("unprivileged", "privileged"), default=d.track, help=f"default {d.track}")
+    train.add_argument("--seed", type=int, default=d.seed, help=f"init, batches, budgets and training episodes (default {d.seed})")
+    train.add_argument("--out", default="gate.npz", help="checkpoint file (default gate.npz)")
+    train.add_argument("--steps", type=_positive_int, default=d.steps, help=f"optimisation steps (default {d.steps})")
+    train.add_argument("--batch", type=_positive_int, default=d.batch, help=f"episodes per step (default {d.batch})")
+    train.add_argument("--pool-per-mode", type=_positive_int, default=d.pool_per_mode, help=f"training episodes per mode (default {d.pool_per_mode})")
+    train.add_argument("--calibration-per-mode", type=_positive_int, default=d.calibration_per_mode, help=f"held-back episodes per mode that calibrate the afford threshold (default {d.calibration_per_mode})")
+    train.add_argument("--hidden", type=_positive_int, default=d.hidden, help=f"MLP width (default {d.hidden})")
+    train.add_argument("--learning-rate", type=float, default=d.learning_rate, help=f"peak adam rate (default {d.learning_rate})")
+    train.add_argument("--log-every", type=_positive_int, default=d.log_every, help=f"progress line every k steps (default {d.log_every})")
+    train.add_argument("--quiet", action="store_true", help="no progress lines")
+    train.set_defaults(run=cmd_train)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from wpbjax.episodes.reference_gen import MODES
     from wpbjax.sweep import PAPER_BUDGETS
@@ -286,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--curve-budget", type=_positive_int, default=None, help="budget of regret_curve.png (default: --budget)")
     report.add_argument("--quiet", action="store_true")
     report.set_defaults(run=cmd_report)
+    _add_train_parser(commands)
     return parser
 
 

@@ -15,6 +15,10 @@ def register(policy: Policy, replace: bool = False) -> Policy:
 
 
 def make(name: str) -> Policy:
+    if name not in _REGISTRY and name.startswith("learned_gate:"):  # a trained gate checkpoint (wpbjax.learn)
+        from wpbjax.learn.gate_policy import load_gate_policy
+
+        return load_gate_policy(name[len("learned_gate:"):])
     try:
         return _REGISTRY[name]
     except KeyError:
