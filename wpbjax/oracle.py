@@ -40,6 +40,15 @@ def value_grid(values: np.ndarray) -> float | None:
     return None
 
 
+def add_to_least_weight(least, weight, value, real):
+    """One item (``weight`` bytes, ``value`` grid units; skipped unless ``real``) into the table
+    ``least`` [V+1] int32 of least weights reaching each value total (int32 max: unreachable)."""
+    unreachable = jnp.iinfo(jnp.int32).max
+    shifted = least[jnp.maximum(jnp.arange(least.shape[0]) - value, 0)]
+    with_item = jnp.where(shifted == unreachable, unreachable, shifted + weight)
+    return jnp.where(real & (value > 0), jnp.minimum(least, with_item), least)
+
+
 @functools.partial(jax.jit, static_argnums=3)
 def _least_weight_by_value(weights, value_units, valid, n_values):
     """[N, V+1] least total weight of a subset whose value (in grid units) is >= v; int32 max if none.
@@ -48,10 +57,7 @@ def _least_weight_by_value(weights, value_units, valid, n_values):
 
     def one_episode(weights, value_units, valid):
         def add_item(least, item):
-            weight, value, real = item
-            shifted = least[jnp.maximum(jnp.arange(n_values) - value, 0)]
-            with_item = jnp.where(shifted == unreachable, unreachable, shifted + weight)
-            return jnp.where(real & (value > 0), jnp.minimum(least, with_item), least), None
+            return add_to_least_weight(least, *item), None
 
         start = jnp.full(n_values, unreachable, jnp.int32).at[0].set(0)
         least, _ = jax.lax.scan(add_item, start, (weights, value_units, valid))

@@ -29,10 +29,7 @@ def _prefix_best_units(weights, value_units, valid, budgets, n_values):
 
     def one_episode(weights, value_units, valid):
         def add_item(least, item):
-            weight, value, real = item
-            shifted = least[jnp.maximum(jnp.arange(n_values) - value, 0)]
-            with_item = jnp.where(shifted == unreachable, unreachable, shifted + weight)
-            least = jnp.where(real & (value > 0), jnp.minimum(least, with_item), least)
+            least = oracle_lib.add_to_least_weight(least, *item)
             # least[v] = least weight reaching a value >= v: non-decreasing in v, so the best value
             # within budget b is the last v whose least weight fits
             least = jax.lax.cummin(least, axis=0, reverse=True)
