@@ -32,7 +32,7 @@ def _assert_same_arrays(direct, via_json):
     assert np.array_equal(direct.priority64, via_json.priority64)
     assert np.array_equal(direct.n_critical, via_json.n_critical)
     assert np.array_equal(direct.total_drift_events, via_json.total_drift_events)
-    for name in ("critical", "api_is_str", "valid", "step_t", "t_last", "length"):
+    for name in ("critical", "api_is_str", "valid", "step_t", "t_last", "length", "version_number"):
         assert np.array_equal(direct.arrays[name], via_json.arrays[name]), name
     # ids differ in numbering only: equal ids <=> equal values among steps of one api (all the store compares)
     slots = [via_json.field_keys.index(key) for key in direct.field_keys if key in via_json.field_keys]
@@ -40,8 +40,10 @@ def _assert_same_arrays(direct, via_json):
     assert np.array_equal(direct.arrays["field_present"][:, :, :len(slots)], present)
     assert np.array_equal(direct.arrays["field_frag_len"][:, :, :len(slots)], via_json.arrays["field_frag_len"][:, :, slots])
     for n in range(direct.n_episodes):
-        api_direct, api_json = direct.arrays["api_id"][n], via_json.arrays["api_id"][n]
-        assert np.array_equal(api_direct[:, None] == api_direct[None, :], api_json[:, None] == api_json[None, :])
+        for name in ("api_id", "endpoint_index"):  # the same equality classes (numbering may differ)
+            ours, theirs = direct.arrays[name][n], via_json.arrays[name][n]
+            assert np.array_equal(ours[:, None] == ours[None, :], theirs[:, None] == theirs[None, :]), name
+        api_json = via_json.arrays["api_id"][n]
         same_api = (api_json[:, None] == api_json[None, :]) & (api_json[:, None] >= 0)
         for k, slot in enumerate(slots):
             value_direct = direct.arrays["field_value"][n, :, k]

@@ -14,6 +14,10 @@ import jax
 import jax.numpy as jnp
 
 SKIP, WRITE, MERGE, CONTINUE = 0, 1, 2, 3
+# WRITE_PAST(source): write the buffered step ``source`` (<= the current step; its item is keyed by
+# ``source`` and costs that step's write cost), then act again at this step, so one step may write
+# several buffered steps (deferred_batch). Needs ``multi_action`` and "write_past" in the policy's kinds.
+WRITE_PAST = 4
 
 
 @jax.tree_util.register_dataclass
@@ -21,8 +25,8 @@ SKIP, WRITE, MERGE, CONTINUE = 0, 1, 2, 3
 class Action:
     expire_slots: jax.Array  # [K] int32 slots (step positions) to EXPIRE first, in order; -1 for none
     n_expire: jax.Array      # []  int32 EXPIRE actions emitted (counted even if rejected)
-    kind: jax.Array         # [] int32 SKIP, WRITE, MERGE or CONTINUE
-    target: jax.Array       # [] int32 merge target slot (-1 when not a MERGE)
+    kind: jax.Array         # [] int32 SKIP, WRITE, MERGE, CONTINUE or WRITE_PAST
+    target: jax.Array       # [] int32 merge target slot, or WRITE_PAST's source step (-1 otherwise)
 
 
 def _action(kind, expire_slots=-1, n_expire=0, target=-1) -> Action:
@@ -46,6 +50,21 @@ def merge(target, expire_slots=-1, n_expire=0) -> Action:
 def expire_and_continue(slots, n_expire=1) -> Action:
     """EXPIRE ``slots``, then ask the policy again at the same step."""
     return _action(CONTINUE, slots, n_expire)
+
+
+def write_past(source, expire_slots=-1, n_expire=0) -> Action:
+    """EXPIRE ``expire_slots``, WRITE the earlier (or current) step ``source``, then act again."""
+    return _action(WRITE_PAST, expire_slots, n_expire, source)
+
+
+def expire_only(slots, n_expire=1) -> Action:
+    """EXPIRE ``slots`` and end the step (SKIP as the main action)."""
+    return _action(SKIP, slots, n_expire)
+
+
+def acts_again(kind) -> jax.Array:
+    """[] bool: the rollout calls the policy again at this step after this action."""
+    return (kind == CONTINUE) | (kind == WRITE_PAST)
 
 
 def write_if(condition, expire_slots=-1, n_expire=0) -> Action:

@@ -2,6 +2,7 @@
 
     wpbjax generate --mode default --seed 0 --steps 200 --episodes 10 --out episodes.jsonl
     wpbjax sweep [--episodes FILE ...] [--budgets 1024,...] [--oracle exact|reference] [--out results.csv]
+    wpbjax report results.csv --out report/
 """
 from __future__ import annotations
 
@@ -159,6 +160,19 @@ def _encoded_sets(args):
     return encoded, set_index
 
 
+def _param_spec(text: str) -> tuple[str, list[float]]:
+    """``NAME=start:stop:count`` or ``NAME=v1,v2,...`` (``wpbjax sweep --param``)."""
+    from wpbjax.sweep import parse_param_values
+
+    name, sep, values = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=start:stop:count or NAME=v1,v2,..., got {text!r}")
+    try:
+        return name.strip(), parse_param_values(values)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{name.strip()}: {err}") from None
+
+
 def _memory(text: str) -> int:
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     number, unit = text.rstrip("KMGkmgBb"), text[len(text.rstrip("KMGkmgBb")):].upper().rstrip("B")
@@ -190,13 +204,17 @@ def cmd_sweep(args) -> int:
     enable_compilation_cache()
     from wpbjax import devices as devices_lib
     from wpbjax.progress import Progress
-    from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, resolve_policies, total_runs
+    from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, param_grids, resolve_policies, total_runs
 
-    resolve_policies(args.policies, args.tracks)  # bad names fail before any file is written
+    plan = resolve_policies(args.policies, args.tracks)  # bad names fail before any file is written
+    params = dict(args.param or [])
+    if len(params) < len(args.param or []):
+        raise ValueError("--param: each param may be given once")
+    param_grids(params, [name for names in plan.values() for name in names])
     writer = ResultsWriter(args.out)
     encoded, set_index = _encoded_sets(args)
     devices = devices_lib.local_devices()
-    progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks), enabled=not args.quiet)
+    progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks, params), enabled=not args.quiet)
     if not args.quiet:
         print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
               f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}",
@@ -205,17 +223,20 @@ def cmd_sweep(args) -> int:
     try:
         for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
                                 oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
-                                devices=devices, progress=progress):
+                                devices=devices, progress=progress, params=params):
             writer.write(chunk)
             sums.append(chunk.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"]))
     finally:
         writer.close()
     progress.close()
+    from wpbjax.report.metadata import sweep_metadata, write_sidecar
+
+    write_sidecar(args.out, sweep_metadata(args, plan, devices, writer.rows))
     if not args.quiet:
         import pandas as pd
 
         with pd.option_context("display.width", 200, "display.max_columns", 20):
-            print("Mean F1 by policy and budget (bytes):")
+            print("Mean F1 by policy and budget (bytes)" + (", over all param grid points:" if params else ":"))
             print(leaderboard_from_sums(sums).to_string(float_format=lambda v: f"{v:.3f}"))
         print(f"wrote {writer.rows:,} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0
@@ -240,6 +261,65 @@ def cmd_bench(args) -> int:
     rates = sorted(row["episode_steps_per_s"] for row in report["policies"])
     print(f"median {np.median(rates):,.0f} episode-steps/s; slowest {rates[0]:,.0f}")
     return 0
+
+
+def cmd_report(args) -> int:
+    import os
+
+    enable_compilation_cache()  # the regret curve compiles a traced rollout per policy
+    from wpbjax.report import load_results, write_report
+    from wpbjax.report.metadata import read_sidecar, sidecar_path
+
+    results = load_results(args.results)
+    meta_path = args.meta or sidecar_path(args.results)
+    if args.meta is not None and not os.path.exists(args.meta):
+        raise ValueError(f"--meta {args.meta}: no such file")
+    meta = read_sidecar(meta_path) if os.path.exists(meta_path) else None
+    written = write_report(results, args.out, meta=meta, budget=args.budget, curve_budget=args.curve_budget)
+    if not args.quiet:
+        print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_train(args) -> int:
+    import dataclasses
+
+    from wpbjax.learn.gate import save_gate
+    from wpbjax.learn.train import TrainConfig, stderr_log, train_gate
+
+    config = TrainConfig(track=args.track, seed=args.seed, steps=args.steps, batch=args.batch,
+                         pool_per_mode=args.pool_per_mode, hidden=args.hidden, learning_rate=args.learning_rate,
+                         log_every=args.log_every, calibration_per_mode=args.calibration_per_mode)
+    open(args.out, "ab").close()  # fail early (and clearly) if the path cannot be written
+    result = train_gate(config, log=None if args.quiet else stderr_log)
+    history = result["history"]
+    save_gate(args.out, result["weights"], args.track,
+              {"config": dataclasses.asdict(config), "history": history, "train_seconds": result["seconds"],
+               "afford_threshold": result["afford_threshold"], "calibration": result["calibration"]})
+    if not args.quiet:
+        print(f"wrote {args.track} gate to {args.out} in {result['seconds']:.0f} s (final soft loss "
+              f"{history[-1]['soft_loss']:.4f}, exact loss {history[-1]['exact_loss']:.4f}); "
+              f"sweep it with --policies learned_gate:{args.out}", file=sys.stderr)
+    return 0
+
+
+def _add_train_parser(commands) -> None:
+    from wpbjax.learn.train import TrainConfig
+
+    d = TrainConfig()
+    train = commands.add_parser("train", help="train a budget-conditioned write gate (wpbjax.learn); see docs/learning.md")
+    train.add_argument("--track", choices=("unprivileged", "privileged"), default=d.track, help=f"default {d.track}")
+    train.add_argument("--seed", type=int, default=d.seed, help=f"init, batches, budgets and training episodes (default {d.seed})")
+    train.add_argument("--out", default="gate.npz", help="checkpoint file (default gate.npz)")
+    train.add_argument("--steps", type=_positive_int, default=d.steps, help=f"optimisation steps (default {d.steps})")
+    train.add_argument("--batch", type=_positive_int, default=d.batch, help=f"episodes per step (default {d.batch})")
+    train.add_argument("--pool-per-mode", type=_positive_int, default=d.pool_per_mode, help=f"training episodes per mode (default {d.pool_per_mode})")
+    train.add_argument("--calibration-per-mode", type=_positive_int, default=d.calibration_per_mode, help=f"held-back episodes per mode that calibrate the afford threshold (default {d.calibration_per_mode})")
+    train.add_argument("--hidden", type=_positive_int, default=d.hidden, help=f"MLP width (default {d.hidden})")
+    train.add_argument("--learning-rate", type=float, default=d.learning_rate, help=f"peak adam rate (default {d.learning_rate})")
+    train.add_argument("--log-every", type=_positive_int, default=d.log_every, help=f"progress line every k steps (default {d.log_every})")
+    train.add_argument("--quiet", action="store_true", help="no progress lines")
+    train.set_defaults(run=cmd_train)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -269,11 +349,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     sweep.add_argument("--budgets", type=_int_list, default=list(PAPER_BUDGETS), help="byte budgets (default: the paper's 11, 1024..1048576)")
     sweep.add_argument("--policies", default="reference", help="'reference' (the published line-up per track) or comma-separated names")
-    sweep.add_argument("--tracks", type=_name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged")
+    sweep.add_argument("--tracks", type=_name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged (also: feedback, oracle; docs/policies.md)")
     sweep.add_argument("--oracle", choices=("exact", "reference"), default="exact", help="knapsack oracle (default exact; 'reference' reproduces the published numbers)")
     sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
     sweep.add_argument("--memory-cap", type=_memory, default="2G", help="device memory one chunk of runs may use (default 2G)")
     sweep.add_argument("--quiet", action="store_true", help="no progress or leaderboard")
+    sweep.add_argument("--param", type=_param_spec, action="append", metavar="NAME=SPEC",
+                       help="sweep a policy param: NAME=start:stop:count (inclusive) or NAME=v1,v2,...; repeatable "
+                            "(Cartesian product); adds a param_NAME column (see docs/policies.md)")
     _add_generator_knobs(sweep)
     _add_jax_knobs(sweep)
     sweep.set_defaults(run=cmd_sweep)
@@ -286,6 +369,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--cache", action="store_true", help="use the persistent compilation cache (compile_s then measures loading)")
     bench.add_argument("--json", action="store_true", help='print {"devices", "platform", "policies": [{"policy", "compile_s", "run_s", "episode_steps_per_s"}]}')
     bench.set_defaults(run=cmd_bench)
+
+    report = commands.add_parser("report", help="tables, leaderboard and figures from a results file")
+    report.add_argument("results", help="results file from wpbjax sweep (.csv or .parquet)")
+    report.add_argument("--out", required=True, help="directory for the report's files (created if needed)")
+    report.add_argument("--meta", default=None, help="run metadata (default RESULTS.meta.json, written by sweep)")
+    report.add_argument("--budget", type=_positive_int, default=10240, help="budget of the leaderboard and diagnostics (default 10240; nearest run budget if absent)")
+    report.add_argument("--curve-budget", type=_positive_int, default=None, help="budget of regret_curve.png (default: --budget)")
+    report.add_argument("--quiet", action="store_true")
+    report.set_defaults(run=cmd_report)
+    _add_train_parser(commands)
     return parser
 
 

@@ -40,6 +40,15 @@ def value_grid(values: np.ndarray) -> float | None:
     return None
 
 
+def add_to_least_weight(least, weight, value, real):
+    """One item (``weight`` bytes, ``value`` grid units; skipped unless ``real``) into the table
+    ``least`` [V+1] int32 of least weights reaching each value total (int32 max: unreachable)."""
+    unreachable = jnp.iinfo(jnp.int32).max
+    shifted = least[jnp.maximum(jnp.arange(least.shape[0]) - value, 0)]
+    with_item = jnp.where(shifted == unreachable, unreachable, shifted + weight)
+    return jnp.where(real & (value > 0), jnp.minimum(least, with_item), least)
+
+
 @functools.partial(jax.jit, static_argnums=3)
 def _least_weight_by_value(weights, value_units, valid, n_values):
     """[N, V+1] least total weight of a subset whose value (in grid units) is >= v; int32 max if none.
@@ -48,10 +57,7 @@ def _least_weight_by_value(weights, value_units, valid, n_values):
 
     def one_episode(weights, value_units, valid):
         def add_item(least, item):
-            weight, value, real = item
-            shifted = least[jnp.maximum(jnp.arange(n_values) - value, 0)]
-            with_item = jnp.where(shifted == unreachable, unreachable, shifted + weight)
-            return jnp.where(real & (value > 0), jnp.minimum(least, with_item), least), None
+            return add_to_least_weight(least, *item), None
 
         start = jnp.full(n_values, unreachable, jnp.int32).at[0].set(0)
         least, _ = jax.lax.scan(add_item, start, (weights, value_units, valid))
@@ -138,3 +144,77 @@ def oracle_utility(weights: np.ndarray, values: np.ndarray, budgets, mode: str =
     if mode == "reference":
         return reference(weights, values, budgets)
     raise ValueError(f"unknown oracle mode {mode!r}; expected one of {', '.join(ORACLE_MODES)}")
+
+
+# --- The exact oracle's chosen set (oracle_optimal; additive, exact_batch is unchanged) ----------
+MAX_CHOICE_CELLS = 1 << 27  # table cells one episode's DP with back-tracking may use (int32 / bool)
+
+
+def exact_choice(weights: np.ndarray, values: np.ndarray, budgets) -> np.ndarray:
+    """An optimal 0/1 knapsack set at each budget: [B, T] bool, Σ weights <= budget and Σ values =
+    the exact optimum (:func:`exact`). Items of value <= 0 are never chosen.
+
+    ``weights``: [T] int, ``values``: [T] float. On a 2^-k grid: a DP over value (least weight for each
+    exact value total, all rows kept) and a back-track per budget; otherwise a float64 DP over capacity
+    with a keep table. Raises ValueError if the table would exceed MAX_CHOICE_CELLS.
+    """
+    weights = np.asarray(weights, np.int64)
+    values = np.asarray(values, np.float64)
+    budgets = np.asarray(budgets, np.int64)
+    usable = values > 0
+    quantum = value_grid(np.where(usable, values, 0.0))
+    if quantum is not None:
+        units = np.where(usable, np.round(values / quantum), 0).astype(np.int64)
+        n_values = int(units.sum()) + 1
+        if (len(weights) + 1) * n_values <= MAX_CHOICE_CELLS:
+            return _choice_by_value(weights, units, n_values, budgets)
+    capacity = int(min(budgets.max(), weights[usable].sum()))
+    if len(weights) * (capacity + 1) > MAX_CHOICE_CELLS:
+        raise ValueError(f"exact_choice: a capacity DP of {len(weights)} items x {capacity + 1} bytes is too large "
+                         f"(utilities are not on a 2^-k grid); use smaller budgets or grid utilities")
+    return _choice_by_capacity(weights, values, usable, capacity, budgets)
+
+
+def _choice_by_value(weights, units, n_values, budgets) -> np.ndarray:
+    unreachable = np.iinfo(np.int64).max // 4
+    least = np.full((len(weights) + 1, n_values), unreachable, np.int64)  # row i: first i items, exact value
+    least[0, 0] = 0
+    for i, (weight, unit) in enumerate(zip(weights.tolist(), units.tolist())):
+        least[i + 1] = least[i]
+        if unit > 0:
+            least[i + 1, unit:] = np.minimum(least[i, unit:], least[i, :-unit] + weight)
+    # best exact value total that fits each budget, then walk back: an item is taken where the row changes
+    fits = least[-1][None, :] <= budgets[:, None]                      # [B, V]
+    value = np.where(fits, np.arange(n_values)[None, :], 0).max(axis=1)  # [B]
+    chosen = np.zeros((len(budgets), len(weights)), bool)
+    for i in range(len(weights) - 1, -1, -1):
+        taken = least[i + 1, value] != least[i, value]
+        chosen[:, i] = taken
+        value = value - np.where(taken, units[i], 0)
+    return chosen
+
+
+def _choice_by_capacity(weights, values, usable, capacity, budgets) -> np.ndarray:
+    best = np.zeros(capacity + 1, np.float64)
+    keep = np.zeros((len(weights), capacity + 1), bool)
+    for i, (weight, value) in enumerate(zip(weights.tolist(), values.tolist())):
+        if usable[i] and 0 < weight <= capacity:
+            with_item = best[:-weight] + value
+            keep[i, weight:] = with_item > best[weight:]
+            best[weight:] = np.maximum(best[weight:], with_item)
+    chosen = np.zeros((len(budgets), len(weights)), bool)
+    room = np.minimum(budgets, capacity)
+    for i in range(len(weights) - 1, -1, -1):
+        taken = keep[i, room]
+        chosen[:, i] = taken
+        room = room - np.where(taken, weights[i], 0)
+    return chosen
+
+
+def exact_choice_batch(weights: np.ndarray, values: np.ndarray, lengths: np.ndarray, budgets) -> np.ndarray:
+    """:func:`exact_choice` for every episode: [N, B, T] bool (False beyond each episode's length)."""
+    budgets = np.asarray(budgets, np.int64)
+    chosen = np.zeros((weights.shape[0], len(budgets), weights.shape[1]), bool)
+    for n, length in enumerate(np.asarray(lengths).tolist()):
+        chosen[n, :, :length] = exact_choice(weights[n, :length], values[n, :length], budgets)
+    return chosen

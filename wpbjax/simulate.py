@@ -5,6 +5,7 @@ params are traced, so a new budget grid or parameter value never recompiles.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -26,26 +27,30 @@ def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, s
     return action, store_lib.apply(store, action, episode, pos, budget, policy.kinds), state
 
 
+def _step(policy: Policy, params, episode: EpisodeBatch, budget, store, state, pos):
+    """One step of the rollout: (store, state) before step ``pos`` -> after it."""
+    store = store_lib.flush(store, pos, policy.kinds)  # last step's item, before any read
+    action, store, state = _act_and_apply(policy, params, episode, pos, budget, store, state)
+    if policy.multi_action:
+        # CONTINUE: the policy acts again at this step (at most once per stored item).
+        def again(loop):
+            return actions.acts_again(loop[0].kind)  # CONTINUE, or WRITE_PAST (policy zoo)
+
+        def act_again(loop):
+            _, store, state = loop
+            return _act_and_apply(policy, params, episode, pos, budget, store, state)
+
+        _, store, state = jax.lax.while_loop(again, act_again, (action, store, state))
+    return store, state
+
+
 def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store_lib.StoreState:
     """Final store of one policy on one episode (arrays without the N axis) at one budget."""
     n_steps = episode.valid.shape[0]
     budget = jnp.asarray(budget, jnp.int32)
 
     def step(carry, pos):
-        store, state = carry
-        store = store_lib.flush(store, pos, policy.kinds)  # last step's item, before any read
-        action, store, state = _act_and_apply(policy, params, episode, pos, budget, store, state)
-        if policy.multi_action:
-            # CONTINUE: the policy acts again at this step (at most once per stored item).
-            def again(loop):
-                return loop[0].kind == actions.CONTINUE
-
-            def act_again(loop):
-                _, store, state = loop
-                return _act_and_apply(policy, params, episode, pos, budget, store, state)
-
-            _, store, state = jax.lax.while_loop(again, act_again, (action, store, state))
-        return (store, state), None
+        return _step(policy, params, episode, budget, *carry, pos), None
 
     initial = (store_lib.empty(n_steps), policy.init(params, episode, key))
     (final, _), _ = jax.lax.scan(step, initial, jnp.arange(n_steps))
@@ -56,27 +61,151 @@ def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key) -> me
     return metrics.count(rollout(policy, params, episode, budget, key), episode)
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _simulate(policy: Policy, params, batch: EpisodeBatch, budgets, keys) -> metrics.Counts:
+def _simulate_batch(policy: Policy, params, batch: EpisodeBatch, budgets, keys) -> metrics.Counts:
     over_budgets = jax.vmap(run_counts, in_axes=(None, None, None, 0, None))
     over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0))
     return over_episodes(policy, params, batch, budgets, keys)
 
 
-def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None) -> metrics.Counts:
+_simulate = jax.jit(_simulate_batch, static_argnums=0)
+# The same program compiled with XLA's backend optimisation off: compiles in about half the time and
+# runs about 2.4x slower (measured on CPU), so it wins below ~10M run-steps of work per compile --
+# the paper grid (88k run-steps per policy and track) spends nearly all its time compiling.
+_simulate_quick = jax.jit(_simulate_batch, static_argnums=0, compiler_options={"xla_backend_optimization_level": 0})
+QUICK_COMPILE_BELOW = 10_000_000  # run-steps
+
+
+def compiled_count() -> int:
+    """Programs compiled so far by :func:`simulate` (both builds): tests use it to catch retracing."""
+    return _simulate._cache_size() + _simulate_quick._cache_size() + _simulate_grid._cache_size()
+
+
+def episode_keys(key, episode_index, n_episodes: int) -> jax.Array:
+    """[N] keys: ``key`` (default ``jax.random.key(0)``) folded with each episode's index (default 0..N-1)."""
+    key = jax.random.key(0) if key is None else key
+    episode_index = jnp.arange(n_episodes) if episode_index is None else episode_index
+    return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.asarray(episode_index, jnp.uint32))
+
+
+def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None,
+             work: int | None = None) -> metrics.Counts:
     """Counts for every (episode, budget): leaves shaped ``[N, B, ...]``.
 
     ``budgets``: [B] ints (bytes); ``params``: overrides of the policy's default params (name -> value);
     ``key``: a ``jax.random.key`` for stochastic policies, folded with each episode's index
     (``episode_index``: [N] ints, default 0..N-1) so results do not depend on how a sweep is chunked.
+    ``work``: run-steps the caller will run with this compiled program (default: this call's,
+    N·B·T); below ``QUICK_COMPILE_BELOW`` a quicker-compiling, slower-running build is used.
+    Both builds give identical results.
     """
     budgets = jnp.asarray(budgets, jnp.int32)
     if budgets.ndim != 1:
         raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
+    if policy.plan is not None:  # hindsight policies need per-run inputs (policy zoo)
+        return jax.tree_util.tree_map(lambda leaf: leaf[0], simulate_grid(
+            policy, batch, budgets, params=params, key=key, episode_index=episode_index))
     params = policy.resolve_params(params or {})
-    if key is None:
-        key = jax.random.key(0)
-    if episode_index is None:
-        episode_index = jnp.arange(batch.n_episodes)
-    keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.asarray(episode_index, jnp.uint32))
-    return _simulate(policy, params, batch, budgets, keys)
+    keys = episode_keys(key, episode_index, batch.n_episodes)
+    if work is None:
+        work = batch.n_episodes * budgets.shape[0] * batch.valid.shape[1]
+    compiled = _simulate_quick if work < QUICK_COMPILE_BELOW else _simulate
+    return compiled(policy, params, batch, budgets, keys)
+
+
+# --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
+def _run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key) -> metrics.Counts:
+    return run_counts(policy, {**params, **run_inputs}, episode, budget, key)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _simulate_grid(policy: Policy, params, run_inputs, batch: EpisodeBatch, budgets, keys) -> metrics.Counts:
+    """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
+    over_budgets = jax.vmap(_run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
+    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, 0, None, 0))
+    over_params = jax.vmap(over_episodes, in_axes=(None, 0, None, None, None, None))
+    return over_params(policy, params, run_inputs, batch, budgets, keys)
+
+
+def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run_inputs=None, key=None,
+                  episode_index=None) -> metrics.Counts:
+    """Counts for every (param point, episode, budget): leaves shaped ``[P, N, B, ...]``, in one compiled call.
+
+    ``params``: name -> [P] values, one per grid point (a scalar counts as P = 1; every swept name must
+    have the same P; unswept params keep their defaults). The grid is vmapped like the other axes, so
+    any P values of the same length reuse one compile. ``run_inputs``: name -> [N, B, ...] arrays handed
+    to each run as extra params (a hindsight plan); for a policy with a ``plan`` they default to
+    ``policy.plan`` computed from the batch's write costs and (float32) utilities.
+    """
+    budgets = jnp.asarray(budgets, jnp.int32)
+    if budgets.ndim != 1:
+        raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
+    overrides = {name: jnp.atleast_1d(jnp.asarray(value)) for name, value in (params or {}).items()}
+    lengths = {name: value.shape[0] for name, value in overrides.items()}
+    if len(set(lengths.values())) > 1 or any(value.ndim != 1 for value in overrides.values()):
+        raise ValueError(f"params: give every swept param as a 1-D list of the same length; got lengths {lengths}")
+    n_points = next(iter(lengths.values()), 1)
+    resolved = policy.resolve_params(overrides)
+    resolved = {name: jnp.broadcast_to(value, (n_points,)) for name, value in resolved.items()}
+    resolved = resolved or {"grid_point": jnp.arange(n_points)}  # vmap needs one mapped leaf
+    if run_inputs is None:
+        run_inputs = {}
+        if policy.plan is not None:
+            import numpy as np
+
+            run_inputs = policy.plan(np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64),
+                                     np.asarray(batch.length), np.asarray(budgets))
+    run_inputs = {name: jnp.asarray(value) for name, value in run_inputs.items()}
+    keys = episode_keys(key, episode_index, batch.n_episodes)
+    return _simulate_grid(policy, resolved, run_inputs, batch, budgets, keys)
+
+
+# --- Per-step traces (off by default: only these functions compute them) ---------------------------
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Trace:
+    """The store after every step of one run (leaves gain leading [N, B] axes from :func:`simulate_trace`)."""
+
+    retained: jax.Array    # [T, ceil(T/8)] uint8 bit-packed W after step t (exact utility-to-date on host)
+    bytes_used: jax.Array  # [T] int32 bytes in use after step t
+    n_hit: jax.Array       # [T] int32 |W ∩ R| after step t
+
+
+def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) -> tuple[store_lib.StoreState, Trace]:
+    """:func:`rollout` that also records the retained set after every step. The same step function;
+    O(T) extra work per step (the retained set is re-derived), so keep it for analysis runs."""
+    n_steps = episode.valid.shape[0]
+    budget = jnp.asarray(budget, jnp.int32)
+
+    def step(carry, pos):
+        store, state = _step(policy, params, episode, budget, *carry, pos)
+        settled = store_lib.flush(store, pos + 1, policy.kinds)  # this step's item in place (not carried)
+        kept = metrics.retained_mask(settled, episode)
+        trace = Trace(retained=jnp.packbits(kept), bytes_used=settled.used,
+                      n_hit=(kept & episode.critical).sum(dtype=jnp.int32))
+        return (store, state), trace
+
+    initial = (store_lib.empty(n_steps), policy.init(params, episode, key))
+    (final, _), trace = jax.lax.scan(step, initial, jnp.arange(n_steps))
+    return store_lib.flush(final, n_steps, policy.kinds), trace
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _simulate_trace(policy: Policy, params, batch: EpisodeBatch, budgets, keys) -> Trace:
+    def run(policy, params, episode, budget, key):
+        return rollout_trace(policy, params, episode, budget, key)[1]
+
+    over_budgets = jax.vmap(run, in_axes=(None, None, None, 0, None))
+    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0))
+    return over_episodes(policy, params, batch, budgets, keys)
+
+
+def simulate_trace(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None) -> Trace:
+    """Per-step traces for every (episode, budget): leaves shaped ``[N, B, T, ...]``. Arguments as
+    :func:`simulate` (same keys per episode, so the last step matches its counts)."""
+    budgets = jnp.asarray(budgets, jnp.int32)
+    if budgets.ndim != 1:
+        raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
+    params = policy.resolve_params(params or {})
+    keys = episode_keys(key, episode_index, batch.n_episodes)
+    return _simulate_trace(policy, params, batch, budgets, keys)

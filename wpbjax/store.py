@@ -2,8 +2,8 @@
 
 Items are keyed by the position of the step that created them (at most one per step); positions
 ascend with ``t``, so slot order is insertion order. ``oldest`` / ``newest`` and a linked list over
-the present items keep every query and update O(1) per step. An item added at step p is written
-into the per-slot arrays at the start of step p+1 (:func:`flush`; until then it lives in the
+the present items keep every query and update O(1) per step. An item added at step p enters
+``present`` and the links at the start of step p+1 (:func:`flush`; until then it lives in the
 ``pending`` scalars), which lets XLA update those arrays in place. SEMANTICS §3:
 
 * WRITE is accepted iff ``used + write_cost <= budget`` (and the step has no item yet).
@@ -12,6 +12,11 @@ into the per-slot arrays at the start of step p+1 (:func:`flush`; until then it 
 * MERGE(target) is accepted iff the target is a present *base* item, both observations carry
   equal non-null ``api`` values, the canonical delta is non-empty and ``used + merge_cost <= budget``.
 * A rejected action changes nothing; the step's other actions still apply.
+
+One extension beyond the published harness (policy zoo): WRITE_PAST(source) writes a buffered earlier
+step ``source <= pos`` under the WRITE rule with that step's write cost, keyed by ``source`` (accepted
+iff it is a real step with no item yet and ``used + write_cost[source] <= budget``). It is the only way
+an item's insertion order can differ from its t order; oldest/newest follow insertion order.
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax.actions import MERGE, WRITE, Action
+from wpbjax.actions import MERGE, WRITE, WRITE_PAST, Action
 from wpbjax.episodes.batch import EpisodeBatch
 
 INDEX_BYTES = 16
@@ -40,11 +45,8 @@ class StoreState:
     oldest: jax.Array          # []  int32 oldest present item, -1 when empty
     newest: jax.Array          # []  int32 newest present item, -1 when empty
     used: jax.Array            # []  int32 bytes in use (sum of the present items' costs)
-    # The item added at the last step, not yet written into the [T] arrays (see ``flush``):
+    # The item added at the last step, not yet in ``present`` and the links (see ``flush``):
     pending: jax.Array         # []  bool  an item was added at step pos-1
-    pending_delta: jax.Array   # []  bool  ... it is a delta
-    pending_parent: jax.Array  # []  int32 ... its parent (deltas)
-    pending_cost: jax.Array    # []  int32 ... its delta cost (deltas)
     pending_older: jax.Array   # []  int32 ... the newest item before it
     write_actions: jax.Array   # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
@@ -62,8 +64,7 @@ def empty(n_steps: int) -> StoreState:
     return StoreState(present=jnp.zeros(n_steps, bool), parent=links,
                       delta_cost=jnp.zeros(n_steps, jnp.int32), newer=links, older=links, oldest=none,
                       newest=none, used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero,
-                      pending=jnp.zeros((), bool), pending_delta=jnp.zeros((), bool), pending_parent=none,
-                      pending_cost=zero, pending_older=none)
+                      pending=jnp.zeros((), bool), pending_older=none)
 
 
 def remaining(store: StoreState, budget) -> jax.Array:
@@ -106,27 +107,25 @@ def set_where(array, index, value, condition):
     return array.at[safe].set(jnp.where(condition & (index >= 0), value, array[safe]))
 
 
-def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "order"})) -> StoreState:
-    """Write the item added at step ``pos - 1`` into the per-slot arrays. Call at the start of step
-    ``pos`` (and once after the last step), before anything reads the store.
+def _put_at(array, pos, value, condition):
+    """``array[pos] = value`` where ``condition``; ``pos`` is the same for every run of a batch, so
+    this is a dynamic-update-slice (in place), not a scatter."""
+    return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, array[pos]), pos, 0)
 
-    Why deferred: within one step every write to the [T] arrays then comes before every read, so
-    XLA updates them in place; a read of an old value followed by an update in the same iteration
-    makes it copy whole [runs, T] arrays every step (O(T) per step). ``pos - 1`` is the scan index
-    minus one, the same for every run of a batch, so the writes are dynamic-update-slices.
+
+def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "order"})) -> StoreState:
+    """Put the item added at step ``pos - 1`` into ``present`` and the links. Call at the start of
+    step ``pos`` (and once after the last step), before anything reads the store.
+
+    Why deferred: XLA updates a carried [runs, T] array in place only if every read of it in the
+    iteration is an ancestor of its update; otherwise it copies the whole array every step (O(T)
+    per step). Policies read ``present`` and the links before they decide, so these writes come
+    first. ``pos - 1`` is the same for every run of a batch: the writes are dynamic-update-slices.
     """
     slot, added = jnp.maximum(pos - 1, 0), store.pending
-
-    def put(array, value, condition):
-        return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, array[slot]), slot, 0)
-
-    store = dataclasses.replace(store, present=put(store.present, True, added), pending=jnp.zeros((), bool))
-    if "merge" in kinds:
-        delta = added & store.pending_delta
-        store = dataclasses.replace(store, parent=put(store.parent, store.pending_parent, delta),
-                                    delta_cost=put(store.delta_cost, store.pending_cost, delta))
+    store = dataclasses.replace(store, present=_put_at(store.present, slot, True, added), pending=jnp.zeros((), bool))
     if "expire" in kinds and "order" in kinds:  # chain the item after the previous newest
-        store = dataclasses.replace(store, older=put(store.older, store.pending_older, added),
+        store = dataclasses.replace(store, older=_put_at(store.older, slot, store.pending_older, added),
                                     newer=set_where(store.newer, store.pending_older, slot, added))
     elif "fifo" in kinds:  # oldest-first only: the forward chain is enough
         store = dataclasses.replace(store, newer=set_where(store.newer, store.pending_older, slot, added))
@@ -136,12 +135,15 @@ def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "
 def _expire_oldest(store: StoreState, episode: EpisodeBatch, slot, pos) -> StoreState:
     """EXPIRE under "fifo": accepted iff ``slot`` is the oldest item (then the next oldest is the
     next one stored after it). Reads only arrays this step does not write, so XLA needs no copies."""
-    ok = (slot >= 0) & (slot == store.oldest) & (slot < pos)
-    next_oldest = store.newer[jnp.maximum(slot, 0)]
+    oldest = store.oldest
+    ok = (slot >= 0) & (slot == oldest) & (slot < pos)
+    # Reads index by ``store.oldest``, not by the policy's ``slot``: an index that depends on the
+    # policy (which read the arrays after this step's flush) would make XLA copy them (see flush).
+    next_oldest = store.newer[jnp.maximum(oldest, 0)]
     return dataclasses.replace(
         store,
-        present=set_where(store.present, slot, False, ok),
-        used=store.used - jnp.where(ok, cost_of(store, episode, slot), 0),
+        present=set_where(store.present, oldest, False, ok),
+        used=store.used - jnp.where(ok, cost_of(store, episode, oldest), 0),
         oldest=jnp.where(ok, next_oldest, store.oldest),
         newest=jnp.where(ok & (next_oldest < 0), NONE, store.newest),
     )
@@ -162,6 +164,29 @@ def _expire(store: StoreState, episode: EpisodeBatch, slot, pos, ordered: bool) 
         oldest=jnp.where(ok & (older < 0), newer, store.oldest),
         newest=jnp.where(ok & (newer < 0), older, store.newest),
     )
+
+
+def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, kinds) -> StoreState:
+    """WRITE_PAST(source): the WRITE rule for the buffered step ``source`` (see the module note).
+    The item is stored at once (not through ``pending``: its slot differs from run to run)."""
+    source = action.target
+    safe = jnp.maximum(source, 0)
+    cost = episode.write_cost[safe]
+    ok = ((action.kind == WRITE_PAST) & (source >= 0) & (source <= pos) & episode.valid[safe]
+          & ~store.present[safe] & (store.newest != source) & (store.used + cost <= budget))
+    newest = store.newest
+    store = dataclasses.replace(
+        store, present=set_where(store.present, source, True, ok), used=store.used + jnp.where(ok, cost, 0),
+        write_actions=store.write_actions + (action.kind == WRITE_PAST),
+        oldest=jnp.where(ok & (store.oldest < 0), source, store.oldest), newest=jnp.where(ok, source, newest))
+    if "merge" in kinds:  # a re-written slot may have held an (expired) delta
+        store = dataclasses.replace(store, delta_cost=set_where(store.delta_cost, source, 0, ok),
+                                    parent=set_where(store.parent, source, NONE, ok))
+    if "order" in kinds or "fifo" in kinds:  # chain it after the previous newest
+        store = dataclasses.replace(store, newer=set_where(set_where(store.newer, newest, source, ok), source, NONE, ok))
+        if "order" in kinds:
+            store = dataclasses.replace(store, older=set_where(store.older, source, newest, ok))
+    return store
 
 
 ALL_KINDS = frozenset({"write", "expire", "merge", "order"})
@@ -188,6 +213,8 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     store = dataclasses.replace(store, expire_actions=store.expire_actions + action.n_expire,
                                 write_actions=store.write_actions + (action.kind == WRITE),
                                 merge_actions=store.merge_actions + (action.kind == MERGE))
+    if "write_past" in kinds:
+        store = _write_past(store, action, episode, pos, budget, kinds)
     if not kinds & {"write", "merge"}:
         return store
 
@@ -199,16 +226,20 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
         merge_cost, n_fields = merge_delta(episode, pos, target)
         api = episode.api_id[pos]
         merge_ok = ((action.kind == MERGE) & vacant & (action.target >= 0) & (action.target < pos)
-                    & store.present[target] & (store.delta_cost[target] == 0)
+                    & store.present[target] & (store.parent[target] < 0)
                     & (api >= 0) & (episode.api_id[target] == api)
                     & (n_fields > 0) & (store.used + merge_cost <= budget))
 
     added = write_ok | merge_ok
+    if merges:
+        # A delta's parent and cost go in at once (not deferred like ``present``): every read of these
+        # arrays in this step is an ancestor of ``merge_ok``, so XLA still updates them in place.
+        store = dataclasses.replace(store, parent=_put_at(store.parent, pos, target, merge_ok),
+                                    delta_cost=_put_at(store.delta_cost, pos, merge_cost, merge_ok))
     return dataclasses.replace(
         store,
         oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
         newest=jnp.where(added, pos, store.newest),
         used=store.used + jnp.where(write_ok, write_cost, 0) + jnp.where(merge_ok, merge_cost, 0),
-        pending=added, pending_delta=merge_ok, pending_parent=target, pending_cost=merge_cost,
-        pending_older=store.newest,
+        pending=added, pending_older=store.newest,
     )

@@ -7,8 +7,11 @@ within each chunk; a sweep that fits one chunk (the paper grid does) is in exact
 """
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from typing import Iterator, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -17,7 +20,7 @@ from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.metrics import policy_utility, score
 from wpbjax.policies import lineup, make
 from wpbjax.progress import Progress
-from wpbjax.tracks import check_track
+from wpbjax.tracks import TRACKS as PUBLISHED_TRACKS, check_any_track, cost_track, sees_utility
 
 PAPER_BUDGETS = (1024, 2048, 4096, 8192, 10240, 16384, 32768, 65536, 102400, 262144, 1048576)
 PUBLISHED_COLUMNS = ("avg_staleness", "budget_bytes", "bytes_used", "drift_coverage", "episode_id",
@@ -25,6 +28,10 @@ PUBLISHED_COLUMNS = ("avg_staleness", "budget_bytes", "bytes_used", "drift_cover
                      "policy_utility", "precision", "recall", "regret", "regret_write_only", "track",
                      "utility_per_kb", "utilization", "write_actions", "write_density")
 COLUMNS = PUBLISHED_COLUMNS + ("merge_actions",)
+# Retained (W) vs critical (R) steps as exact counts, for confusion matrices (docs/reports.md):
+# tp = |W∩R|, fp = |W|-|W∩R|, fn = |R|-|W∩R|, tn = steps neither retained nor critical.
+CONFUSION_COLUMNS = ("tp", "fp", "fn", "tn")
+COLUMNS = COLUMNS + CONFUSION_COLUMNS
 DEFAULT_MEMORY_CAP = 2 << 30  # bytes of device memory one chunk may use; safe on a 24 GiB machine
 BYTES_PER_RUN_STEP = 160      # store + policy state + XLA temporaries, per (run, step); measured
 BYTES_PER_EPISODE_STEP = 64   # episode arrays (+ 12 per field slot)
@@ -44,8 +51,11 @@ def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str]) -> dict[s
     """Track → policy names. ``"reference"`` is the published line-up per track; otherwise the
     named policies each run on the asked tracks they support."""
     for track in tracks:
-        check_track(track)
+        check_any_track(track)
     if spec == "reference":
+        if set(tracks) - set(PUBLISHED_TRACKS):
+            raise ValueError(f"--policies reference: the published line-up covers {', '.join(PUBLISHED_TRACKS)} only; "
+                             f"name the policies to run on {', '.join(sorted(set(tracks) - set(PUBLISHED_TRACKS)))}")
         return {track: list(lineup(track)) for track in tracks}
     names = [name for name in (spec.split(",") if isinstance(spec, str) else spec) if name]
     for name in names:
@@ -80,7 +90,7 @@ def oracle_table(encoded: EncodedEpisodes, track: str, budgets: np.ndarray, mode
 def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
                policies: str | Sequence[str] = "reference", tracks: Sequence[str] = ("unprivileged", "privileged"),
                oracle: str = "exact", set_index: Sequence[int] | None = None, memory_cap: int = DEFAULT_MEMORY_CAP,
-               devices=None, progress: Progress | None = None) -> Iterator[pd.DataFrame]:
+               devices=None, progress: Progress | None = None, params: dict | None = None) -> Iterator[pd.DataFrame]:
     """Yield the results table chunk by chunk (see :func:`run_sweep`)."""
     budgets = check_budgets(budgets)
     if oracle not in oracle_lib.ORACLE_MODES:
@@ -88,27 +98,107 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     if memory_cap < 1:
         raise ValueError(f"memory cap must be a positive number of bytes; got {memory_cap}")
     plan = resolve_policies(policies, tracks)
+    grids = param_grids(params, [name for names in plan.values() for name in names])
+    param_columns = [f"param_{name}" for name in (params or {})]
     devices = devices or devices_lib.local_devices()
     n_episodes, n_budgets = encoded.n_episodes, len(budgets)
     set_index = np.zeros(n_episodes, np.int64) if set_index is None else np.asarray(set_index)
-    size = chunk_size(encoded, n_budgets, memory_cap, len(devices))
+    n_points = max([len(next(iter(grid.values()))) for grid in grids.values() if grid] + [1])
+    size = chunk_size(encoded, n_budgets * n_points, memory_cap, len(devices))
+    # run-steps each policy's compiled program will do over the whole sweep (all chunks and tracks)
+    n_chunks = -(-n_episodes // size)
+    work = {name: n_chunks * size * n_budgets * encoded.n_steps * sum(name in names for names in plan.values())
+            for names in plan.values() for name in names}
     for start in range(0, n_episodes, size):
         real = np.arange(start, min(start + size, n_episodes))
         padded = np.concatenate([real, np.full(size - len(real), real[-1])])  # one shape for every chunk
-        frames = []
+        frames, oracles = [], {}
         for track_number, track in enumerate(plan):
-            batch = devices_lib.place(encoded.batch(track, padded), devices)
-            oracle_utility = oracle_table(encoded, track, budgets, oracle, real)
+            costs_from = cost_track(track)  # feedback and oracle pay the unprivileged costs
+            batch = encoded.batch(costs_from, padded)
+            if not sees_utility(track):  # policies on these tracks cannot read the hidden utility
+                batch = dataclasses.replace(batch, utility=jnp.zeros_like(batch.utility))
+            batch = devices_lib.place(batch, devices)
+            if costs_from not in oracles:
+                oracles[costs_from] = oracle_table(encoded, costs_from, budgets, oracle, real)
+            oracle_utility = oracles[costs_from]
             for policy_number, name in enumerate(plan[track]):
-                counts = simulate.simulate(make(name), batch, budgets, episode_index=padded)
-                host = {field: np.asarray(value)[:len(real)] for field, value in vars(counts).items()}
-                frames.append(_rows(encoded, real, budgets, host, oracle_utility, track, name, set_index,
-                                    (track_number, policy_number)))
+                policy, grid, order = make(name), grids[name], (track_number, policy_number)
+                if grid is None and policy.plan is None:
+                    counts = simulate.simulate(policy, batch, budgets, episode_index=padded, work=work[name])
+                    host = {field: np.asarray(value)[:len(real)] for field, value in vars(counts).items()}
+                    frames.append(_rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, order))
+                else:
+                    run_inputs = None
+                    if policy.plan is not None:  # hindsight: from the exact float64 utilities
+                        run_inputs = policy.plan(encoded.track_costs(costs_from)[padded], encoded.utility64[padded],
+                                                 encoded.arrays["length"][padded], budgets)
+                    counts = simulate.simulate_grid(policy, batch, budgets, params=grid, run_inputs=run_inputs,
+                                                    episode_index=padded)
+                    # all grid points at once: [P, n, B] counts read as P * n episodes
+                    n_grid = len(next(iter(grid.values()))) if grid else 1
+                    host = {field: np.asarray(value)[:, :len(real)].reshape((n_grid * len(real),) + value.shape[2:])
+                            for field, value in vars(counts).items()}
+                    frame = _rows(encoded, np.tile(real, n_grid), budgets, host, np.tile(oracle_utility, (n_grid, 1)),
+                                  track, name, set_index, order)
+                    point = np.repeat(np.arange(n_grid), len(real) * n_budgets)
+                    for param, column in (grid or {}).items():
+                        frame[f"param_{param}"] = column[point]
+                    frame["_point"] = point
+                    frames.append(frame)
                 if progress is not None:
-                    progress.advance(len(real) * n_budgets, f"{track} {name}")
+                    n_grid = len(next(iter(grid.values()))) if grid else 1
+                    progress.advance(len(real) * n_budgets * n_grid, f"{track} {name}")
         table = pd.concat(frames, ignore_index=True)
-        table = table.sort_values(["_set", "_budget", "_episode", "_order"], kind="stable")
-        yield table[list(COLUMNS)].reset_index(drop=True)
+        for column in param_columns:  # NaN where a policy has no such param
+            if column not in table:
+                table[column] = np.nan
+        sort_keys = ["_set", "_budget", "_episode", "_order"] + (["_point"] if "_point" in table else [])
+        table = table.sort_values(sort_keys, kind="stable")
+        yield table[list(COLUMNS) + param_columns].reset_index(drop=True)
+
+
+def parse_param_values(text: str) -> list[float]:
+    """``start:stop:count`` (inclusive linspace) or ``v1,v2,...`` as a list of numbers."""
+    try:
+        if ":" in text:
+            start, stop, count = text.split(":")
+            if int(count) < 1:
+                raise ValueError
+            return np.linspace(float(start), float(stop), int(count)).tolist()
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"expected start:stop:count or comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise ValueError(f"expected at least one value, got {text!r}")
+    return values
+
+
+def param_grids(params: dict | None, names: Sequence[str]) -> dict:
+    """Policy name -> ``{param: [P] values}`` over the Cartesian product of the swept params it has
+    (P points, the first param varying slowest), or None if it has none of them. A swept param that
+    no policy in ``names`` has is an error, as is a non-integral value for an integer param."""
+    params = {name: list(values) for name, values in (params or {}).items()}
+    for param, values in params.items():
+        owners = [name for name in dict.fromkeys(names) if param in make(name).params]
+        if not owners:
+            known = "; ".join(f"{name}: {', '.join(make(name).params) or 'none'}" for name in dict.fromkeys(names))
+            raise ValueError(f"--param {param}: no selected policy has a param {param!r} (their params: {known})")
+        if not values:
+            raise ValueError(f"--param {param}: give at least one value")
+        for name in owners:
+            default = make(name).params[param]
+            if isinstance(default, int) and any(float(value) != int(value) for value in values):
+                raise ValueError(f"--param {param}: {name}'s {param} is an integer; got {values}")
+    grids = {}
+    for name in dict.fromkeys(names):
+        swept = [param for param in params if param in make(name).params]
+        if not swept:
+            grids[name] = None
+            continue
+        points = list(itertools.product(*(params[param] for param in swept)))
+        grids[name] = {param: np.asarray([point[i] for point in points]) for i, param in enumerate(swept)}
+    return grids
 
 
 def _rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, order) -> pd.DataFrame:
@@ -117,6 +207,8 @@ def _rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, 
     columns = score(host, utility, oracle_utility, encoded.n_critical[real][:, None],
                     encoded.total_drift_events[real][:, None], encoded.arrays["length"][real][:, None],
                     budgets[None, :])
+    columns.update(confusion_counts(host, encoded.arrays["critical"][real], encoded.arrays["valid"][real],
+                                    encoded.n_critical[real]))
     episode_axis = np.broadcast_to(real[:, None], (n, n_budgets))
     columns.update(budget_bytes=budgets[None, :], episode_id=np.asarray(encoded.episode_id, object)[episode_axis],
                    mode=np.asarray(encoded.mode, object)[episode_axis], policy=name, track=track,
@@ -125,20 +217,39 @@ def _rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, 
     return pd.DataFrame({key: np.broadcast_to(value, (n, n_budgets)).ravel() for key, value in columns.items()})
 
 
-def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks) -> int:
-    return encoded.n_episodes * n_budgets * sum(len(names) for names in resolve_policies(policies, tracks).values())
+def confusion_counts(host: dict, critical: np.ndarray, valid: np.ndarray, n_critical: np.ndarray) -> dict:
+    """tp/fp/fn/tn per run ([n, B] int64) from the counts; ``critical``, ``valid``: [n, T] bool;
+    ``n_critical``: [n] |R| (labels, so a critical t that names no step counts as a miss).
+    W lies within the steps, so tn = steps − |W| − (critical steps − |W∩R|)."""
+    n_hit, n_retained = host["n_hit"].astype(np.int64), host["n_retained"].astype(np.int64)
+    n_steps = valid.sum(axis=-1, dtype=np.int64)[:, None]
+    critical_steps = (critical & valid).sum(axis=-1, dtype=np.int64)[:, None]
+    return {"tp": n_hit, "fp": n_retained - n_hit, "fn": n_critical.astype(np.int64)[:, None] - n_hit,
+            "tn": n_steps - n_retained - (critical_steps - n_hit)}
+
+
+def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks, params: dict | None = None) -> int:
+    """Runs of a sweep (a policy with swept params counts once per grid point)."""
+    plan = resolve_policies(policies, tracks)
+    grids = param_grids(params, [name for names in plan.values() for name in names])
+    points = {name: len(next(iter(grid.values()))) if grid else 1 for name, grid in grids.items()}
+    return encoded.n_episodes * n_budgets * sum(points[name] for names in plan.values() for name in names)
 
 
 def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
               policies: str | Sequence[str] = "reference", tracks: Sequence[str] = ("unprivileged", "privileged"),
               oracle: str = "exact", set_index: Sequence[int] | None = None, quiet: bool = True,
-              memory_cap: int = DEFAULT_MEMORY_CAP, devices=None) -> pd.DataFrame:
+              memory_cap: int = DEFAULT_MEMORY_CAP, devices=None, params: dict | None = None) -> pd.DataFrame:
     """Every (episode, budget, track, policy) run as one row with the published columns (+ merge_actions).
 
-    ``set_index`` [N] groups episodes into sets (e.g. one per input file) for row order.
+    ``set_index`` [N] groups episodes into sets (e.g. one per input file) for row order. ``params``:
+    param name -> values; each policy runs over the Cartesian product of the swept params it has
+    (vmapped: one compile per policy), with a ``param_NAME`` column per swept param (NaN for
+    policies without it).
     """
-    progress = Progress(total_runs(encoded, len(budgets), policies, tracks), enabled=not quiet)
-    chunks = list(iter_sweep(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, progress))
+    progress = Progress(total_runs(encoded, len(budgets), policies, tracks, params), enabled=not quiet)
+    chunks = list(iter_sweep(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, progress,
+                             params=params))
     progress.close()
     return pd.concat(chunks, ignore_index=True)
 

@@ -39,6 +39,11 @@ class EpisodeBatch:
     critical: jax.Array        # [N, T] bool   t is in critical_steps
     t_last: jax.Array          # [N] int32     the last real step's t
     length: jax.Array          # [N] int32     number of real steps
+    # What an observer reads of a string api "<...>.v<k>.<...>" (wpbjax.learn's gates use them;
+    # None where an episode source does not provide them):
+    endpoint_index: jax.Array | None = None  # [N, T] int32 per-episode index of the api with its
+                                              #   version segment removed (-1: no string api)
+    version_number: jax.Array | None = None  # [N, T] int32 k of that segment (else an int obs["version"], else 0)
 
     @property
     def n_episodes(self) -> int:

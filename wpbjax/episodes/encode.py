@@ -10,6 +10,7 @@ import dataclasses
 import itertools
 import json
 import math
+import re
 from typing import Any, Sequence
 
 import jax.numpy as jnp
@@ -65,6 +66,19 @@ class _ValueIds:
 
     def id_of(self, value: Any) -> int:
         return self._ids.setdefault(self.canonical(value), len(self._ids))
+
+
+_VERSION_SEGMENT = re.compile(r"(?:^|(?<=\.))v(\d+)(?=\.|$)")  # a dot-separated segment "v<digits>"
+
+
+def api_endpoint(api: str) -> tuple[str, int]:
+    """(endpoint, version) of an api string: the string with its first ``v<digits>`` segment
+    replaced by ``v*``, and those digits as an int (``("api.v*.endpoint_3", 2)`` for
+    ``"api.v2.endpoint_3"``); ``(api, 0)`` when it has no such segment."""
+    match = _VERSION_SEGMENT.search(api)
+    if match is None:
+        return api, 0
+    return api[:match.start()] + "v*" + api[match.end():], int(match.group(1))
 
 
 def _round_up_float32(value: float) -> np.float32:
@@ -190,6 +204,9 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
     t_last = np.zeros(len(episodes), np.int32)
     length = np.zeros(len(episodes), np.int32)
     n_critical = np.zeros(len(episodes), np.int32)
+    endpoint_key = np.full(shape, None, object)  # endpoint strings, indexed per episode below
+    version_number = np.zeros(shape, np.int32)
+    endpoint_memo: dict = {}
     total_drift = np.zeros(len(episodes), np.int32)
     episode_ids, modes = [], []
 
@@ -209,12 +226,19 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
                         if key == "api":
                             if value is not None:
                                 api, api_str = values.id_of(value), isinstance(value, str)
+                                if api_str:
+                                    if value not in endpoint_memo:
+                                        endpoint_memo[value] = api_endpoint(value)
+                                    endpoint_key[n, i], version_number[n, i] = endpoint_memo[value]
                             continue
                         slot = field_slot[key]
                         value_id, value_len = field(value)
                         field_present[n, i, slot] = True
                         field_value[n, i, slot] = value_id
                         field_frag_len[n, i, slot] = key_lengths[key] + 2 + value_len  # '"key": value'
+                    obs_version = observation.get("version")
+                    if version_number[n, i] == 0 and type(obs_version) is int and abs(obs_version) < 2**31:
+                        version_number[n, i] = obs_version
                 else:
                     values.canonical(observation)  # rejects non-JSON values early
             except (TypeError, ValueError) as err:
@@ -247,9 +271,15 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
         api_ids[n, :len(apis)] = apis
         api_index[n] = [lookup.get(api, -1) for api in api_id[n].tolist()]
 
+    endpoint_index = np.full(shape, -1, np.int32)
+    for n in range(len(episodes)):
+        lookup: dict = {}
+        endpoint_index[n] = [-1 if key is None else lookup.setdefault(key, len(lookup)) for key in endpoint_key[n]]
+
     arrays = dict(valid=valid, step_t=step_t, api_id=api_id, api_is_str=api_is_str, api_index=api_index, api_ids=api_ids,
                   field_value=field_value, field_present=field_present, field_frag_len=field_frag_len,
-                  utility=utility64.astype(np.float32), critical=critical, t_last=t_last, length=length)
+                  utility=utility64.astype(np.float32), critical=critical, t_last=t_last, length=length,
+                  endpoint_index=endpoint_index, version_number=version_number)
     arrays.update(_priority_arrays(priority64, valid))
     return EncodedEpisodes(arrays=arrays, write_cost=cost, utility64=utility64, priority64=priority64,
                            n_critical=n_critical, total_drift_events=total_drift, episode_id=episode_ids, mode=modes,

@@ -523,7 +523,10 @@ def to_encoded(config: JaxGenConfig, generated: dict, start: int = 0) -> Encoded
                   api_ids=np.ascontiguousarray(host["api_ids"][:, :n_slots]), field_value=host["field_value"],
                   field_present=np.ascontiguousarray(host["field_present"]), field_frag_len=host["field_frag_len"],
                   utility=utility64.astype(np.float32), critical=host["critical"],
-                  t_last=np.full(n_episodes, n_steps - 1, np.int32), length=np.full(n_episodes, n_steps, np.int32))
+                  t_last=np.full(n_episodes, n_steps - 1, np.int32), length=np.full(n_episodes, n_steps, np.int32),
+                  # what an observer reads of "api.v{v}.endpoint_{j}" (api_id = v * P + j): endpoint j, version v
+                  endpoint_index=np.where(host["api_id"] >= 0, host["api_id"] % config.api_pool, -1).astype(np.int32),
+                  version_number=np.where(host["api_id"] >= 0, host["api_id"] // config.api_pool, 0).astype(np.int32))
     arrays.update(_priority_arrays(priority64, valid))
     critical = host["critical"].sum(axis=1).astype(np.int32)
     changes = host["n_changes"].astype(np.int32)

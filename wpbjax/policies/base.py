@@ -33,6 +33,10 @@ class Policy:
     # store's oldest-first links, or "fifo" if it only ever expires the oldest item (see
     # wpbjax.store.apply). The compiled step leaves out store code for the rest, so declare all it needs.
     kinds: frozenset = frozenset({"write", "expire", "merge", "order"})
+    # Hindsight policies (oracle track): a host function ``plan(write_cost [n, T] int, utility [n, T]
+    # float64, length [n], budgets [B]) -> {name: [n, B, ...] array}`` whose outputs reach ``act`` as
+    # extra per-run params (see wpbjax.simulate.simulate_grid). None for every causal policy.
+    plan: Callable[..., Any] | None = None
 
     def default_params(self) -> dict:
         """The default params as a pytree of arrays (int32 for int defaults, else float32)."""

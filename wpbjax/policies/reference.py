@@ -26,7 +26,8 @@ def fifo_store_all_act(params, state, store, episode, pos, budget):
 
 
 def uniform_sample_act(params, state, store, episode, pos, budget):
-    on_grid = jnp.mod(episode.step_t[pos], params["every_n"]) == 0
+    # ``start`` shifts the grid (t ≡ start mod every_n); 0 is the published policy.
+    on_grid = jnp.mod(episode.step_t[pos] - params["start"], params["every_n"]) == 0
     fits = episode.write_cost[pos] <= store_lib.remaining(store, budget)
     return actions.write_if(on_grid & fits), state
 
@@ -131,10 +132,12 @@ def last_kb_act(params, state, store, episode, pos, budget):
 @dataclasses.dataclass(frozen=True)
 class MergeState:
     latest_base: jax.Array  # [A] int32 latest base item stored per api index (-1 none)
+    wrote_api: jax.Array    # []  int32 api index of the WRITE emitted at the last step (-1 none)
 
 
 def merge_init(params, episode, key):
-    return MergeState(latest_base=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32))
+    return MergeState(latest_base=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
+                      wrote_api=jnp.full((), NONE, jnp.int32))
 
 
 def merge_aggressive_act(params, state, store, episode, pos, budget):
@@ -143,22 +146,23 @@ def merge_aggressive_act(params, state, store, episode, pos, budget):
 
     This policy only ever expires the oldest item, so the present items are exactly the stored ones
     not older than ``store.oldest``: its per-api table of latest base items needs no look-up in the
-    store (reading carried store arrays costs a whole-array copy per step on CPU).
+    store. The table learns whether last step's WRITE was accepted from ``store.newest`` now, rather
+    than predicting it then: a read of the store's arrays that the store update does not depend on
+    makes XLA copy them whole every step.
     """
+    last = pos - 1
+    accepted = (state.wrote_api >= 0) & (store.newest == last)
+    latest_base = store_lib.set_where(state.latest_base, state.wrote_api, last, accepted)
     api = episode.api_index[pos]
-    target = jnp.where(api >= 0, state.latest_base[jnp.maximum(api, 0)], NONE)
+    target = jnp.where(api >= 0, latest_base[jnp.maximum(api, 0)], NONE)
     has_target = (target >= 0) & (target >= store.oldest) & (store.oldest >= 0)
     merge_cost, _ = store_lib.merge_delta(episode, pos, jnp.maximum(target, 0))
-    write_cost = episode.write_cost[pos]
-    cost = jnp.where(has_target, merge_cost, write_cost)
-    room = store_lib.remaining(store, budget)
-    slot, n_expire, go = _evict_oldest_quirk(store, episode, cost, room)
+    cost = jnp.where(has_target, merge_cost, episode.write_cost[pos])
+    slot, n_expire, go = _evict_oldest_quirk(store, episode, cost, store_lib.remaining(store, budget))
     main = actions.select(has_target, actions.merge(target, slot, n_expire), actions.write(slot, n_expire))
     action = actions.select(go, main, actions.skip())
-    # The store accepts the WRITE iff it fits once the one real eviction (if any) is credited.
-    freed = jnp.where(slot >= 0, store_lib.cost_of(store, episode, slot), 0)
-    stored = (action.kind == actions.WRITE) & (write_cost <= room + freed)
-    return action, MergeState(latest_base=store_lib.set_where(state.latest_base, api, pos, stored))
+    wrote_api = jnp.where(action.kind == actions.WRITE, api, NONE)
+    return action, MergeState(latest_base=latest_base, wrote_api=wrote_api)
 
 
 UNPRIVILEGED = ("unprivileged", "privileged")
@@ -168,8 +172,8 @@ PRIVILEGED_ONLY = ("privileged",)
 REFERENCE_POLICIES = (
     Policy("no_mem", no_mem_act, UNPRIVILEGED, kinds=frozenset(), doc="never writes"),
     Policy("fifo_store_all", fifo_store_all_act, UNPRIVILEGED, kinds=WRITES, doc="writes every step that fits"),
-    Policy("uniform_sample", uniform_sample_act, UNPRIVILEGED, {"every_n": 10}, kinds=WRITES,
-           doc="writes steps with t mod every_n == 0 that fit"),
+    Policy("uniform_sample", uniform_sample_act, UNPRIVILEGED, {"every_n": 10, "start": 0}, kinds=WRITES,
+           doc="writes steps with t mod every_n == start mod every_n that fit"),
     Policy("priority_threshold", priority_threshold_act, PRIVILEGED_ONLY, {"threshold": 0.5}, kinds=WRITES,
            doc="writes steps with priority > threshold; the store rejects what does not fit"),
     Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY, init=greedy_init, multi_action=True,

@@ -15,6 +15,10 @@ def register(policy: Policy, replace: bool = False) -> Policy:
 
 
 def make(name: str) -> Policy:
+    if name not in _REGISTRY and name.startswith("learned_gate:"):  # a trained gate checkpoint (wpbjax.learn)
+        from wpbjax.learn.gate_policy import load_gate_policy
+
+        return load_gate_policy(name[len("learned_gate:"):])
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -31,4 +35,11 @@ def lineup(track: str) -> tuple[str, ...]:
 
 
 for _policy in REFERENCE_POLICIES:
+    register(_policy)
+
+
+# The policy zoo (spec and literature baselines, docs/policies.md): registered after the published seven.
+from wpbjax.policies.zoo import ZOO_POLICIES  # noqa: E402
+
+for _policy in ZOO_POLICIES:
     register(_policy)

@@ -1,0 +1,111 @@
+"""The gate: two small MLPs over step features, and its ``.npz`` checkpoint.
+
+Write probability p = sigmoid(detect) * sigmoid(afford): a *detection* head reads what the step is
+(new api, version jump, changed fields, priority) and an *afford* head reads what writing it costs
+now (its cost, relative cost, the budget and what is left of it). Factorised so that a detection
+logit driven large by the F1 objective cannot saturate away the gradient that teaches the
+budget trade-off. The hard policy writes iff p > sigmoid(threshold), i.e. logit(p) > threshold
+(default 0: p > 1/2).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from wpbjax.learn.features import BUDGET_FEATURES, DETECT_FEATURES, FEATURE_NAMES, N_FEATURES
+
+GATE_TRACKS = ("unprivileged", "privileged")
+HEADS = ("detect", "afford")
+LAYER_NAMES = ("w_in", "b_in", "w_out", "b_out")
+AFFORD_BIAS = 2.0  # the afford head starts out near "yes" (sigmoid(2) = 0.88) so detection learns first
+_HEAD_MASKS = {
+    "detect": np.asarray([name in DETECT_FEATURES for name in FEATURE_NAMES], np.float32),
+    "afford": np.asarray([name in BUDGET_FEATURES for name in FEATURE_NAMES], np.float32),
+}
+_NO_PRIORITY = np.asarray([name != "priority" for name in FEATURE_NAMES], np.float32)
+
+
+def init_gate(key, hidden: int = 32) -> dict:
+    """Weights ``{head: {"w_in": [D, H], "b_in": [H], "w_out": [H], "b_out": []}}`` for both heads, float32."""
+    weights = {}
+    for head, head_key in zip(HEADS, jax.random.split(key)):
+        key_in, key_out = jax.random.split(head_key)
+        weights[head] = {"w_in": jax.random.normal(key_in, (N_FEATURES, hidden)) / jnp.sqrt(N_FEATURES),
+                         "b_in": jnp.zeros(hidden),
+                         "w_out": jax.random.normal(key_out, (hidden,)) / jnp.sqrt(hidden),
+                         "b_out": jnp.asarray(AFFORD_BIAS if head == "afford" else 0.0)}
+    return weights
+
+
+def _head(layer: dict, features) -> jax.Array:
+    return jnp.tanh(features @ layer["w_in"] + layer["b_in"]) @ layer["w_out"] + layer["b_out"]
+
+
+def detect_logit(weights: dict, features, track: str) -> jax.Array:
+    """The detection head's logit for ``features: [..., D]``. The unprivileged gate never reads the
+    priority (masked to zero whatever the input), so it cannot learn to depend on it."""
+    if track == "unprivileged":
+        features = features * _NO_PRIORITY
+    return _head(weights["detect"], features * _HEAD_MASKS["detect"])
+
+
+def afford_logit(weights: dict, features, track: str) -> jax.Array:
+    """The afford head's logit (reads only cost and budget features, on either track)."""
+    return _head(weights["afford"], features * _HEAD_MASKS["afford"])
+
+
+def gate_log_prob(weights: dict, features, track: str) -> jax.Array:
+    """log p(write) = log sigmoid(detect) + log sigmoid(afford), for ``features: [..., D]``."""
+    return jax.nn.log_sigmoid(detect_logit(weights, features, track)) + jax.nn.log_sigmoid(
+        afford_logit(weights, features, track))
+
+
+def gate_prob(weights: dict, features, track: str) -> jax.Array:
+    return jnp.exp(gate_log_prob(weights, features, track))
+
+
+def gate_logit(weights: dict, features, track: str) -> jax.Array:
+    """logit(p) = log p - log(1 - p) (+inf when p rounds to 1)."""
+    log_p = gate_log_prob(weights, features, track)
+    return log_p - jnp.log(-jnp.expm1(log_p))
+
+
+def save_gate(path: str, weights: dict, track: str, meta: dict | None = None) -> None:
+    """Write weights, track, feature names and ``meta`` (JSON-able: config, loss curve) to ``path``."""
+    if track not in GATE_TRACKS:
+        raise ValueError(f"track must be one of {', '.join(GATE_TRACKS)}; got {track!r}")
+    arrays = {f"{head}/{name}": np.asarray(weights[head][name], np.float32) for head in HEADS for name in LAYER_NAMES}
+    info = {"format": "wpbjax-gate-v1", "track": track, "features": list(FEATURE_NAMES), **(meta or {})}
+    with open(path, "wb") as handle:  # a file object: np.savez would append ".npz" to other names
+        np.savez(handle, **arrays, info=np.asarray(json.dumps(info)))
+
+
+def load_gate(path: str) -> tuple[dict, str, dict]:
+    """``(weights, track, info)`` from a checkpoint; ValueError naming the file if it is missing or malformed."""
+    if not os.path.isfile(path):
+        raise ValueError(f"learned gate checkpoint {path!r}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            info = json.loads(str(data["info"]))
+            weights = {head: {name: jnp.asarray(data[f"{head}/{name}"], jnp.float32) for name in LAYER_NAMES}
+                       for head in HEADS}
+    except (OSError, KeyError, ValueError, EOFError, json.JSONDecodeError) as err:
+        raise ValueError(f"learned gate checkpoint {path!r} is malformed ({type(err).__name__}: {err}); "
+                         "expected an .npz written by `wpbjax train`") from None
+    if not isinstance(info, dict) or info.get("format") != "wpbjax-gate-v1" or info.get("track") not in GATE_TRACKS:
+        raise ValueError(f"learned gate checkpoint {path!r}: not a wpbjax gate (format/track missing)")
+    if list(info.get("features", [])) != list(FEATURE_NAMES):
+        raise ValueError(f"learned gate checkpoint {path!r} was trained on features {info.get('features')}; "
+                         f"this version computes {list(FEATURE_NAMES)}")
+    for head in HEADS:
+        hidden = weights[head]["b_in"].shape
+        shapes = {"w_in": (N_FEATURES,) + hidden, "b_in": hidden, "w_out": hidden, "b_out": ()}
+        for name, shape in shapes.items():
+            if len(hidden) != 1 or weights[head][name].shape != shape:
+                raise ValueError(f"learned gate checkpoint {path!r}: {head}/{name} has shape "
+                                 f"{weights[head][name].shape}, expected {shape}")
+    return weights, info["track"], info

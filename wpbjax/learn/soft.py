@@ -1,0 +1,68 @@
+"""A differentiable relaxation of one gated rollout: soft gate, soft store, soft F1.
+
+Per step ``t`` (inside ``lax.scan``, so gradients flow through the whole episode):
+  p_t = sigmoid(logit(features_t))                          write probability (the soft gate)
+  a_t = sigmoid((remaining_t - cost_t) / BYTE_TEMPERATURE)  soft "the write fits" (the store's rule)
+  w_t = p_t * a_t                                           expected bytes used grow by w_t * cost_t
+Soft F1 = 2 Σ w_t critical_t / (Σ w_t + |R|), the exact F1 formula with expected counts (retained
+steps W = written steps: the gate never merges or expires). Budget-awareness comes from the
+features (remaining budget, costs) and from a_t: an expensive write now makes later ones not fit.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from wpbjax.episodes.batch import EpisodeBatch
+from wpbjax.learn.features import init_state, step_features
+from wpbjax.learn.gate import gate_prob
+
+BYTE_TEMPERATURE = 32.0  # bytes: how soft the budget edge is (default; wider edges give smoother gradients)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class SoftOutcome:
+    hits: jax.Array      # [] float32 expected |W ∩ R|
+    written: jax.Array   # [] float32 expected |W|
+    used: jax.Array      # [] float32 expected bytes used
+    n_critical: jax.Array  # [] float32 |R| (critical real steps)
+
+    @property
+    def f1(self) -> jax.Array:
+        return 2.0 * self.hits / jnp.maximum(self.written + self.n_critical, 1e-6)
+
+
+def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str,
+                 byte_temperature=BYTE_TEMPERATURE) -> SoftOutcome:
+    """Expected counts of the soft gate on one episode (arrays without the N axis) at one budget."""
+    budget = jnp.asarray(budget, jnp.float32)
+    privileged = track == "privileged"
+
+    def step(carry, pos):
+        features_state, used, since_write = carry
+        remaining = jnp.maximum(budget - used, 0.0)
+        features, features_state = step_features(features_state, episode, pos, budget, remaining, since_write,
+                                                 privileged)
+        cost = episode.write_cost[pos].astype(jnp.float32)
+        write = gate_prob(weights, features, track)
+        fits = jax.nn.sigmoid((remaining - cost) / byte_temperature)
+        stored = jnp.where(episode.valid[pos], write * fits, 0.0)
+        since_write = (1.0 - stored) * (since_write + 1.0) + stored  # expected steps since the last item
+        out = (stored, stored * episode.critical[pos])
+        return (features_state, used + stored * cost, since_write), out
+
+    initial = (init_state(episode), jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32) + 1.0)
+    (_, used, _), (stored, hits) = jax.lax.scan(step, initial, jnp.arange(episode.valid.shape[0]))
+    n_critical = (episode.critical & episode.valid).sum().astype(jnp.float32)
+    return SoftOutcome(hits=hits.sum(), written=stored.sum(), used=used, n_critical=n_critical)
+
+
+def soft_f1_loss(weights: dict, batch: EpisodeBatch, budgets, track: str,
+                 byte_temperature=BYTE_TEMPERATURE) -> jax.Array:
+    """1 - mean soft F1 over a batch: ``batch`` [N, T] arrays, ``budgets``: [N] (one per episode)."""
+    outcomes = jax.vmap(soft_rollout, in_axes=(None, 0, 0, None, None))(weights, batch, budgets, track,
+                                                                          byte_temperature)
+    return 1.0 - outcomes.f1.mean()
