@@ -76,11 +76,52 @@ def _config(args, mode: str):
                        redundancy_prob=args.redundancy_prob)
 
 
+def _add_jax_knobs(parser: argparse.ArgumentParser) -> None:
+    """``--engine`` and the knobs of the JAX generator's new regimes (docs/generators.md)."""
+    from wpbjax.episodes.jax_gen import JaxGenConfig
+
+    d = JaxGenConfig()
+    parser.add_argument("--engine", choices=("reference", "jax"), default="reference",
+                        help="episode generator: the published one (byte-identical) or the on-device JAX one")
+    parser.add_argument("--horizon", type=_positive_int, default=d.horizon, help=f"delayed_relevance: steps within which a drift must be used (default {d.horizon})")
+    parser.add_argument("--rollback-prob", type=_probability, default=d.rollback_prob, help=f"rollback: probability that a change reverts the last drift (default {d.rollback_prob})")
+    parser.add_argument("--decoy-prob", type=_probability, default=d.decoy_prob, help=f"decoy: probability of a cosmetic change on a non-drift step (default {d.decoy_prob})")
+    parser.add_argument("--docs-prob", type=_probability, default=d.docs_prob, help=f"docs_migration: probability of a documentation page (default {d.docs_prob})")
+    parser.add_argument("--guide-prob", type=_probability, default=d.guide_prob, help=f"docs_migration: probability of a migration guide (default {d.guide_prob})")
+
+
+def _jax_config(args, mode: str):
+    from wpbjax.episodes.jax_gen import JaxGenConfig
+
+    return JaxGenConfig(mode=mode, steps=args.steps, api_pool=args.api_pool, max_params=args.max_params, seed=args.seed,
+                        drift_prob=args.drift_prob, burst_interval=args.burst_interval, burst_len=args.burst_len,
+                        burst_drift_prob=args.burst_drift_prob, redundancy_prob=args.redundancy_prob,
+                        horizon=args.horizon, rollback_prob=args.rollback_prob, decoy_prob=args.decoy_prob,
+                        docs_prob=args.docs_prob, guide_prob=args.guide_prob)
+
+
+def _check_engine_mode(engine: str, mode: str, flag: str) -> None:
+    from wpbjax.episodes.jax_gen import JAX_MODES
+    from wpbjax.episodes.reference_gen import MODES
+
+    allowed = JAX_MODES if engine == "jax" else MODES
+    if mode not in allowed:
+        hint = " (the new regimes need --engine jax)" if mode in JAX_MODES else ""
+        raise ValueError(f"{flag}: unknown mode {mode!r} for --engine {engine}; expected one of "
+                         f"{', '.join(allowed)}{hint}")
+
+
 def cmd_generate(args) -> int:
     from wpbjax.episodes.jsonl import save_jsonl
     from wpbjax.episodes.reference_gen import generate_episodes
 
-    episodes = generate_episodes(_config(args, args.mode), args.episodes)
+    _check_engine_mode(args.engine, args.mode, "--mode")
+    if args.engine == "jax":
+        from wpbjax.episodes.decode import generate_episodes as generate_jax
+
+        episodes = generate_jax(_jax_config(args, args.mode), args.episodes)
+    else:
+        episodes = generate_episodes(_config(args, args.mode), args.episodes)
     save_jsonl(episodes, args.out)
     if not args.quiet:
         print(f"wrote {len(episodes)} episodes ({args.mode}, seed {args.seed}, {args.steps} steps) to {args.out}",
@@ -102,6 +143,13 @@ def _encoded_sets(args):
         encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps)
                                   for path, episodes in zip(args.episodes, sets)])
         sizes = [len(episodes) for episodes in sets]
+    elif args.engine == "jax":  # generated on device, never through JSON
+        from wpbjax.episodes import jax_gen
+
+        for mode in args.modes:
+            _check_engine_mode("jax", mode, "--modes")
+        encoded = jax_gen.generate_encoded([_jax_config(args, mode) for mode in args.modes], args.n_episodes)
+        sizes = [args.n_episodes] * len(args.modes)
     else:
         for mode in args.modes:
             if mode not in MODES:
@@ -275,6 +323,7 @@ def _add_train_parser(commands) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from wpbjax.episodes.jax_gen import NEW_MODES
     from wpbjax.episodes.reference_gen import MODES
     from wpbjax.sweep import PAPER_BUDGETS
 
@@ -282,13 +331,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     generate = commands.add_parser("generate", help="write episodes with the published generator (byte-identical)")
-    generate.add_argument("--mode", choices=MODES, default="default")
+    generate.add_argument("--mode", choices=MODES + NEW_MODES, default="default")
     generate.add_argument("--seed", type=int, default=0)
     generate.add_argument("--steps", type=_positive_int, default=200)
     generate.add_argument("--episodes", type=_positive_int, default=10, help="episodes in the set (default 10)")
     generate.add_argument("--out", required=True, help="output JSONL file")
     generate.add_argument("--quiet", action="store_true")
     _add_generator_knobs(generate)
+    _add_jax_knobs(generate)
     generate.set_defaults(run=cmd_generate)
 
     sweep = commands.add_parser("sweep", help="run policies over episodes x budgets x tracks; write a results table")
@@ -308,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="sweep a policy param: NAME=start:stop:count (inclusive) or NAME=v1,v2,...; repeatable "
                             "(Cartesian product); adds a param_NAME column (see docs/policies.md)")
     _add_generator_knobs(sweep)
+    _add_jax_knobs(sweep)
     sweep.set_defaults(run=cmd_sweep)
     bench = commands.add_parser("bench", help="compile time and steady-state throughput per policy")
     bench.add_argument("--episodes", type=_positive_int, default=10000, help="episodes in the batch (default 10000)")

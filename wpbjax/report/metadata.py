@@ -102,6 +102,13 @@ def sweep_metadata(args, plan: dict, devices=None, rows: int | None = None) -> d
     if getattr(args, "episodes", None):
         files = [{"path": os.path.abspath(path), "sha256": sha256(path)} for path in args.episodes]
         episodes = {"source": "files", "files": files}
+    elif getattr(args, "engine", "reference") == "jax":  # the JAX generator (docs/generators.md)
+        from wpbjax.episodes.jax_gen import JaxGenConfig
+
+        knobs = [field.name for field in dataclasses.fields(JaxGenConfig) if field.name != "mode"]
+        configs = [dataclasses.asdict(JaxGenConfig(mode=mode, **{name: getattr(args, name) for name in knobs}))
+                   for mode in args.modes]
+        episodes = {"source": "generated", "generator": "jax", "n_episodes": args.n_episodes, "configs": configs}
     else:
         configs = [dataclasses.asdict(DriftConfig(mode=mode, steps=args.steps, api_pool=args.api_pool,
                                                   drift_prob=args.drift_prob, max_params=args.max_params,

@@ -1,0 +1,553 @@
+"""Episodes generated on device: a small latent per step, and every encoded array computed from it.
+
+The JAX generator runs the published drift process (SEMANTICS §6) with ``jax.random`` keys instead
+of Python's ``random``: statistically the same episodes, not the same draws. Per step it draws the
+*latent* (endpoint, drift, push/pop of a param, deprecated, and the new regimes' extras, see
+docs/generators.md) and computes, arithmetically, what the encoder would compute from
+the episode's JSON: write costs per track (digit counts and list lengths, never a serialisation),
+api ids, field value ids and delta fragment lengths, priorities and their ranks, utilities and
+critical flags. :func:`wpbjax.episodes.decode.decode_episodes` turns the same latent into JSON
+episodes, and encoding those gives identical sweep rows (tested).
+
+Design notes:
+
+* **Random stream.** One ``jax.random.key`` per episode (``fold_in(key(seed), episode index)``, so an
+  episode never depends on how a set is chunked) gives two threefry words; the per-step words are
+  a counter hash of them (two rounds of a 32-bit avalanche mix). Threefry for every step's words
+  alone took ~8 s per million 200-step episodes on our 2-core CPU; the hash takes ~0.7 s.
+* **Params without a stack.** A param list changes by push (``p{j}_{version}``) or pop. Its JSON
+  length needs its length ``L`` and the digits of its elements. Pushed versions grow up the
+  list, so the elements' digit classes are non-decreasing bottom to top, and the number of
+  elements of class <= d is the running minimum of ``L`` since the endpoint's version last had d
+  digits. So each endpoint carries a handful of counters, not a list.
+* **Value ids** are exact under Python equality among steps with the same api, which is every
+  comparison the store makes (a MERGE needs equal apis; SEMANTICS §3): the params id is
+  (endpoint, version, reordered), the other fields' ids are their values. Two different apis
+  whose param lists happen to coincide get different ids.
+* **Static vs traced.** ``mode``, ``steps``, ``api_pool`` and ``max_params`` shape the program;
+  every probability, burst setting and the relevance horizon is traced (no recompiles).
+* **Layout.** The scan over steps is step-major (episodes contiguous on the last axis); the latent
+  and the arrays derived from it are two jitted functions (XLA fused them worse as one).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from wpbjax.episodes.encode import EncodedEpisodes, HEADER_BYTES, INDEX_BYTES, _priority_arrays, json_len
+from wpbjax.episodes.reference_gen import MODES as REFERENCE_MODES
+from wpbjax.tracks import TRACKS, view_metadata
+
+NEW_MODES = ("delayed_relevance", "rollback", "decoy", "docs_migration")
+JAX_MODES = REFERENCE_MODES + NEW_MODES
+
+# What each step is (obs_kind), how its endpoint's params changed (op), and which decoy it shows.
+API, DOC, GUIDE = 0, 1, 2
+NO_CHANGE, PUSH, POP, REVERT = 0, 1, 2, 3
+NO_DECOY, REORDER, DOCS_TOUCH, VERSION_STRING = 0, 1, 2, 3
+
+# Utility codes: (utility u_t, metadata priority). The reference modes use 0-3 with priority
+# clamp(u/6) as the published generator; the new regimes add a change whose worth is only known
+# in hindsight (priority says "a change", utility says "not needed") and migration guides.
+UTILITY_CODES = (
+    (1.0, 1.0 / 6.0),   # 0 an ordinary step
+    (0.5, 0.5 / 6.0),   # 1 low value: a redundant repeat, a decoy, a documentation page
+    (5.0, 5.0 / 6.0),   # 2 a drift (critical)
+    (6.0, 6.0 / 6.0),   # 3 a drift inside a burst (critical)
+    (1.0, 5.0 / 6.0),   # 4 a change that turned out not to matter (irrelevant or reverted drift)
+    (4.0, 4.0 / 6.0),   # 5 a migration guide (critical)
+)
+UTILITY = np.array([u for u, _ in UTILITY_CODES], np.float64)
+PRIORITY = np.array([p for _, p in UTILITY_CODES], np.float64)
+
+DOC_SECTIONS = ("overview", "authentication", "errors", "pagination", "rate_limits", "changelog")
+DOC_MIN_CHARS, DOC_SPAN_CHARS = 1000, 4000  # content length 1000..4999 characters
+DEPRECATED_PROB = 0.3
+GOLDEN = 0x9E3779B9
+
+
+@dataclasses.dataclass(frozen=True)
+class JaxGenConfig:
+    """Knobs of the JAX generator: the published ones plus the new regimes'."""
+
+    mode: str = "default"
+    steps: int = 200
+    api_pool: int = 8
+    max_params: int = 6
+    seed: int = 0
+    drift_prob: float = 0.08
+    burst_interval: int = 50
+    burst_len: int = 8
+    burst_drift_prob: float = 0.6
+    redundancy_prob: float = 0.7
+    horizon: int = 8            # delayed_relevance: a drift matters if its endpoint is used within this many steps
+    rollback_prob: float = 0.35  # rollback: chance that an endpoint's next change reverts its last drift
+    decoy_prob: float = 0.25     # decoy: chance that a non-drift step carries a cosmetic change
+    docs_prob: float = 0.2       # docs_migration: chance that a step is a documentation page
+    guide_prob: float = 0.05     # docs_migration: chance that a step is a migration guide
+
+    def __post_init__(self):
+        if self.mode not in JAX_MODES:
+            raise ValueError(f"mode must be one of {', '.join(JAX_MODES)}; got {self.mode!r}")
+        for name, low in (("steps", 1), ("api_pool", 1), ("max_params", 2), ("horizon", 1)):
+            if getattr(self, name) < low:
+                raise ValueError(f"{name} must be >= {low}; got {getattr(self, name)}")
+        if self.steps >= 1 << 20 or self.api_pool > 512 or self.max_params > 1000:  # ids stay within int32
+            raise ValueError("steps must be < 2^20, api_pool <= 512 and max_params <= 1000")
+        if not -(2**31) <= self.seed < 2**31:
+            raise ValueError(f"seed must fit in int32; got {self.seed}")
+        if self.burst_interval < 0 or self.burst_len < 0:
+            raise ValueError("burst_interval and burst_len must be >= 0")
+        for name in ("drift_prob", "burst_drift_prob", "redundancy_prob", "rollback_prob", "decoy_prob",
+                     "docs_prob", "guide_prob"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1]; got {getattr(self, name)}")
+        if self.docs_prob + self.guide_prob > 1.0:
+            raise ValueError("docs_prob + guide_prob must be <= 1")
+
+    @property
+    def shape(self) -> "Shape":
+        return Shape(self.mode, self.steps, self.api_pool, self.max_params)
+
+    def knobs(self) -> dict:
+        """The traced numbers (a pytree of scalars)."""
+        floats = ("drift_prob", "burst_drift_prob", "redundancy_prob", "rollback_prob", "decoy_prob",
+                  "docs_prob", "guide_prob")
+        knobs = {name: np.float32(getattr(self, name)) for name in floats}
+        knobs.update(burst_interval=np.int32(self.burst_interval), burst_len=np.int32(self.burst_len),
+                     horizon=np.int32(self.horizon))
+        return knobs
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """The static part of a config: what the compiled program depends on."""
+
+    mode: str
+    steps: int
+    api_pool: int
+    max_params: int
+
+    @property
+    def bursty(self) -> bool:
+        return self.mode in ("burst_drift", "burst_redundancy")
+
+    @property
+    def redundant(self) -> bool:
+        return self.mode in ("redundancy", "burst_redundancy")
+
+    @property
+    def n_words(self) -> int:
+        """32-bit random words per step: 3 for the published process, more for the regimes' extras."""
+        return {"docs_migration": 5, "rollback": 4, "decoy": 4}.get(self.mode, 3)
+
+    @property
+    def version_digit_classes(self) -> int:
+        """Digits of the largest possible version (steps + 1)."""
+        return len(str(self.steps + 1))
+
+    @property
+    def state_dtype(self):
+        """Per-endpoint counters (versions, lengths, slots: all <= steps + api_pool + max_params) and
+        the scan's outputs of them are int16 when they fit: half the memory traffic of the scan."""
+        fits = self.steps + self.api_pool + self.max_params < np.iinfo(np.int16).max
+        return jnp.int16 if fits else jnp.int32
+
+    @property
+    def n_fields(self) -> int:
+        return 4 if self.mode == "decoy" else 3
+
+    @property
+    def field_keys(self) -> tuple:
+        return ("params", "deprecated", "version", "docs_rev")[:self.n_fields]
+
+    @property
+    def api_slots(self) -> int:
+        """Api index table size before trimming: every initial version plus one per change."""
+        return self.api_pool + self.steps
+
+
+def digits(x):
+    """Decimal digits of a non-negative int32 array (1 for 0)."""
+    count = jnp.ones_like(x)
+    for power in (10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000):
+        count = count + (x >= power)
+    return count
+
+
+def _mix(x):
+    """A 32-bit avalanche mix (bijective), the step of the per-step counter hash."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = x * jnp.uint32(0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def step_words(seeds, n_steps: int, n_words: int, salt: int = 0):
+    """[T, W, N] uint32 per-step random words from each episode's two threefry words ``seeds`` [N, 2]
+    (episodes on the last axis: the scan over steps then works on contiguous vectors)."""
+    counter = (jnp.arange(n_steps * n_words, dtype=jnp.uint32).reshape(n_steps, n_words, 1) + jnp.uint32(salt)) \
+        * jnp.uint32(GOLDEN)
+    return _mix(_mix(counter ^ seeds[:, 1]) ^ seeds[:, 0])
+
+
+def _uniform(word):
+    """A uniform float32 in [0, 1) from a word's top 24 bits."""
+    return (word >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)
+
+
+def _below(word16, n):
+    """floor(word16 * n / 2^16): an index in [0, n) from 16 random bits."""
+    return ((word16 * jnp.uint32(n)) >> 16).astype(jnp.int32)
+
+
+def episode_seeds(seed: int, start: int, count: int):
+    """[count, 2] uint32: each episode's two words, from ``fold_in(key(seed), index)``."""
+    return _episode_seeds(jnp.int32(seed), jnp.uint32(start), count)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _episode_seeds(seed, start, count: int):
+    root = jax.random.key(seed)
+    indices = start + jnp.arange(count, dtype=jnp.uint32)
+    return jax.vmap(lambda i: jax.random.bits(jax.random.fold_in(root, i), (2,), jnp.uint32))(indices)
+
+
+def latent(shape: Shape, knobs: dict, seeds, with_ops: bool = True) -> dict:
+    """The latent of a batch of episodes, step-major: per-step arrays [T, N] (``below`` [T, C-1, N])
+    and ``n_initial`` [P, N]. ``seeds``: [N, 2] uint32. ``with_ops=False`` leaves ``op`` (push/pop,
+    what the decoder replays) zero outside ``rollback``, where no array needs it. (Step-major keeps the scan's vectors
+    contiguous; :func:`encoded_arrays` transposes only what it returns.)"""
+    n_steps, n_apis, n_classes = shape.steps, shape.api_pool, shape.version_digit_classes
+    words = step_words(seeds, n_steps, shape.n_words)
+    # Endpoint j starts with params p{j}_0 .. p{j}_{n-1}, n uniform in 2..max_params.
+    n_initial = 2 + _below(step_words(seeds, 1, n_apis, salt=n_steps * shape.n_words)[0] >> 16,
+                           shape.max_params - 1)  # [P, N]
+    endpoints = jnp.arange(n_apis)[:, None]
+    bounds = jnp.asarray([10**c for c in range(1, n_classes)], jnp.int32)[:, None]  # class <= c: version < 10^c
+    regime = shape.mode
+    # Each endpoint's state is one row of an [N * P, S] int32 table (one row read and one row
+    # written per episode and step, so a step costs O(S), not O(P * S)): version, list length, initial params left, api slot, and the number of
+    # elements of digit class <= c for c = 1..C-1 ("below"); rollback adds the same for the list
+    # before the endpoint's last drift, and decoy a docs revision counter.
+    names = ["version", "length", "initial_left", "slot"] + [f"below{c}" for c in range(1, n_classes)]
+    if regime == "rollback":
+        names += ["snap_length", "snap_initial_left"] + [f"snap_below{c}" for c in range(1, n_classes)] + ["revertible"]
+    if regime == "decoy":
+        names += ["docs_rev"]
+    col = {name: index for index, name in enumerate(names)}
+    state_dtype = shape.state_dtype
+    below_cols = slice(col["slot"] + 1, col["slot"] + n_classes)
+
+    def step(carry, inputs):
+        previous, n_changes, table = carry  # [N], [N], [N * P, S]
+        t, w = inputs                       # [], [W, N]
+        u_drift, coin = _uniform(w[0]), (w[0] & 1) == 1
+        u_repeat = _uniform(w[1])
+        fresh = _below(w[2] >> 16, n_apis)
+        u_deprecated = (w[2] & 0xFFFF).astype(jnp.float32) * jnp.float32(2.0**-16)
+        u_regime = _uniform(w[3]) if shape.n_words > 3 else jnp.ones_like(u_drift)
+
+        endpoint = fresh
+        if shape.redundant:
+            endpoint = jnp.where((t > 0) & (u_repeat < knobs["redundancy_prob"]), previous, fresh)
+        kind = jnp.zeros_like(fresh) + API
+        if regime == "docs_migration":
+            kind = jnp.where(u_regime < knobs["docs_prob"], DOC,
+                             jnp.where(u_regime < knobs["docs_prob"] + knobs["guide_prob"], GUIDE, API))
+        in_burst = (knobs["burst_interval"] > 0) & (
+            jnp.mod(t, jnp.maximum(knobs["burst_interval"], 1)) < knobs["burst_len"])
+        drift_prob = jnp.where(in_burst, knobs["burst_drift_prob"], knobs["drift_prob"]) if shape.bursty \
+            else knobs["drift_prob"]
+        drift = (u_drift < drift_prob) & (kind == API)
+
+        rows = episode_rows + endpoint                           # [N] row of (episode, endpoint)
+        stored = table[rows].T                                    # [S, N] this endpoint's state
+        row = stored.astype(jnp.int32)
+        version, length, initial_left = row[col["version"]], row[col["length"]], row[col["initial_left"]]
+        below = row[below_cols]                                   # [C-1, N]
+
+        revert = jnp.zeros_like(drift)
+        if regime == "rollback":
+            revert = drift & (row[col["revertible"]] > 0) & (u_regime < knobs["rollback_prob"])
+        pop = drift & ~revert & coin & (length > 0)
+        push = drift & ~revert & ~pop
+        new_version = version + drift
+        new_length = length + push - pop
+        new_initial_left = jnp.where(pop, jnp.minimum(initial_left, new_length), initial_left)
+        new_below = jnp.where(new_version < bounds, new_length, jnp.minimum(below, new_length))
+        if regime == "rollback":  # a revert restores the list as it was before the endpoint's last drift
+            new_length = jnp.where(revert, row[col["snap_length"]], new_length)
+            new_initial_left = jnp.where(revert, row[col["snap_initial_left"]], new_initial_left)
+            new_below = jnp.where(revert, row[col["snap_below1"]:col["snap_below1"] + n_classes - 1], new_below)
+        new_length = jnp.where(drift, new_length, length)
+        new_initial_left = jnp.where(drift, new_initial_left, initial_left)
+        new_below = jnp.where(drift, new_below, below)
+        slot = jnp.where(drift, n_apis + n_changes, row[col["slot"]])
+
+        new_row = [new_version, new_length, new_initial_left, slot] + [new_below[c] for c in range(n_classes - 1)]
+        if regime == "rollback":
+            keep = lambda name, value: jnp.where(drift & ~revert, value, row[col[name]])  # noqa: E731
+            new_row += [keep("snap_length", length), keep("snap_initial_left", initial_left)]
+            new_row += [keep(f"snap_below{c + 1}", below[c]) for c in range(n_classes - 1)]
+            new_row += [jnp.where(drift, (~revert).astype(jnp.int32), row[col["revertible"]])]
+        decoy = jnp.zeros_like(fresh)
+        docs_rev = jnp.zeros_like(fresh)
+        if regime == "decoy":
+            decoy_kind = 1 + ((w[3] & 0xFF) * 3 >> 8).astype(jnp.int32)
+            decoy_kind = jnp.where((decoy_kind == REORDER) & (new_length < 2), DOCS_TOUCH, decoy_kind)
+            decoy = jnp.where(~drift & (u_regime < knobs["decoy_prob"]), decoy_kind, NO_DECOY)
+            docs_rev = row[col["docs_rev"]] + (decoy == DOCS_TOUCH)
+            new_row += [docs_rev]
+        changed = drift | (decoy == DOCS_TOUCH)
+        new_row = jnp.where(changed[None, :], jnp.stack(new_row).astype(state_dtype), stored)
+        table = table.at[rows].set(new_row.T, unique_indices=True, indices_are_sorted=True)
+        op = jnp.where(revert, REVERT, jnp.where(push, PUSH, jnp.where(pop, POP, NO_CHANGE)))
+        small = lambda x: x.astype(state_dtype)  # noqa: E731
+        out = dict(endpoint=endpoint, drift=drift, version=small(new_version), length=small(new_length),
+                   initial_left=small(new_initial_left), below=small(new_below),
+                   deprecated=drift & (u_deprecated < DEPRECATED_PROB), slot=small(slot), in_burst=in_burst)
+        # only what this regime varies (the rest is filled in after the scan: fewer stores per step)
+        if regime == "docs_migration":
+            out["kind"] = kind
+        if with_ops or regime == "rollback":
+            out["op"] = op
+        if regime == "decoy":
+            out.update(decoy=decoy, docs_rev=docs_rev)
+        return (endpoint, n_changes + drift, table), out
+
+    initial = {"version": jnp.ones_like(n_initial), "length": n_initial, "initial_left": n_initial,
+               "slot": jnp.broadcast_to(endpoints, n_initial.shape).astype(jnp.int32), "snap_length": n_initial,
+               "snap_initial_left": n_initial, "revertible": jnp.zeros_like(n_initial),
+               "docs_rev": jnp.zeros_like(n_initial)}
+    table = jnp.stack([initial.get(name, n_initial) for name in names], axis=-1).astype(state_dtype)  # [P, N, S]
+    table = jnp.swapaxes(table, 0, 1).reshape(-1, len(names))  # [N * P, S]: one read and one write of a row per step
+    episode_rows = jnp.arange(seeds.shape[0], dtype=jnp.int32) * n_apis
+    zeros = jnp.zeros(seeds.shape[0], jnp.int32)
+    _, steps = jax.lax.scan(step, (zeros, zeros, table), (jnp.arange(n_steps, dtype=jnp.int32), words))
+    for name in ("kind", "op", "decoy", "docs_rev"):
+        steps.setdefault(name, jnp.zeros_like(steps["endpoint"]))  # API, NO_CHANGE, NO_DECOY, 0
+    if regime in ("delayed_relevance", "rollback"):
+        steps.update(_next_use(steps, n_apis))
+    steps["in_burst"] = jnp.broadcast_to(steps["in_burst"][:, None], steps["drift"].shape)
+    steps["n_initial"] = n_initial
+    if regime == "docs_migration":
+        steps["doc_chars"] = DOC_MIN_CHARS + _below(words[:, 4] >> 16, DOC_SPAN_CHARS)
+        steps["doc_section"] = _below(words[:, 4] & 0xFFFF, len(DOC_SECTIONS))
+        steps["date"] = (words[:, 3] & 0xFF).astype(jnp.int32)  # a day code, see decode
+    return steps
+
+
+def _next_use(steps: dict, n_apis: int) -> dict:
+    """Hindsight per step, by a reverse scan over [T, N] arrays: the next step observing the same
+    endpoint, whether it drifts, and the op of the endpoint's next change."""
+    endpoints = jnp.arange(n_apis)[:, None]
+
+    def step(carry, inputs):
+        t, endpoint, drift, op = inputs
+        sel = endpoints == endpoint[None, :]
+        pick = lambda table: jnp.sum(jnp.where(sel, table, 0), axis=0, dtype=table.dtype)  # noqa: E731
+        out = dict(next_use=pick(carry["t"]), next_use_drifts=pick(carry["drift"]), next_change_op=pick(carry["op"]))
+        new = dict(t=jnp.where(sel, t, carry["t"]), drift=jnp.where(sel, drift, carry["drift"]),
+                   op=jnp.where(sel & drift, op, carry["op"]))
+        return new, out
+
+    n_steps, n_episodes = steps["endpoint"].shape
+    carry = dict(t=jnp.full((n_apis, n_episodes), np.iinfo(np.int32).max, jnp.int32),
+                 drift=jnp.zeros((n_apis, n_episodes), bool), op=jnp.zeros((n_apis, n_episodes), jnp.int32))
+    _, out = jax.lax.scan(step, carry, (jnp.arange(n_steps, dtype=jnp.int32), steps["endpoint"], steps["drift"],
+                                        steps["op"]), reverse=True)
+    return out
+
+
+def labels(shape: Shape, knobs: dict, latent: dict) -> tuple:
+    """(utility code [T, N] int32, critical [T, N] bool), per regime (see docs/generators.md)."""
+    t = jnp.arange(shape.steps, dtype=jnp.int32)[:, None]
+    drift = latent["drift"]
+    if shape.mode in REFERENCE_MODES:
+        burst_drift = (latent["in_burst"] & drift) if shape.bursty else jnp.zeros_like(drift)
+        # published quirk: in redundant modes every step after the first is worth 0.5
+        quiet = jnp.where(t > 0, 1, 0) if shape.redundant else jnp.zeros_like(t)
+        return jnp.where(burst_drift, 3, jnp.where(drift, 2, quiet)).astype(jnp.int32), drift
+    if shape.mode == "delayed_relevance":
+        used = (latent["next_use"] - t <= knobs["horizon"]) & ~latent["next_use_drifts"]
+        relevant = drift & used
+        return jnp.where(relevant, 2, jnp.where(drift, 4, 0)).astype(jnp.int32), relevant
+    if shape.mode == "rollback":
+        stale = drift & (latent["op"] != REVERT) & (latent["next_change_op"] == REVERT)
+        critical = drift & ~stale
+        return jnp.where(critical, 2, jnp.where(stale, 4, 0)).astype(jnp.int32), critical
+    if shape.mode == "decoy":
+        return jnp.where(drift, 2, jnp.where(latent["decoy"] != NO_DECOY, 1, 0)).astype(jnp.int32), drift
+    guide, doc = latent["kind"] == GUIDE, latent["kind"] == DOC  # docs_migration
+    code = jnp.where(drift, 2, jnp.where(guide, 5, jnp.where(doc, 1, 0)))
+    return code.astype(jnp.int32), drift | guide
+
+
+def _api_len(version, endpoint_digits):
+    """len('"api.v{v}.endpoint_{j}"')."""
+    return 17 + digits(version) + endpoint_digits
+
+
+def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool = True) -> dict:
+    """A batch's encoded arrays (what :func:`wpbjax.episodes.encode.encode_episodes` computes from
+    the episodes' JSON), leaves [N, T, ...], and with ``with_latent`` the step-major latent.
+    ``meta_len``: [codes, 2] int32 view-metadata JSON length per utility code and track;
+    ``seeds``: [N, 2] uint32."""
+    latent_arrays = _latent_jit(shape, knobs, seeds, with_latent)  # compiled on its own: XLA fuses the two parts worse
+    return _post_jit(shape, knobs, meta_len, latent_arrays, with_latent)
+
+
+_COUNTERS = ("version", "length", "initial_left", "below", "slot")
+
+
+_latent_jit = jax.jit(latent, static_argnums=(0, 3))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _post_jit(shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_latent: bool) -> dict:
+    latent_arrays = {name: value.astype(jnp.int32) if name in _COUNTERS else value for name, value in latent_arrays.items()}
+    n_steps, n_apis = shape.steps, shape.api_pool
+    is_api = latent_arrays["kind"] == API
+    endpoint, version = latent_arrays["endpoint"], latent_arrays["version"]
+    endpoint_digits, version_digits = digits(endpoint), digits(version)
+    length, initial_left = latent_arrays["length"], latent_arrays["initial_left"]
+
+    # Σ digits of the params' numbers: initial p{j}_i for i < initial_left, then pushed versions by class.
+    initial_digits = jnp.concatenate([jnp.zeros(1, jnp.int32),
+                                      jnp.cumsum(digits(jnp.arange(shape.max_params, dtype=jnp.int32)))])
+    bounds = [initial_left] + [latent_arrays["below"][:, c] for c in range(shape.version_digit_classes - 1)] + [length]
+    pushed_digits = sum((c + 1) * (bounds[c + 1] - bounds[c]) for c in range(shape.version_digit_classes))
+    number_digits = initial_digits[initial_left] + pushed_digits
+    params_len = jnp.where(length == 0, 2, length * (6 + endpoint_digits) + number_digits)
+
+    decoy = latent_arrays["decoy"]
+    deprecated_len = jnp.where(latent_arrays["deprecated"], 4, 5)
+    version_len = version_digits
+    if shape.mode == "decoy":
+        version_len = jnp.where(decoy == VERSION_STRING, version_digits + 4, version_digits)  # "v.0"
+    # {"api": "...", "deprecated": b, "params": [...], "version": v}: 8 + api + 16 + b + 12 + params + 13 + v + 1
+    obs_len = 50 + _api_len(version, endpoint_digits) + deprecated_len + params_len + version_len
+    if shape.mode == "decoy":
+        obs_len = obs_len + 14 + digits(latent_arrays["docs_rev"])  # , "docs_rev": r
+    if shape.mode == "docs_migration":
+        kind = latent_arrays["kind"]
+        section_len = jnp.asarray([len(name) for name in DOC_SECTIONS], jnp.int32)[latent_arrays["doc_section"]]
+        # {"content": "...", "last_updated": "YYYY-MM-DD", "section": "endpoint_{j}/{name}"}
+        doc_len = 60 + latent_arrays["doc_chars"] + 10 + endpoint_digits + section_len
+        # {"deadline": "YYYY-MM-DD", "new_api": "api.v{v+1}...", "old_api": "api.v{v}..."}
+        guide_len = 52 + _api_len(version + 1, endpoint_digits) + _api_len(version, endpoint_digits)
+        obs_len = jnp.where(kind == DOC, doc_len, jnp.where(kind == GUIDE, guide_len, obs_len))
+
+    code, critical = labels(shape, knobs, latent_arrays)
+    write_cost = obs_len[..., None] + meta_len[code] + HEADER_BYTES + INDEX_BYTES  # [N, T, 2]
+
+    api_id = jnp.where(is_api, version * n_apis + endpoint, -1)
+    reordered = (decoy == REORDER).astype(jnp.int32)
+    params_id = 1 + 2 * (endpoint * (n_steps + 2) + version) + reordered
+    version_id = jnp.where(decoy == VERSION_STRING, 1 + n_steps + 2 + version, 1 + version)
+    field_value = [params_id, 1 + latent_arrays["deprecated"].astype(jnp.int32), version_id]
+    field_frag = [10 + params_len, 14 + deprecated_len, 11 + version_len]
+    if shape.mode == "decoy":
+        field_value.append(1 + latent_arrays["docs_rev"])
+        field_frag.append(12 + digits(latent_arrays["docs_rev"]))
+    field_value = jnp.where(is_api[..., None], jnp.stack(field_value, axis=-1), 0)
+    field_frag = jnp.where(is_api[..., None], jnp.stack(field_frag, axis=-1), 0)
+
+    api_index = jnp.where(is_api, latent_arrays["slot"], -1)
+    n_episodes = api_index.shape[1]
+    flat_slot = jnp.where(is_api, api_index + jnp.arange(n_episodes, dtype=jnp.int32) * shape.api_slots, -1)
+    api_ids = jnp.full(n_episodes * shape.api_slots, -1, jnp.int32).at[flat_slot].set(api_id, mode="drop")
+    episode_major = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [T, N, ...] -> [N, T, ...]
+    out = dict(code=code, critical=critical, write_cost=write_cost.astype(jnp.int32), api_id=api_id.astype(jnp.int32),
+               api_index=api_index.astype(jnp.int32), field_value=field_value.astype(jnp.int32),
+               field_present=jnp.broadcast_to(is_api[..., None], field_value.shape),
+               field_frag_len=field_frag.astype(jnp.int32))
+    out = {name: episode_major(value) for name, value in out.items()}
+    out.update(api_ids=api_ids.reshape(n_episodes, shape.api_slots),
+               n_changes=jnp.sum(latent_arrays["drift"], axis=0, dtype=jnp.int32))
+    if with_latent:
+        out["latent"] = latent_arrays
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def metadata_lengths(mode: str) -> np.ndarray:
+    """[codes, 2] view-metadata JSON length per utility code and track (host, exact)."""
+    return np.array([[json_len(view_metadata({"mode": mode, "priority": priority}, track)) for track in TRACKS]
+                     for priority in PRIORITY], np.int32)
+
+
+def _generate(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool):
+    return encoded_arrays(shape, knobs, meta_len, seeds, with_latent)
+
+
+def generate_arrays(config: JaxGenConfig, n_episodes: int, start: int = 0, with_latent: bool = True,
+                    device=None) -> dict:
+    """Device arrays of episodes ``start .. start+n_episodes-1``: leaves [N, T, ...] (see :func:`encoded_arrays`).
+    Compiles once per (mode, steps, api_pool, max_params, N); every other knob is traced.
+    ``device``: where to run (default: the default device). Dispatch is asynchronous, so chunks
+    given to different devices (e.g. the cores of a CPU split with
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=2``) run at once."""
+    if n_episodes < 1:
+        raise ValueError(f"n_episodes must be >= 1; got {n_episodes}")
+    seeds = episode_seeds(config.seed, start, n_episodes)
+    knobs, meta_len = config.knobs(), jnp.asarray(metadata_lengths(config.mode))
+    if device is not None:
+        seeds, knobs, meta_len = jax.device_put((seeds, knobs, meta_len), device)
+    return _generate(config.shape, knobs, meta_len, seeds, with_latent)
+
+
+def _round_up_float32(values: np.ndarray) -> np.ndarray:
+    rounded = values.astype(np.float32)
+    low = rounded.astype(np.float64) < values
+    rounded[low] = np.nextafter(rounded[low], np.float32(np.inf))
+    return rounded
+
+
+def to_encoded(config: JaxGenConfig, generated: dict, start: int = 0) -> EncodedEpisodes:
+    """Host :class:`EncodedEpisodes` from :func:`generate_arrays`' output (no JSON involved)."""
+    host = jax.tree_util.tree_map(np.asarray, generated)
+    n_episodes, n_steps = host["code"].shape
+    n_slots = config.api_pool + int(host["n_changes"].max())
+    code = host["code"]
+    utility64, priority64 = UTILITY[code], PRIORITY[code]
+    valid = np.ones((n_episodes, n_steps), bool)
+    arrays = dict(valid=valid, step_t=np.broadcast_to(np.arange(n_steps, dtype=np.int32), valid.shape).copy(),
+                  api_id=host["api_id"], api_is_str=host["api_id"] >= 0, api_index=host["api_index"],
+                  api_ids=np.ascontiguousarray(host["api_ids"][:, :n_slots]), field_value=host["field_value"],
+                  field_present=np.ascontiguousarray(host["field_present"]), field_frag_len=host["field_frag_len"],
+                  utility=utility64.astype(np.float32), critical=host["critical"],
+                  t_last=np.full(n_episodes, n_steps - 1, np.int32), length=np.full(n_episodes, n_steps, np.int32),
+                  # what an observer reads of "api.v{v}.endpoint_{j}" (api_id = v * P + j): endpoint j, version v
+                  endpoint_index=np.where(host["api_id"] >= 0, host["api_id"] % config.api_pool, -1).astype(np.int32),
+                  version_number=np.where(host["api_id"] >= 0, host["api_id"] // config.api_pool, 0).astype(np.int32))
+    arrays.update(_priority_arrays(priority64, valid))
+    critical = host["critical"].sum(axis=1).astype(np.int32)
+    changes = host["n_changes"].astype(np.int32)
+    if config.mode == "docs_migration":  # change events: drifts and migration guides (see docs/generators.md)
+        changes = critical
+    return EncodedEpisodes(arrays=arrays, write_cost=host["write_cost"], utility64=utility64, priority64=priority64,
+                           n_critical=critical, total_drift_events=changes,
+                           episode_id=list(range(start, start + n_episodes)), mode=[config.mode] * n_episodes,
+                           field_keys=list(config.shape.field_keys))
+
+
+def generate_encoded(configs, n_episodes: int, chunk: int = 4096) -> EncodedEpisodes:
+    """Episodes 0..n_episodes-1 of each config, encoded, in config order (for ``sweep --engine jax``).
+    Generated in chunks of ``chunk`` episodes (one compiled shape) and joined."""
+    from wpbjax.episodes.encode import concat_encoded
+
+    parts = []
+    for config in configs:
+        size = min(chunk, n_episodes)
+        for start in range(0, n_episodes, size):
+            generated = generate_arrays(config, size, start, with_latent=False)
+            count = min(size, n_episodes - start)
+            parts.append(to_encoded(config, jax.tree_util.tree_map(lambda leaf: leaf[:count], generated), start))
+    return concat_encoded(parts) if len(parts) > 1 else parts[0]
