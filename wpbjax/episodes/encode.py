@@ -22,6 +22,7 @@ from wpbjax.tracks import TRACKS, check_track, sees_priority, view_metadata
 
 HEADER_BYTES = 32
 INDEX_BYTES = 16
+API_FRAGMENT_BYTES = len('"api": ')  # an observation's api fragment, before its value
 NONE_ID = 0  # id of JSON null: the value ``old.get(key)`` compares with when the key is absent
 
 
@@ -219,13 +220,17 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
         for i, step in enumerate(steps):
             observation, metadata, t = step.get("observation"), step.get("metadata", {}), step["t"]
             try:
-                observation_len = json_len(observation)
                 api, api_str = -1, False
                 if isinstance(observation, dict):
+                    # json.dumps(obs, sort_keys=True) is '{' + ', '.join('"key": value') + '}': its
+                    # length follows from the fragments (all keys are strings; else dumps it)
+                    fragments = 0
                     for key, value in observation.items():
                         if key == "api":
+                            api_id_len = field(value)
+                            fragments += API_FRAGMENT_BYTES + api_id_len[1]
                             if value is not None:
-                                api, api_str = values.id_of(value), isinstance(value, str)
+                                api, api_str = api_id_len[0], isinstance(value, str)
                                 if api_str:
                                     if value not in endpoint_memo:
                                         endpoint_memo[value] = api_endpoint(value)
@@ -235,11 +240,18 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
                         value_id, value_len = field(value)
                         field_present[n, i, slot] = True
                         field_value[n, i, slot] = value_id
-                        field_frag_len[n, i, slot] = key_lengths[key] + 2 + value_len  # '"key": value'
+                        fragment = key_lengths[key] + 2 + value_len  # '"key": value'
+                        field_frag_len[n, i, slot] = fragment
+                        fragments += fragment
+                    if all(type(key) is str for key in observation):
+                        observation_len = 2 + fragments + 2 * max(len(observation) - 1, 0)
+                    else:
+                        observation_len = json_len(observation)
                     obs_version = observation.get("version")
                     if version_number[n, i] == 0 and type(obs_version) is int and abs(obs_version) < 2**31:
                         version_number[n, i] = obs_version
                 else:
+                    observation_len = json_len(observation)
                     values.canonical(observation)  # rejects non-JSON values early
             except (TypeError, ValueError) as err:
                 raise EpisodeFormatError(f"{source}: episode {n}, step {i} (t={t}): observation is not "
