@@ -27,7 +27,6 @@ import pathlib
 import sys
 import time
 
-import numpy as np
 import pandas as pd
 
 HERE = pathlib.Path(__file__).resolve().parent
