@@ -67,15 +67,6 @@ def _add_generator_knobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redundancy-prob", type=_probability, default=d.redundancy_prob, help=f"probability of repeating the previous endpoint (default {d.redundancy_prob})")
 
 
-def _config(args, mode: str):
-    from wpbjax.episodes.reference_gen import DriftConfig
-
-    return DriftConfig(mode=mode, steps=args.steps, api_pool=args.api_pool, drift_prob=args.drift_prob,
-                       max_params=args.max_params, seed=args.seed, burst_interval=args.burst_interval,
-                       burst_len=args.burst_len, burst_drift_prob=args.burst_drift_prob,
-                       redundancy_prob=args.redundancy_prob)
-
-
 def _add_jax_knobs(parser: argparse.ArgumentParser) -> None:
     """``--engine`` and the knobs of the JAX generator's new regimes (docs/generators.md)."""
     from wpbjax.episodes.jax_gen import JaxGenConfig
@@ -88,16 +79,6 @@ def _add_jax_knobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decoy-prob", type=_probability, default=d.decoy_prob, help=f"decoy: probability of a cosmetic change on a non-drift step (default {d.decoy_prob})")
     parser.add_argument("--docs-prob", type=_probability, default=d.docs_prob, help=f"docs_migration: probability of a documentation page (default {d.docs_prob})")
     parser.add_argument("--guide-prob", type=_probability, default=d.guide_prob, help=f"docs_migration: probability of a migration guide (default {d.guide_prob})")
-
-
-def _jax_config(args, mode: str):
-    from wpbjax.episodes.jax_gen import JaxGenConfig
-
-    return JaxGenConfig(mode=mode, steps=args.steps, api_pool=args.api_pool, max_params=args.max_params, seed=args.seed,
-                        drift_prob=args.drift_prob, burst_interval=args.burst_interval, burst_len=args.burst_len,
-                        burst_drift_prob=args.burst_drift_prob, redundancy_prob=args.redundancy_prob,
-                        horizon=args.horizon, rollback_prob=args.rollback_prob, decoy_prob=args.decoy_prob,
-                        docs_prob=args.docs_prob, guide_prob=args.guide_prob)
 
 
 def _check_engine_mode(engine: str, mode: str, flag: str) -> None:
@@ -113,15 +94,16 @@ def _check_engine_mode(engine: str, mode: str, flag: str) -> None:
 
 def cmd_generate(args) -> int:
     from wpbjax.episodes.jsonl import save_jsonl
-    from wpbjax.episodes.reference_gen import generate_episodes
+    from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
 
     _check_engine_mode(args.engine, args.mode, "--mode")
     if args.engine == "jax":
         from wpbjax.episodes.decode import generate_episodes as generate_jax
+        from wpbjax.episodes.jax_gen import JaxGenConfig
 
-        episodes = generate_jax(_jax_config(args, args.mode), args.episodes)
+        episodes = generate_jax(JaxGenConfig.from_args(args, args.mode), args.episodes)
     else:
-        episodes = generate_episodes(_config(args, args.mode), args.episodes)
+        episodes = generate_episodes(DriftConfig.from_args(args, args.mode), args.episodes)
     save_jsonl(episodes, args.out)
     if not args.quiet:
         print(f"wrote {len(episodes)} episodes ({args.mode}, seed {args.seed}, {args.steps} steps) to {args.out}",
@@ -135,7 +117,7 @@ def _encoded_sets(args):
     from wpbjax.episodes.encode import concat_encoded, encode_episodes
     from wpbjax.episodes.jsonl import load_jsonl
     from wpbjax.episodes.parallel import generate_encoded
-    from wpbjax.episodes.reference_gen import MODES
+    from wpbjax.episodes.reference_gen import MODES, DriftConfig
 
     if args.episodes:
         sets = [load_jsonl(path) for path in args.episodes]
@@ -148,13 +130,13 @@ def _encoded_sets(args):
 
         for mode in args.modes:
             _check_engine_mode("jax", mode, "--modes")
-        encoded = jax_gen.generate_encoded([_jax_config(args, mode) for mode in args.modes], args.n_episodes)
+        encoded = jax_gen.generate_encoded([jax_gen.JaxGenConfig.from_args(args, mode) for mode in args.modes], args.n_episodes)
         sizes = [args.n_episodes] * len(args.modes)
     else:
         for mode in args.modes:
             if mode not in MODES:
                 raise ValueError(f"--modes: unknown mode {mode!r}; expected some of {', '.join(MODES)}")
-        encoded = generate_encoded([_config(args, mode) for mode in args.modes], args.n_episodes)
+        encoded = generate_encoded([DriftConfig.from_args(args, mode) for mode in args.modes], args.n_episodes)
         sizes = [args.n_episodes] * len(args.modes)
     set_index = [i for i, size in enumerate(sizes) for _ in range(size)]
     return encoded, set_index

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from wpbjax.episodes.encode import EncodedEpisodes, HEADER_BYTES, INDEX_BYTES, _priority_arrays, json_len
-from wpbjax.episodes.reference_gen import MODES as REFERENCE_MODES
+from wpbjax.episodes.reference_gen import MODES as REFERENCE_MODES, DriftConfig
 from wpbjax.tracks import TRACKS, view_metadata
 
 NEW_MODES = ("delayed_relevance", "rollback", "decoy", "docs_migration")
@@ -71,19 +71,9 @@ GOLDEN = 0x9E3779B9
 
 
 @dataclasses.dataclass(frozen=True)
-class JaxGenConfig:
-    """Knobs of the JAX generator: the published ones plus the new regimes'."""
+class JaxGenConfig(DriftConfig):
+    """Knobs of the JAX generator: the published ones (:class:`DriftConfig`) plus the new regimes'."""
 
-    mode: str = "default"
-    steps: int = 200
-    api_pool: int = 8
-    max_params: int = 6
-    seed: int = 0
-    drift_prob: float = 0.08
-    burst_interval: int = 50
-    burst_len: int = 8
-    burst_drift_prob: float = 0.6
-    redundancy_prob: float = 0.7
     horizon: int = 8            # delayed_relevance: a drift matters if its endpoint is used within this many steps
     rollback_prob: float = 0.35  # rollback: chance that an endpoint's next change reverts its last drift
     decoy_prob: float = 0.25     # decoy: chance that a non-drift step carries a cosmetic change

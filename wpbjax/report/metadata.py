@@ -105,17 +105,10 @@ def sweep_metadata(args, plan: dict, devices=None, rows: int | None = None) -> d
     elif getattr(args, "engine", "reference") == "jax":  # the JAX generator (docs/generators.md)
         from wpbjax.episodes.jax_gen import JaxGenConfig
 
-        knobs = [field.name for field in dataclasses.fields(JaxGenConfig) if field.name != "mode"]
-        configs = [dataclasses.asdict(JaxGenConfig(mode=mode, **{name: getattr(args, name) for name in knobs}))
-                   for mode in args.modes]
+        configs = [dataclasses.asdict(JaxGenConfig.from_args(args, mode)) for mode in args.modes]
         episodes = {"source": "generated", "generator": "jax", "n_episodes": args.n_episodes, "configs": configs}
     else:
-        configs = [dataclasses.asdict(DriftConfig(mode=mode, steps=args.steps, api_pool=args.api_pool,
-                                                  drift_prob=args.drift_prob, max_params=args.max_params,
-                                                  seed=args.seed, burst_interval=args.burst_interval,
-                                                  burst_len=args.burst_len, burst_drift_prob=args.burst_drift_prob,
-                                                  redundancy_prob=args.redundancy_prob))
-                   for mode in args.modes]
+        configs = [dataclasses.asdict(DriftConfig.from_args(args, mode)) for mode in args.modes]
         episodes = {"source": "generated", "generator": getattr(args, "generator", "reference"), "n_episodes": args.n_episodes,
                     "configs": configs}
     arguments = {key: value for key, value in vars(args).items() if key != "run"}
