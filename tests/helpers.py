@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import actions, metrics, simulate
+from wpbjax import actions, metrics, simulate, store as store_lib
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies.base import Policy
 
@@ -33,8 +33,10 @@ def scripted_act(params, state, store, episode, pos, budget):
     """Emit step ``pos``'s scripted EXPIREs one per call (CONTINUE), then its main action."""
     expiring = state < params["n_expire"][pos]
     slot = params["expire"][pos, jnp.minimum(state, params["expire"].shape[1] - 1)]
-    main = actions.Action(expire_slots=jnp.full(1, -1, jnp.int32), n_expire=jnp.int32(0), kind=params["kind"][pos],
-                          target=params["target"][pos])
+    kind, target = params["kind"][pos], params["target"][pos]
+    main = actions.select(kind == actions.MERGE, actions.merge(store_lib.quote_merge(episode, pos, target)),
+                          actions.Action(expire_slots=jnp.full(1, -1, jnp.int32), n_expire=jnp.int32(0), kind=kind,
+                                         target=target, merge_cost=jnp.int32(0)))
     action = actions.select(expiring, actions.expire_and_continue(slot), main)
     return action, jnp.where(expiring, state + 1, 0)
 

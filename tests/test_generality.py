@@ -125,7 +125,7 @@ def test_random_action_sequences_match_a_plain_python_store(case):
         store.apply(view, {SKIP: ("SKIP",), WRITE: ("WRITE",), MERGE: ("MERGE", target)}[kind], "unprivileged")
 
     present = stores.present[0]
-    costs = np.where(stores.is_delta[0], stores.delta_cost[0], encode_episodes([episode, ANCHOR]).track_costs("unprivileged")[0])
+    costs = np.where(stores.is_delta[0], stores.held[0], encode_episodes([episode, ANCHOR]).track_costs("unprivileged")[0])
     assert [t for t in range(N_STEPS) if present[t]] == list(store.items)
     # the O(1) oldest-first chain visits exactly the present items, in order, both ways
     chain, slot = [], int(stores.oldest[0])

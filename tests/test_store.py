@@ -13,8 +13,8 @@ def run_script(observations, plan, budget, **episode_kw):
     params = script(len(observations), plan)
     encoded, stores, counts = run_one(SCRIPTED, [episode], budget, params=params)
     store = {name: value[0] for name, value in vars(stores).items()}
-    store["is_delta"] = store["delta_cost"] > 0
-    store["item_costs"] = np.where(store["is_delta"], store["delta_cost"], encoded.track_costs("unprivileged")[0])
+    store["present"], store["is_delta"] = store["held"] != 0, store["held"] > 0
+    store["item_costs"] = np.where(store["is_delta"], store["held"], encoded.track_costs("unprivileged")[0])
     return store, {name: value[0] for name, value in vars(counts).items()}
 
 

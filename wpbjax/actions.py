@@ -27,12 +27,14 @@ class Action:
     n_expire: jax.Array      # []  int32 EXPIRE actions emitted (counted even if rejected)
     kind: jax.Array         # [] int32 SKIP, WRITE, MERGE, CONTINUE or WRITE_PAST
     target: jax.Array       # [] int32 merge target slot, or WRITE_PAST's source step (-1 otherwise)
+    merge_cost: jax.Array   # [] int32 a MERGE's quoted delta bytes, 0 if the quote is not acceptable
+                            #          (set only by :func:`merge`, from ``store.quote_merge``)
 
 
-def _action(kind, expire_slots=-1, n_expire=0, target=-1) -> Action:
+def _action(kind, expire_slots=-1, n_expire=0, target=-1, merge_cost=0) -> Action:
     return Action(expire_slots=jnp.atleast_1d(jnp.asarray(expire_slots, jnp.int32)),
                   n_expire=jnp.asarray(n_expire, jnp.int32), kind=jnp.asarray(kind, jnp.int32),
-                  target=jnp.asarray(target, jnp.int32))
+                  target=jnp.asarray(target, jnp.int32), merge_cost=jnp.asarray(merge_cost, jnp.int32))
 
 
 def skip() -> Action:
@@ -43,8 +45,9 @@ def write(expire_slots=-1, n_expire=0) -> Action:
     return _action(WRITE, expire_slots, n_expire)
 
 
-def merge(target, expire_slots=-1, n_expire=0) -> Action:
-    return _action(MERGE, expire_slots, n_expire, target)
+def merge(quote, expire_slots=-1, n_expire=0) -> Action:
+    """MERGE into ``quote.target``; ``quote`` from ``wpbjax.store.quote_merge`` at this step."""
+    return _action(MERGE, expire_slots, n_expire, quote.target, jnp.where(quote.acceptable, quote.cost, 0))
 
 
 def expire_and_continue(slots, n_expire=1) -> Action:
@@ -75,13 +78,14 @@ def write_if(condition, expire_slots=-1, n_expire=0) -> Action:
 def mask(action: Action, real) -> Action:
     """The action where ``real``, else a SKIP with no expires (any K)."""
     return Action(expire_slots=jnp.where(real, action.expire_slots, -1), n_expire=jnp.where(real, action.n_expire, 0),
-                  kind=jnp.where(real, action.kind, SKIP), target=jnp.where(real, action.target, -1))
+                  kind=jnp.where(real, action.kind, SKIP), target=jnp.where(real, action.target, -1),
+                  merge_cost=jnp.where(real, action.merge_cost, 0))
 
 
 def select(condition, if_true: Action, if_false: Action) -> Action:
     """Elementwise choice between two actions (traced ``condition``); K is the larger of the two."""
     k = max(if_true.expire_slots.shape[0], if_false.expire_slots.shape[0])
     pad = lambda slots: jnp.pad(slots, (0, k - slots.shape[0]), constant_values=-1)  # noqa: E731
-    if_true = Action(pad(if_true.expire_slots), if_true.n_expire, if_true.kind, if_true.target)
-    if_false = Action(pad(if_false.expire_slots), if_false.n_expire, if_false.kind, if_false.target)
+    if_true = dataclasses.replace(if_true, expire_slots=pad(if_true.expire_slots))
+    if_false = dataclasses.replace(if_false, expire_slots=pad(if_false.expire_slots))
     return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), if_true, if_false)

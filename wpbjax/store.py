@@ -2,15 +2,19 @@
 
 Items are keyed by the position of the step that created them (at most one per step); positions
 ascend with ``t``, so slot order is insertion order. ``oldest`` / ``newest`` and a linked list over
-the present items keep every query and update O(1) per step. An item added at step p enters
-``present`` and the links at the start of step p+1 (:func:`flush`; until then it lives in the
-``pending`` scalars), which lets XLA update those arrays in place. SEMANTICS §3:
+the present items keep every query and update O(1) per step. One array, ``held``, says per slot
+whether an item is present, whether it is a delta, and what a delta costs, so each check is one
+read. An item added at step p enters ``held`` and the links at the start of step p+1 (:func:`flush`;
+until then it lives in the ``pending`` scalars), which lets XLA update those arrays in place.
+SEMANTICS §3:
 
 * WRITE is accepted iff ``used + write_cost <= budget`` (and the step has no item yet).
 * EXPIRE(slot) is accepted iff the item exists and is older than the current step; it credits
   the item's exact cost.
 * MERGE(target) is accepted iff the target is a present *base* item, both observations carry
   equal non-null ``api`` values, the canonical delta is non-empty and ``used + merge_cost <= budget``.
+  The last three depend on the episode alone: :func:`quote_merge` prices them once, the policy
+  decides with that quote, and the store checks the rest (``actions.merge`` takes only a quote).
 * A rejected action changes nothing; the step's other actions still apply.
 
 One extension beyond the published harness (policy zoo): WRITE_PAST(source) writes a buffered earlier
@@ -31,40 +35,45 @@ from wpbjax.episodes.batch import EpisodeBatch
 INDEX_BYTES = 16
 EMPTY_DELTA_BYTES = 2  # "{}"
 NONE = -1
+BASE = -1  # ``held`` of a present base item (it costs its step's write cost); 0: no item; > 0: a delta's bytes
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class StoreState:
-    present: jax.Array         # [T] bool  an item keyed by this step exists
+    held: jax.Array            # [T] int32 the item keyed by this step: 0 none, BASE (-1) a base item
+                               #           (costs its step's write_cost), > 0 a delta of that many bytes
+                               #           (a delta costs >= 19)
     parent: jax.Array          # [T] int32 a delta's parent slot (-1 for base items)
-    delta_cost: jax.Array      # [T] int32 bytes of a delta item, 0 for a base item (which costs its
-                               #           step's write_cost); a delta costs >= 19, so > 0 marks deltas
     newer: jax.Array           # [T] int32 next newer present item (-1 at the newest)
     older: jax.Array           # [T] int32 next older present item (-1 at the oldest)
     oldest: jax.Array          # []  int32 oldest present item, -1 when empty
     newest: jax.Array          # []  int32 newest present item, -1 when empty
     used: jax.Array            # []  int32 bytes in use (sum of the present items' costs)
-    # The item added at the last step, not yet in ``present`` and the links (see ``flush``):
-    pending: jax.Array         # []  bool  an item was added at step pos-1
+    # The item added at the last step, not yet in ``held`` and the links (see ``flush``):
+    pending: jax.Array         # []  int32 ``held`` of the item added at step pos-1 (0: none)
     pending_older: jax.Array   # []  int32 ... the newest item before it
     write_actions: jax.Array   # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
     merge_actions: jax.Array   # []  int32 MERGE actions emitted
 
     @property
+    def present(self) -> jax.Array:
+        """[T] bool: an item keyed by this step exists (whole-array reads; one slot: :func:`holds`)."""
+        return self.held != 0
+
+    @property
     def is_delta(self) -> jax.Array:
-        """[T] bool: the item is a merge delta (else a base item)."""
-        return self.delta_cost > 0
+        """[T] bool: the item is a present merge delta."""
+        return self.held > 0
 
 
 def empty(n_steps: int) -> StoreState:
     zero, none = jnp.zeros((), jnp.int32), jnp.full((), NONE, jnp.int32)
     links = jnp.full(n_steps, NONE, jnp.int32)
-    return StoreState(present=jnp.zeros(n_steps, bool), parent=links,
-                      delta_cost=jnp.zeros(n_steps, jnp.int32), newer=links, older=links, oldest=none,
+    return StoreState(held=jnp.zeros(n_steps, jnp.int32), parent=links, newer=links, older=links, oldest=none,
                       newest=none, used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero,
-                      pending=jnp.zeros((), bool), pending_older=none)
+                      pending=zero, pending_older=none)
 
 
 def remaining(store: StoreState, budget) -> jax.Array:
@@ -76,15 +85,49 @@ def is_empty(store: StoreState) -> jax.Array:
     return store.oldest < 0
 
 
-def cost_of(store: StoreState, episode: EpisodeBatch, slot) -> jax.Array:
-    """Bytes of the item at ``slot`` (0 for slot -1).
+def holds(store: StoreState, slot) -> jax.Array:
+    """[] bool: an item keyed by step ``slot`` is present (False for slot -1)."""
+    return (slot >= 0) & (store.held[jnp.maximum(slot, 0)] != 0)
 
-    Base items cost their step's write cost, read from the (read-only) episode: reading a carried
-    array that the same step updates in place makes XLA copy it whole, every step.
+
+def _item_cost(held, write_cost) -> jax.Array:
+    """Bytes of an item from its ``held`` entry and its step's write cost (0 where none)."""
+    return jnp.where(held > 0, held, jnp.where(held == BASE, write_cost, 0))
+
+
+def cost_of(store: StoreState, episode: EpisodeBatch, slot, deltas: bool = True) -> jax.Array:
+    """Bytes of the present item at ``slot`` (0 for slot -1 or no item).
+
+    ``deltas=False`` (static) declares the store holds no deltas (the policy never merges): then the
+    item is taken as present and its cost is one read of the (read-only) episode's write costs.
     """
     safe = jnp.maximum(slot, 0)
-    delta_cost = store.delta_cost[safe]
-    return jnp.where(slot >= 0, jnp.where(delta_cost > 0, delta_cost, episode.write_cost[safe]), 0)
+    if not deltas:
+        return jnp.where(slot >= 0, episode.write_cost[safe], 0)
+    return jnp.where(slot >= 0, _item_cost(store.held[safe], episode.write_cost[safe]), 0)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class MergeQuote:
+    """The episode's side of MERGE(target) at step ``pos`` (see :func:`quote_merge`)."""
+
+    target: jax.Array      # [] int32 the merge target slot (-1: none)
+    cost: jax.Array        # [] int32 bytes of the canonical delta (18 if it is empty)
+    acceptable: jax.Array  # [] bool  0 <= target < pos, equal non-null apis, and a non-empty delta
+
+
+def quote_merge(episode: EpisodeBatch, pos, target) -> MergeQuote:
+    """Price MERGE(``target``) at step ``pos``: what depends only on the episode, computed once.
+
+    A policy decides with ``quote.cost`` and emits ``actions.merge(quote, ...)``; the store then
+    checks only what depends on the store (the target is a present base item, the delta fits).
+    """
+    safe = jnp.maximum(target, 0)
+    merge_cost, n_fields = merge_delta(episode, pos, safe)
+    api = episode.api_id[pos]
+    acceptable = (target >= 0) & (target < pos) & (api >= 0) & (episode.api_id[safe] == api) & (n_fields > 0)
+    return MergeQuote(target=jnp.asarray(target, jnp.int32), cost=merge_cost, acceptable=acceptable)
 
 
 def merge_delta(episode: EpisodeBatch, pos, target):
@@ -114,16 +157,17 @@ def _put_at(array, pos, value, condition):
 
 
 def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "order"})) -> StoreState:
-    """Put the item added at step ``pos - 1`` into ``present`` and the links. Call at the start of
+    """Put the item added at step ``pos - 1`` into ``held`` and the links. Call at the start of
     step ``pos`` (and once after the last step), before anything reads the store.
 
     Why deferred: XLA updates a carried [runs, T] array in place only if every read of it in the
     iteration is an ancestor of its update; otherwise it copies the whole array every step (O(T)
-    per step). Policies read ``present`` and the links before they decide, so these writes come
+    per step). Policies read ``held`` and the links before they decide, so these writes come
     first. ``pos - 1`` is the same for every run of a batch: the writes are dynamic-update-slices.
     """
-    slot, added = jnp.maximum(pos - 1, 0), store.pending
-    store = dataclasses.replace(store, present=_put_at(store.present, slot, True, added), pending=jnp.zeros((), bool))
+    slot, added = jnp.maximum(pos - 1, 0), store.pending != 0
+    store = dataclasses.replace(store, held=_put_at(store.held, slot, store.pending, added),
+                                pending=jnp.zeros((), jnp.int32))
     if "expire" in kinds and "order" in kinds:  # chain the item after the previous newest
         store = dataclasses.replace(store, older=_put_at(store.older, slot, store.pending_older, added),
                                     newer=set_where(store.newer, store.pending_older, slot, added))
@@ -132,7 +176,7 @@ def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "
     return store
 
 
-def _expire_oldest(store: StoreState, episode: EpisodeBatch, slot, pos) -> StoreState:
+def _expire_oldest(store: StoreState, episode: EpisodeBatch, slot, pos, deltas: bool) -> StoreState:
     """EXPIRE under "fifo": accepted iff ``slot`` is the oldest item (then the next oldest is the
     next one stored after it). Reads only arrays this step does not write, so XLA needs no copies."""
     oldest = store.oldest
@@ -142,17 +186,18 @@ def _expire_oldest(store: StoreState, episode: EpisodeBatch, slot, pos) -> Store
     next_oldest = store.newer[jnp.maximum(oldest, 0)]
     return dataclasses.replace(
         store,
-        present=set_where(store.present, oldest, False, ok),
-        used=store.used - jnp.where(ok, cost_of(store, episode, oldest), 0),
+        held=set_where(store.held, oldest, 0, ok),
+        used=store.used - jnp.where(ok, cost_of(store, episode, oldest, deltas), 0),
         oldest=jnp.where(ok, next_oldest, store.oldest),
         newest=jnp.where(ok & (next_oldest < 0), NONE, store.newest),
     )
 
 
 def _expire(store: StoreState, episode: EpisodeBatch, slot, pos, ordered: bool) -> StoreState:
-    ok = (slot >= 0) & (slot < pos) & store.present[jnp.maximum(slot, 0)]
-    store = dataclasses.replace(store, present=set_where(store.present, slot, False, ok),
-                                used=store.used - jnp.where(ok, cost_of(store, episode, slot), 0))
+    safe = jnp.maximum(slot, 0)
+    cost = _item_cost(store.held[safe], episode.write_cost[safe])  # 0 where no item
+    ok = (slot >= 0) & (slot < pos) & (cost > 0)
+    store = dataclasses.replace(store, held=set_where(store.held, slot, 0, ok), used=store.used - jnp.where(ok, cost, 0))
     if not ordered:
         return store
     safe = jnp.maximum(slot, 0)
@@ -173,15 +218,14 @@ def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, b
     safe = jnp.maximum(source, 0)
     cost = episode.write_cost[safe]
     ok = ((action.kind == WRITE_PAST) & (source >= 0) & (source <= pos) & episode.valid[safe]
-          & ~store.present[safe] & (store.newest != source) & (store.used + cost <= budget))
+          & (store.held[safe] == 0) & (store.newest != source) & (store.used + cost <= budget))
     newest = store.newest
     store = dataclasses.replace(
-        store, present=set_where(store.present, source, True, ok), used=store.used + jnp.where(ok, cost, 0),
+        store, held=set_where(store.held, source, BASE, ok), used=store.used + jnp.where(ok, cost, 0),
         write_actions=store.write_actions + (action.kind == WRITE_PAST),
         oldest=jnp.where(ok & (store.oldest < 0), source, store.oldest), newest=jnp.where(ok, source, newest))
     if "merge" in kinds:  # a re-written slot may have held an (expired) delta
-        store = dataclasses.replace(store, delta_cost=set_where(store.delta_cost, source, 0, ok),
-                                    parent=set_where(store.parent, source, NONE, ok))
+        store = dataclasses.replace(store, parent=set_where(store.parent, source, NONE, ok))
     if "order" in kinds or "fifo" in kinds:  # chain it after the previous newest
         store = dataclasses.replace(store, newer=set_where(set_where(store.newer, newest, source, ok), source, NONE, ok))
         if "order" in kinds:
@@ -207,7 +251,7 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     if expires:
         for slot in action.expire_slots:  # K is static and small
             if "fifo" in kinds and not ordered:
-                store = _expire_oldest(store, episode, slot, pos)
+                store = _expire_oldest(store, episode, slot, pos, deltas=merges)
             else:
                 store = _expire(store, episode, slot, pos, ordered)
     store = dataclasses.replace(store, expire_actions=store.expire_actions + action.n_expire,
@@ -221,25 +265,21 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     write_cost = episode.write_cost[pos]
     vacant = store.newest != pos  # at most one item per step, even if a policy acts twice
     write_ok = ("write" in kinds) & (action.kind == WRITE) & vacant & (store.used + write_cost <= budget)
-    merge_ok, merge_cost, target = jnp.zeros((), bool), jnp.zeros((), jnp.int32), jnp.maximum(action.target, 0)
+    merge_ok, merge_cost = jnp.zeros((), bool), action.merge_cost
     if merges:
-        merge_cost, n_fields = merge_delta(episode, pos, target)
-        api = episode.api_id[pos]
-        merge_ok = ((action.kind == MERGE) & vacant & (action.target >= 0) & (action.target < pos)
-                    & store.present[target] & (store.parent[target] < 0)
-                    & (api >= 0) & (episode.api_id[target] == api)
-                    & (n_fields > 0) & (store.used + merge_cost <= budget))
+        # the quote (action.merge_cost > 0) covered the episode's conditions; these are the store's
+        target = jnp.maximum(action.target, 0)
+        merge_ok = ((action.kind == MERGE) & vacant & (merge_cost > 0) & (store.held[target] == BASE)
+                    & (store.used + merge_cost <= budget))
+        # A delta's parent goes in at once (not deferred like ``held``): every read of it in this step
+        # is an ancestor of ``merge_ok``, so XLA still updates it in place.
+        store = dataclasses.replace(store, parent=_put_at(store.parent, pos, target, merge_ok))
 
     added = write_ok | merge_ok
-    if merges:
-        # A delta's parent and cost go in at once (not deferred like ``present``): every read of these
-        # arrays in this step is an ancestor of ``merge_ok``, so XLA still updates them in place.
-        store = dataclasses.replace(store, parent=_put_at(store.parent, pos, target, merge_ok),
-                                    delta_cost=_put_at(store.delta_cost, pos, merge_cost, merge_ok))
     return dataclasses.replace(
         store,
         oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
         newest=jnp.where(added, pos, store.newest),
         used=store.used + jnp.where(write_ok, write_cost, 0) + jnp.where(merge_ok, merge_cost, 0),
-        pending=added, pending_older=store.newest,
+        pending=jnp.where(write_ok, BASE, jnp.where(merge_ok, merge_cost, 0)), pending_older=store.newest,
     )

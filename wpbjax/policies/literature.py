@@ -89,7 +89,7 @@ def memorybank_decay_act(params, state, store, episode, pos, budget):
     fresh = state.at != pos
     now, api = episode.step_t[pos], episode.api_index[pos]
     last = jnp.where(api >= 0, state.latest[jnp.maximum(api, 0)], NONE)
-    recall = fresh & (last >= 0) & store.present[jnp.maximum(last, 0)]
+    recall = fresh & store_lib.holds(store, last)
     strength = store_lib.set_where(state.strength, last, state.strength[jnp.maximum(last, 0)] + params["growth"], recall)
     recalled = store_lib.set_where(state.recalled, last, now, recall)
     strength = store_lib.set_where(strength, pos, params["strength0"], fresh)

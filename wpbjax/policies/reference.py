@@ -88,7 +88,7 @@ def priority_greedy_act(params, state, store, episode, pos, budget):
         after_victim = state.level_newer[jnp.maximum(victim, 0)]
         level_oldest = store_lib.set_where(level_oldest, lowest, after_victim, take)
         level_newest = store_lib.set_where(level_newest, lowest, NONE, take & (after_victim < 0))
-        freed = freed + jnp.where(take, store_lib.cost_of(store, episode, victim), 0)
+        freed = freed + jnp.where(take, store_lib.cost_of(store, episode, victim, deltas=False), 0)
         victims.append(jnp.where(take, victim, NONE))
     victims = jnp.stack(victims)
     n_taken = (victims >= 0).sum(dtype=jnp.int32)
@@ -107,7 +107,7 @@ def priority_greedy_act(params, state, store, episode, pos, budget):
 
 
 # --- last_kb and merge_aggressive -----------------------------------------------------------------
-def _evict_oldest_quirk(store, episode, cost, room):
+def _evict_oldest_quirk(store, episode, cost, room, deltas: bool):
     """The published loop ``while cost > room: EXPIRE(oldest)`` where 'oldest' is read before any
     action applies, so all k EXPIREs name the same item and only the first succeeds.
 
@@ -118,13 +118,14 @@ def _evict_oldest_quirk(store, episode, cost, room):
     evict = short & nonempty
     # ceil((cost - room) / oldest cost) with lax.div: both are positive here, and jnp's floor
     # division (with its sign fix-ups) is several times slower on CPU.
-    oldest_cost = jnp.maximum(store_lib.cost_of(store, episode, oldest), 1)
+    oldest_cost = jnp.maximum(store_lib.cost_of(store, episode, oldest, deltas), 1)
     n_expire = jnp.where(evict, jax.lax.div(jnp.maximum(cost - room, 0) + oldest_cost - 1, oldest_cost), 0)
     return jnp.where(evict, oldest, NONE), n_expire, ~short | nonempty
 
 
 def last_kb_act(params, state, store, episode, pos, budget):
-    slot, n_expire, go = _evict_oldest_quirk(store, episode, episode.write_cost[pos], store_lib.remaining(store, budget))
+    slot, n_expire, go = _evict_oldest_quirk(store, episode, episode.write_cost[pos], store_lib.remaining(store, budget),
+                                             deltas=False)
     return actions.write_if(go, slot, n_expire), state
 
 
@@ -156,10 +157,10 @@ def merge_aggressive_act(params, state, store, episode, pos, budget):
     api = episode.api_index[pos]
     target = jnp.where(api >= 0, latest_base[jnp.maximum(api, 0)], NONE)
     has_target = (target >= 0) & (target >= store.oldest) & (store.oldest >= 0)
-    merge_cost, _ = store_lib.merge_delta(episode, pos, jnp.maximum(target, 0))
-    cost = jnp.where(has_target, merge_cost, episode.write_cost[pos])
-    slot, n_expire, go = _evict_oldest_quirk(store, episode, cost, store_lib.remaining(store, budget))
-    main = actions.select(has_target, actions.merge(target, slot, n_expire), actions.write(slot, n_expire))
+    quote = store_lib.quote_merge(episode, pos, target)
+    cost = jnp.where(has_target, quote.cost, episode.write_cost[pos])
+    slot, n_expire, go = _evict_oldest_quirk(store, episode, cost, store_lib.remaining(store, budget), deltas=True)
+    main = actions.select(has_target, actions.merge(quote, slot, n_expire), actions.write(slot, n_expire))
     action = actions.select(go, main, actions.skip())
     wrote_api = jnp.where(action.kind == actions.WRITE, api, NONE)
     return action, MergeState(latest_base=latest_base, wrote_api=wrote_api)
