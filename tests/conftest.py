@@ -4,6 +4,10 @@ import pathlib
 import pandas as pd
 import pytest
 
+from wpbjax.devices import use_every_core
+
+use_every_core()  # as the CLI does, whichever test touches JAX first
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "reference"
 

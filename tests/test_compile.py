@@ -45,3 +45,57 @@ def test_quick_and_full_builds_agree():
         full = simulate.simulate(make(name), batch, budgets, work=simulate.QUICK_COMPILE_BELOW)
         for field, value in vars(quick).items():
             np.testing.assert_array_equal(np.asarray(value), np.asarray(getattr(full, field)), err_msg=f"{name} {field}")
+
+
+def _generated_batch(n_episodes, track="privileged"):
+    from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
+
+    return encode_episodes(generate_episodes(DriftConfig(mode="burst_redundancy", steps=60), n_episodes)).batch(track)
+
+
+def _assert_same_counts(ours, expected, what):
+    for field, value in vars(expected).items():
+        np.testing.assert_array_equal(np.asarray(getattr(ours, field)), np.asarray(value), err_msg=f"{what} {field}")
+
+
+def test_passes_give_the_same_counts_as_one_pass():
+    # 7 episodes in passes of 3: three passes, the last padded with two copies of episode 6
+    batch, budgets = _generated_batch(7), [300, 1024, 4096]
+    for name in ("priority_greedy", "merge_aggressive"):
+        whole = simulate.simulate(make(name), batch, budgets, per_pass=7)
+        _assert_same_counts(simulate.simulate(make(name), batch, budgets, per_pass=3), whole, name)
+    grid = simulate.simulate_grid(make("uniform_sample"), batch, budgets, params={"every_n": [2, 5]})
+    for point, every_n in enumerate((2, 5)):
+        one = simulate.simulate(make("uniform_sample"), batch, budgets, params={"every_n": every_n}, per_pass=2)
+        _assert_same_counts(jax.tree_util.tree_map(lambda leaf: leaf[point], grid), one, f"every_n={every_n}")
+
+
+PASSES_ON_FOUR_DEVICES = """
+import sys, jax, numpy as np
+sys.path.insert(0, {tests!r})
+from test_compile import _generated_batch
+from wpbjax import devices, simulate
+from wpbjax.policies import make
+assert len(jax.devices()) == 4
+batch = devices.place(_generated_batch(8), jax.devices())
+counts = simulate.simulate(make("merge_aggressive"), batch, [300, 1024, 4096], per_pass=1)
+assert simulate._mesh_of(batch) is not None
+np.savez({out!r}, **{{field: np.asarray(value) for field, value in vars(counts).items()}})
+"""
+
+
+def test_passes_on_four_devices_give_the_same_counts(tmp_path):
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    out = tmp_path / "four.npz"
+    script = PASSES_ON_FOUR_DEVICES.format(tests=str(pathlib.Path(__file__).parent), out=str(out))
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", WPBJAX_CACHE_DIR="")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    four = np.load(out)
+    one = simulate.simulate(make("merge_aggressive"), _generated_batch(8), [300, 1024, 4096])
+    for field, value in vars(one).items():
+        np.testing.assert_array_equal(four[field], np.asarray(value), err_msg=field)

@@ -367,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from wpbjax.devices import use_every_core
+
+    use_every_core()
     try:
         return args.run(args)
     except (EpisodeFormatError, ValueError, OSError) as err:

@@ -1,14 +1,37 @@
 """Where runs execute: every local device, episodes sharded along one mesh axis.
 
-Uses ``jax.sharding`` (a 1-D Mesh over the local devices and a NamedSharding on the episode axis),
-so XLA partitions the vmapped rollout; results are identical to one device. Multi-host: call
-``jax.distributed.initialize()`` first and each process sweeps its own share of the grid.
+Uses ``jax.sharding`` (a 1-D Mesh over the local devices and a NamedSharding on the episode axis);
+each device runs its share of the episodes (``simulate`` maps over it with ``shard_map``), and
+results are identical to one device. Multi-host: call ``jax.distributed.initialize()`` first and
+each process sweeps its own share of the grid.
+
+On a CPU, the CLI makes one XLA device per core (:func:`use_every_core`).
 """
 from __future__ import annotations
+
+import os
 
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+
+def use_every_core() -> None:
+    """One XLA CPU device per core; call it before any JAX operation (the CLI does, first thing).
+
+    A rollout step is many small kernels; XLA runs them far better as one device per core, each
+    on its own episodes, than as one device splitting every kernel over threads: measured on
+    2 cores, 1.3-2x more episode-steps/s (merge_aggressive 7.4M -> 15M). Leaves an explicit
+    choice alone (``JAX_NUM_CPU_DEVICES``, ``XLA_FLAGS=--xla_force_host_platform_device_count=N``),
+    and does nothing once JAX has started (the library used in-process keeps its devices).
+    GPU runs are unaffected: the GPU stays the default device.
+    """
+    if jax.config.jax_num_cpu_devices != -1 or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return
+    try:
+        jax.config.update("jax_num_cpu_devices", len(os.sched_getaffinity(0)))
+    except RuntimeError:  # backends already started
+        pass
 
 
 def local_devices() -> list:
