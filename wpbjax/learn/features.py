@@ -35,7 +35,6 @@ FEATURE_NAMES = (
     "priority",            # metadata priority (privileged track; 0 on the unprivileged track)
 )
 N_FEATURES = len(FEATURE_NAMES)
-UNPRIVILEGED_MASK = jnp.asarray([name != "priority" for name in FEATURE_NAMES], jnp.float32)
 # What the step is (the gate's detection head) vs what writing it costs now (its budget head)
 DETECT_FEATURES = ("api_new", "endpoint_new", "version_up", "version_jump", "fields_changed", "priority")
 BUDGET_FEATURES = tuple(name for name in FEATURE_NAMES if name not in DETECT_FEATURES)
