@@ -27,7 +27,7 @@ def bench_batch(n_episodes: int, n_steps: int, track: str = "privileged", device
                 for i in range(min(n_episodes, DISTINCT_EPISODES))]
     encoded = encode_episodes(distinct)
     tiles = np.arange(n_episodes) % len(distinct)
-    return devices_lib.place(encoded.batch(track, tiles), devices or devices_lib.local_devices())
+    return encoded.batch(track, tiles, devices or devices_lib.local_devices())
 
 
 def run_bench(n_episodes: int = 10000, n_steps: int = 200, policies=None, budgets=DEFAULT_BUDGETS,

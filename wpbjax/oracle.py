@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from wpbjax.devices import COMPILER_OPTIONS
+
 MAX_GRID_EXPONENT = 16      # utilities on a grid of 2^-16 or coarser use the DP over value
 MAX_VALUE_CELLS = 1 << 22   # ... while the value table stays this small
 
@@ -49,7 +51,7 @@ def add_to_least_weight(least, weight, value, real):
     return jnp.where(real & (value > 0), jnp.minimum(least, with_item), least)
 
 
-@functools.partial(jax.jit, static_argnums=3)
+@functools.partial(jax.jit, static_argnums=3, compiler_options=COMPILER_OPTIONS)
 def _least_weight_by_value(weights, value_units, valid, n_values):
     """[N, V+1] least total weight of a subset whose value (in grid units) is >= v; int32 max if none.
     weights, value_units: [N, T] int32; valid: [N, T] bool; n_values = V + 1 (static)."""
@@ -80,8 +82,7 @@ def exact_batch(weights: np.ndarray, values: np.ndarray, lengths: np.ndarray, bu
         units = np.round(positive / quantum).astype(np.int64)
         n_values = int(units.sum(axis=1).max()) + 1
         if n_values * weights.shape[0] <= MAX_VALUE_CELLS * 16 and n_values <= MAX_VALUE_CELLS:
-            least = np.asarray(_least_weight_by_value(jnp.asarray(weights, jnp.int32), jnp.asarray(units, jnp.int32),
-                                                      jnp.asarray(valid), n_values))
+            least = np.asarray(_least_weight_by_value(weights.astype(np.int32), units.astype(np.int32), valid, n_values))
             # best value at budget b = the largest v whose least weight fits (least is non-decreasing)
             best_units = np.stack([np.searchsorted(row, budgets, side="right") - 1 for row in least])
             return best_units * quantum

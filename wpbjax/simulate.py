@@ -15,9 +15,10 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import PartitionSpec
 
-from wpbjax import actions, metrics, store as store_lib
+from wpbjax import actions, devices as devices_lib, metrics, store as store_lib
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
 
@@ -116,7 +117,9 @@ def _mesh_of(batch: EpisodeBatch):
     return mesh if mesh is not None and mesh.devices.size > 1 else None
 
 
-def _simulate_batch(policy: Policy, mesh, per_pass: int, params, batch: EpisodeBatch, budgets, keys) -> metrics.Counts:
+def _simulate_batch(policy: Policy, mesh, per_pass: int, params, batch: EpisodeBatch, budgets, key,
+                    episode_index) -> metrics.Counts:
+    keys = episode_keys(key, episode_index)
     over_budgets = jax.vmap(run_counts, in_axes=(None, None, None, 0, None))
     over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0))
 
@@ -126,12 +129,12 @@ def _simulate_batch(policy: Policy, mesh, per_pass: int, params, batch: EpisodeB
     return _on_devices(local, mesh, (params, budgets), (batch, keys))
 
 
-_simulate = jax.jit(_simulate_batch, static_argnums=(0, 1, 2))
+_simulate = jax.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
 # The same program compiled with XLA's backend optimisation off: compiles in about half the time and
 # runs about 2.4x slower (measured on CPU), so it wins below ~10M run-steps of work per compile --
 # the paper grid (88k run-steps per policy and track) spends nearly all its time compiling.
 _simulate_quick = jax.jit(_simulate_batch, static_argnums=(0, 1, 2),
-                          compiler_options={"xla_backend_optimization_level": 0})
+                          compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0})
 QUICK_COMPILE_BELOW = 10_000_000  # run-steps
 
 
@@ -140,11 +143,26 @@ def compiled_count() -> int:
     return _simulate._cache_size() + _simulate_quick._cache_size() + _simulate_grid._cache_size()
 
 
-def episode_keys(key, episode_index, n_episodes: int) -> jax.Array:
-    """[N] keys: ``key`` (default ``jax.random.key(0)``) folded with each episode's index (default 0..N-1)."""
+def episode_keys(key, episode_index) -> jax.Array:
+    """[N] keys: ``key`` (None: ``jax.random.key(0)``) folded with each episode's index ([N] ints).
+    Called inside the compiled programs (outside, each key op would compile a small program)."""
     key = jax.random.key(0) if key is None else key
-    episode_index = jnp.arange(n_episodes) if episode_index is None else episode_index
     return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.asarray(episode_index, jnp.uint32))
+
+
+def _episode_index(episode_index, n_episodes: int) -> np.ndarray:
+    """[N] uint32 episode indices (default 0..N-1) for :func:`episode_keys`."""
+    index = np.arange(n_episodes) if episode_index is None else np.asarray(episode_index)
+    if index.shape != (n_episodes,):
+        raise ValueError(f"episode_index: expected {n_episodes} indices, one per episode; got shape {index.shape}")
+    return index.astype(np.uint32)
+
+
+def _as_budgets(budgets) -> np.ndarray:
+    budgets = np.asarray(budgets).astype(np.int32)
+    if budgets.ndim != 1:
+        raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
+    return budgets
 
 
 def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None,
@@ -159,19 +177,17 @@ def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None
     ``per_pass``: episodes per pass (per device; default :func:`episodes_per_pass`). Both builds and
     every pass size give identical results.
     """
-    budgets = jnp.asarray(budgets, jnp.int32)
-    if budgets.ndim != 1:
-        raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
+    budgets = _as_budgets(budgets)
     if policy.plan is not None:  # hindsight policies need per-run inputs (policy zoo)
         return jax.tree_util.tree_map(lambda leaf: leaf[0], simulate_grid(
             policy, batch, budgets, params=params, key=key, episode_index=episode_index))
     params = policy.resolve_params(params or {})
-    keys = episode_keys(key, episode_index, batch.n_episodes)
+    episode_index = _episode_index(episode_index, batch.n_episodes)
     if work is None:
         work = batch.n_episodes * budgets.shape[0] * batch.valid.shape[1]
     compiled = _simulate_quick if work < QUICK_COMPILE_BELOW else _simulate
     per_pass = per_pass or episodes_per_pass(batch.n_steps, budgets.shape[0])
-    return compiled(policy, _mesh_of(batch), per_pass, params, batch, budgets, keys)
+    return compiled(policy, _mesh_of(batch), per_pass, params, batch, budgets, key, episode_index)
 
 
 # --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
@@ -179,10 +195,11 @@ def _run_counts_with_inputs(policy: Policy, params, run_inputs, episode: Episode
     return run_counts(policy, {**params, **run_inputs}, episode, budget, key)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+@functools.partial(jax.jit, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
 def _simulate_grid(policy: Policy, mesh, per_pass: int, params, run_inputs, batch: EpisodeBatch, budgets,
-                   keys) -> metrics.Counts:
+                   key, episode_index) -> metrics.Counts:
     """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
+    keys = episode_keys(key, episode_index)
     over_budgets = jax.vmap(_run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
     over_params = jax.vmap(over_budgets, in_axes=(None, 0, None, None, None, None))
     over_episodes = jax.vmap(over_params, in_axes=(None, None, 0, 0, None, 0))  # [N, P, B]: episodes lead
@@ -205,28 +222,24 @@ def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run
     to each run as extra params (a hindsight plan); for a policy with a ``plan`` they default to
     ``policy.plan`` computed from the batch's write costs and (float32) utilities.
     """
-    budgets = jnp.asarray(budgets, jnp.int32)
-    if budgets.ndim != 1:
-        raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
-    overrides = {name: jnp.atleast_1d(jnp.asarray(value)) for name, value in (params or {}).items()}
+    budgets = _as_budgets(budgets)
+    overrides = {name: np.atleast_1d(np.asarray(value)) for name, value in (params or {}).items()}
     lengths = {name: value.shape[0] for name, value in overrides.items()}
     if len(set(lengths.values())) > 1 or any(value.ndim != 1 for value in overrides.values()):
         raise ValueError(f"params: give every swept param as a 1-D list of the same length; got lengths {lengths}")
     n_points = next(iter(lengths.values()), 1)
     resolved = policy.resolve_params(overrides)
-    resolved = {name: jnp.broadcast_to(value, (n_points,)) for name, value in resolved.items()}
-    resolved = resolved or {"grid_point": jnp.arange(n_points)}  # vmap needs one mapped leaf
+    resolved = {name: np.broadcast_to(value, (n_points,)) for name, value in resolved.items()}
+    resolved = resolved or {"grid_point": np.arange(n_points)}  # vmap needs one mapped leaf
     if run_inputs is None:
         run_inputs = {}
         if policy.plan is not None:
-            import numpy as np
-
             run_inputs = policy.plan(np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64),
                                      np.asarray(batch.length), np.asarray(budgets))
-    run_inputs = {name: jnp.asarray(value) for name, value in run_inputs.items()}
-    keys = episode_keys(key, episode_index, batch.n_episodes)
+    run_inputs = {name: np.asarray(value) for name, value in run_inputs.items()}
+    episode_index = _episode_index(episode_index, batch.n_episodes)
     per_pass = episodes_per_pass(batch.n_steps, n_points * budgets.shape[0])
-    return _simulate_grid(policy, _mesh_of(batch), per_pass, resolved, run_inputs, batch, budgets, keys)
+    return _simulate_grid(policy, _mesh_of(batch), per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
 
 
 # --- Per-step traces (off by default: only these functions compute them) ---------------------------
@@ -261,7 +274,9 @@ def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) ->
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _simulate_trace(policy: Policy, params, batch: EpisodeBatch, budgets, keys) -> Trace:
+def _simulate_trace(policy: Policy, params, batch: EpisodeBatch, budgets, key, episode_index) -> Trace:
+    keys = episode_keys(key, episode_index)
+
     def run(policy, params, episode, budget, key):
         return rollout_trace(policy, params, episode, budget, key)[1]
 
@@ -273,9 +288,6 @@ def _simulate_trace(policy: Policy, params, batch: EpisodeBatch, budgets, keys) 
 def simulate_trace(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None) -> Trace:
     """Per-step traces for every (episode, budget): leaves shaped ``[N, B, T, ...]``. Arguments as
     :func:`simulate` (same keys per episode, so the last step matches its counts)."""
-    budgets = jnp.asarray(budgets, jnp.int32)
-    if budgets.ndim != 1:
-        raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
+    budgets = _as_budgets(budgets)
     params = policy.resolve_params(params or {})
-    keys = episode_keys(key, episode_index, batch.n_episodes)
-    return _simulate_trace(policy, params, batch, budgets, keys)
+    return _simulate_trace(policy, params, batch, budgets, key, _episode_index(episode_index, batch.n_episodes))

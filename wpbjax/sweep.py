@@ -11,7 +11,6 @@ import dataclasses
 import itertools
 from typing import Iterator, Sequence
 
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -115,9 +114,9 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
         frames, oracles = [], {}
         for track_number, track in enumerate(plan):
             costs_from = cost_track(track)  # feedback and oracle pay the unprivileged costs
-            batch = encoded.batch(costs_from, padded)
+            batch = encoded.host_batch(costs_from, padded)
             if not sees_utility(track):  # policies on these tracks cannot read the hidden utility
-                batch = dataclasses.replace(batch, utility=jnp.zeros_like(batch.utility))
+                batch = dataclasses.replace(batch, utility=np.zeros_like(batch.utility))
             batch = devices_lib.place(batch, devices)
             if costs_from not in oracles:
                 oracles[costs_from] = oracle_table(encoded, costs_from, budgets, oracle, real)

@@ -13,9 +13,10 @@ import math
 import re
 from typing import Any, Sequence
 
-import jax.numpy as jnp
+import jax
 import numpy as np
 
+from wpbjax.devices import place
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.episodes.jsonl import EpisodeFormatError, validate_episode
 from wpbjax.tracks import TRACKS, check_track, sees_priority, view_metadata
@@ -120,8 +121,8 @@ class EncodedEpisodes:
         """[N, T] int32 write costs under ``track``'s view."""
         return self.write_cost[:, :, TRACKS.index(check_track(track))]
 
-    def batch(self, track: str, indices=None) -> EpisodeBatch:
-        """The device-side view of (a subset of) the episodes for ``track``.
+    def host_batch(self, track: str, indices=None) -> EpisodeBatch:
+        """(A subset of) the episodes for ``track`` as numpy arrays.
 
         Priority is hidden (0.0, the rank of 0.0) on tracks that may not see it.
         """
@@ -131,7 +132,13 @@ class EncodedEpisodes:
         if not sees_priority(track):
             arrays["priority"] = np.zeros_like(arrays["priority"])
             arrays["priority_rank"] = np.broadcast_to(arrays["zero_rank"][:, None], arrays["priority_rank"].shape).copy()
-        return EpisodeBatch(**{name: jnp.asarray(value) for name, value in arrays.items()})
+        return EpisodeBatch(**arrays)
+
+    def batch(self, track: str, indices=None, devices=None) -> EpisodeBatch:
+        """:meth:`host_batch` on the default device, or split over ``devices`` (``wpbjax.devices.place``).
+        Straight from host memory: ``jnp.asarray`` would compile a small program per array shape."""
+        host = self.host_batch(track, indices)
+        return jax.device_put(host) if devices is None else place(host, devices)
 
 
 def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps: int | None = None) -> EncodedEpisodes:

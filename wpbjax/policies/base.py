@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def no_state(params, episode, key):
@@ -52,6 +54,8 @@ class Policy:
             raise ValueError(f"policy {self.name!r} has no param {', '.join(unknown)}; its params: {known}")
         resolved = {}
         for name, default in self.params.items():
-            dtype = jnp.int32 if isinstance(default, int) and not isinstance(default, bool) else jnp.float32
-            resolved[name] = jnp.asarray(overrides.get(name, default), dtype=dtype)
+            dtype = np.int32 if isinstance(default, int) and not isinstance(default, bool) else np.float32
+            value = overrides.get(name, default)
+            # host values stay numpy: jnp.asarray would compile a tiny program per value shape
+            resolved[name] = jnp.asarray(value, dtype) if isinstance(value, jax.Array) else np.asarray(value, dtype)
         return resolved

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from wpbjax.report import metadata, plots, tables
+from wpbjax.report import metadata, tables  # plots (matplotlib) only when drawing: sweeps import this
 
 MAX_CURVE_EPISODES = 1000  # the per-step regret curve re-runs the policies with traces: cap its cost
 
@@ -75,6 +75,8 @@ def write_report(results: pd.DataFrame, out_dir: str | os.PathLike, meta: dict |
         written.append(str(out / "confusion_matrix.csv"))
     except ValueError as err:
         print(f"wpbjax report: skipped confusion_matrix.csv: {err}", file=sys.stderr)
+
+    from wpbjax.report import plots
 
     styles = plots.policy_styles(results["policy"])
     for mode in tables.modes(results):
