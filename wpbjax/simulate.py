@@ -71,7 +71,7 @@ def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key) -> me
 # --- Passes: cache-sized groups of episodes -------------------------------------------------------
 PASS_CACHE_BYTES = 8 << 20     # working set of one pass: well inside a 32 MiB L3 shared with others
 CACHE_BYTES_PER_RUN_STEP = 40  # store links and costs (16), policy state, the run's share of its episode
-MIN_RUNS_PER_PASS = 512        # below this, per-step kernel launches cost more than cache misses
+MIN_RUNS_PER_PASS = 256        # below this, per-step kernel launches cost more than cache misses (T=2000: 256 > 128, 512)
 
 
 def episodes_per_pass(n_steps: int, n_runs_per_episode: int) -> int:
@@ -130,12 +130,13 @@ def _simulate_batch(policy: Policy, mesh, per_pass: int, params, batch: EpisodeB
 
 
 _simulate = jax.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
-# The same program compiled with XLA's backend optimisation off: compiles in about half the time and
-# runs about 2.4x slower (measured on CPU), so it wins below ~10M run-steps of work per compile --
-# the paper grid (88k run-steps per policy and track) spends nearly all its time compiling.
+# The same program compiled with XLA's backend optimisation off: compiles 0.2-0.7 s sooner per policy
+# and runs 5-7x slower (measured on 2 cores: fifo_store_all 16M vs 113M episode-steps/s,
+# priority_greedy 2.2M vs 10.6M), so it wins below ~1-4M run-steps of work per compile -- the paper
+# grid (88k run-steps per policy and track) spends nearly all its time compiling.
 _simulate_quick = jax.jit(_simulate_batch, static_argnums=(0, 1, 2),
                           compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0})
-QUICK_COMPILE_BELOW = 10_000_000  # run-steps
+QUICK_COMPILE_BELOW = 1_000_000  # run-steps
 
 
 def compiled_count() -> int:
