@@ -81,13 +81,14 @@ def priority_greedy_act(params, state, store, episode, pos, budget):
     evict = (state.walking | start) & (cost > room)
 
     level_oldest, level_newest, freed, victims = state.level_oldest, state.level_newest, jnp.zeros((), jnp.int32), []
+    # R is small (distinct priorities): [R] reads and writes are one-hot selects, not gathers/scatters
     for _ in range(GREEDY_EXPIRES_PER_CALL):  # pop the oldest item of the lowest non-empty level
-        lowest = jnp.minimum(lowest_level(level_oldest), n_levels - 1)
-        victim = level_oldest[lowest]
+        at_lowest = levels == lowest_level(level_oldest)  # all False when every level is empty
+        victim = jnp.max(jnp.where(at_lowest, level_oldest, NONE))
         take = evict & (room + freed < cost) & (victim >= 0)
         after_victim = state.level_newer[jnp.maximum(victim, 0)]
-        level_oldest = store_lib.set_where(level_oldest, lowest, after_victim, take)
-        level_newest = store_lib.set_where(level_newest, lowest, NONE, take & (after_victim < 0))
+        level_oldest = jnp.where(at_lowest & take, after_victim, level_oldest)
+        level_newest = jnp.where(at_lowest & take & (after_victim < 0), NONE, level_newest)
         freed = freed + jnp.where(take, store_lib.cost_of(store, episode, victim, deltas=False), 0)
         victims.append(jnp.where(take, victim, NONE))
     victims = jnp.stack(victims)
@@ -95,10 +96,11 @@ def priority_greedy_act(params, state, store, episode, pos, budget):
     walk_done = room + freed >= cost
     writes = jnp.where(evict, walk_done, cost <= room)
 
-    tail = level_newest[rank]  # append the written step to its level
+    at_rank = levels == rank
+    tail = jnp.max(jnp.where(at_rank, level_newest, NONE))  # append the written step to its level
     level_newer = store_lib.set_where(state.level_newer, tail, pos, writes)
-    level_oldest = store_lib.set_where(level_oldest, rank, pos, writes & (tail < 0))
-    level_newest = store_lib.set_where(level_newest, rank, pos, writes)
+    level_oldest = jnp.where(at_rank & writes & (tail < 0), pos, level_oldest)
+    level_newest = jnp.where(at_rank & writes, pos, level_newest)
     new_state = GreedyState(level_newer=level_newer, level_oldest=level_oldest, level_newest=level_newest,
                             walking=evict & ~walk_done)
     action = actions.select(evict & ~walk_done, actions.expire_and_continue(victims, n_taken),
