@@ -31,3 +31,12 @@ def test_bad_config_is_named():
         DriftConfig(max_params=1)
     with pytest.raises(ValueError, match="mode"):
         DriftConfig(mode="nope")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_generated_episodes_pass_the_file_checks(mode):
+    # Sweeps encode generated episodes without validating them (encode_episodes(validate=False)).
+    from wpbjax.episodes.jsonl import validate_episode
+
+    for index, episode in enumerate(generate_episodes(DriftConfig(mode=mode, seed=5, steps=150, api_pool=3), 5)):
+        validate_episode(episode, f"{mode} episode {index}")

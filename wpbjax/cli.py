@@ -122,7 +122,7 @@ def _encoded_sets(args):
     if args.episodes:
         sets = [load_jsonl(path) for path in args.episodes]
         n_steps = max(len(episode["steps"]) for episodes in sets for episode in episodes)
-        encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps)
+        encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps, validate=False)  # load_jsonl did
                                   for path, episodes in zip(args.episodes, sets)])
         sizes = [len(episodes) for episodes in sets]
     elif args.engine == "jax":  # generated on device, never through JSON

@@ -140,7 +140,10 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
             # oracles first: the policies' tasks, queued behind them, wait on their results
             oracles = {costs: pool.submit(oracle_table, encoded, costs, budgets, oracle, real)
                        for costs in dict.fromkeys(map(cost_track, plan))}
-            for name, future in [(name, pool.submit(policy_frames, name)) for name in names]:
+            # longest compiles first (multi-action walks, more action kinds), so the threads finish together
+            by_size = sorted(names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
+            futures = {name: pool.submit(policy_frames, name) for name in by_size}
+            for name, future in futures.items():
                 by_policy[name] = future.result()
                 if progress is not None:
                     for track, frame in by_policy[name].items():
