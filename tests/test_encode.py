@@ -71,3 +71,14 @@ def test_padding_priority_rank_and_hidden_priority():
     assert bool(priv.priority[0, 1] > 0.5) and not bool(priv.priority[0, 0] > 0.5)
     assert not np.asarray(unpriv.priority).any() and (np.asarray(unpriv.priority_rank) == 1).all()
     assert encoded.n_critical.tolist() == [0, 0]
+
+
+def test_memoised_lengths_tell_negative_zero_apart():
+    # 0.0 == -0.0 (same hash), but json.dumps writes "-0.0": the encoder's memos must not share a length.
+    observations = [{"api": "a", "x": 0.0, "l": ["s"]}, {"api": "a", "x": -0.0, "l": ["s"]},
+                    {"api": "a", "x": [0.0]}, {"api": "a", "x": [-0.0]}]
+    metadata = [{"mode": "m", "priority": 0.0}, {"mode": "m", "priority": -0.0}] * 2
+    encoded = encode_episodes([make_episode(observations, metadata)])
+    for track_number, track in enumerate(("unprivileged", "privileged")):
+        expected = [write_cost(obs, md, track) for obs, md in zip(observations, metadata)]
+        assert encoded.write_cost[0, :, track_number].tolist() == expected, track

@@ -83,6 +83,13 @@ def api_endpoint(api: str) -> tuple[str, int]:
     return api[:match.start()] + "v*" + api[match.end():], int(match.group(1))
 
 
+def _memo_key(value) -> tuple:
+    """A memo key for a scalar that equal JSON text shares: type-aware (1, 1.0 and True differ) and
+    sign-aware for floats (0.0 == -0.0, but json.dumps writes "-0.0")."""
+    kind = type(value)
+    return (kind, value, math.copysign(1.0, value)) if kind is float else (kind, value)
+
+
 def _round_up_float32(value: float) -> np.float32:
     """Smallest float32 >= value, so ``priority > tau`` is exact for every float32 ``tau``."""
     rounded = np.float32(value)
@@ -168,7 +175,7 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
     def view_lens(metadata: dict) -> tuple:
         """JSON length of the metadata view per track, memoised by the visible items (type-aware)."""
         try:
-            key = tuple((k, type(metadata[k]), metadata[k]) for k in visible_keys if k in metadata)
+            key = tuple((k, *_memo_key(metadata[k])) for k in visible_keys if k in metadata)
             lens = view_lengths.get(key)
         except TypeError:  # unhashable metadata values: no caching
             return tuple(json_len(view_metadata(metadata, track)) for track in TRACKS)
@@ -182,7 +189,7 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
         """(value id, JSON length), memoised by an exact, type-aware key (never for NaN)."""
         kind = type(value)
         if kind is str or kind is int or kind is bool or value is None or (kind is float and value == value):
-            key = (kind, value)
+            key = _memo_key(value)
         elif kind is list and all(type(item) is str for item in value):
             key = (list, *value)
         else:
