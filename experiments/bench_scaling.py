@@ -12,8 +12,12 @@ import sys
 
 import pandas as pd
 
-from wpbjax.bench import run_bench
-from wpbjax.policies import lineup
+from wpbjax.devices import use_every_core
+
+use_every_core()  # as `wpbjax bench` does: one XLA CPU device per core (before JAX starts)
+
+from wpbjax.bench import run_bench  # noqa: E402
+from wpbjax.policies import lineup  # noqa: E402
 
 
 def main() -> int:
