@@ -82,3 +82,15 @@ def test_memoised_lengths_tell_negative_zero_apart():
     for track_number, track in enumerate(("unprivileged", "privileged")):
         expected = [write_cost(obs, md, track) for obs, md in zip(observations, metadata)]
         assert encoded.write_cost[0, :, track_number].tolist() == expected, track
+
+
+def test_priorities_round_up_to_the_nearest_float32_above():
+    from wpbjax.episodes.encode import round_up_float32
+
+    values = np.array([0.0, 0.1, 1 / 3, 0.7, 0.5, 1e-300, -0.7, 2.0**30 + 1])
+    rounded = round_up_float32(values)
+    assert rounded.dtype == np.float32
+    assert (rounded.astype(np.float64) >= values).all()  # never below: priority > tau stays exact
+    below = np.nextafter(rounded, np.float32(-np.inf)).astype(np.float64)
+    assert (below < values).all()  # and the next float32 down is below the value
+    assert rounded[4] == 0.5 and rounded[3] == np.nextafter(np.float32(0.7), np.float32(1))

@@ -90,11 +90,11 @@ def _memo_key(value) -> tuple:
     return (kind, value, math.copysign(1.0, value)) if kind is float else (kind, value)
 
 
-def _round_up_float32(value: float) -> np.float32:
-    """Smallest float32 >= value, so ``priority > tau`` is exact for every float32 ``tau``."""
-    rounded = np.float32(value)
-    if float(rounded) < value:
-        rounded = np.nextafter(rounded, np.float32(np.inf))
+def round_up_float32(values: np.ndarray) -> np.ndarray:
+    """Smallest float32 >= each float64 value, so ``priority > tau`` is exact for every float32 ``tau``."""
+    rounded = np.asarray(values, np.float64).astype(np.float32)
+    low = rounded.astype(np.float64) < values
+    rounded[low] = np.nextafter(rounded[low], np.float32(np.inf))
     return rounded
 
 
@@ -327,10 +327,9 @@ def _priority_arrays(priority64: np.ndarray, valid: np.ndarray) -> dict:
     """Dense ranks of the batch's distinct priorities (0.0 always among them: a missing, hidden or
     delta-item priority counts as 0). R = the number of levels is static through the levels' shape."""
     distinct = np.unique(np.concatenate([priority64[valid], [0.0]]))
-    round_up = np.vectorize(_round_up_float32, otypes=[np.float32])
     n_episodes = len(priority64)
-    return dict(priority=round_up(priority64), priority_rank=np.searchsorted(distinct, priority64).astype(np.int32),
-                priority_levels=np.broadcast_to(round_up(distinct), (n_episodes, len(distinct))).copy(),
+    return dict(priority=round_up_float32(priority64), priority_rank=np.searchsorted(distinct, priority64).astype(np.int32),
+                priority_levels=np.broadcast_to(round_up_float32(distinct), (n_episodes, len(distinct))).copy(),
                 zero_rank=np.full(n_episodes, np.searchsorted(distinct, 0.0), np.int32))
 
 

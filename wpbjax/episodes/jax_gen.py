@@ -493,13 +493,6 @@ def generate_arrays(config: JaxGenConfig, n_episodes: int, start: int = 0, with_
     return _generate(config.shape, knobs, meta_len, seeds, with_latent)
 
 
-def _round_up_float32(values: np.ndarray) -> np.ndarray:
-    rounded = values.astype(np.float32)
-    low = rounded.astype(np.float64) < values
-    rounded[low] = np.nextafter(rounded[low], np.float32(np.inf))
-    return rounded
-
-
 def to_encoded(config: JaxGenConfig, generated: dict, start: int = 0) -> EncodedEpisodes:
     """Host :class:`EncodedEpisodes` from :func:`generate_arrays`' output (no JSON involved)."""
     host = jax.tree_util.tree_map(np.asarray, generated)
