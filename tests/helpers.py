@@ -1,4 +1,4 @@
-"""Hand-built episodes and a scripted policy that emits a given action list, for tests."""
+"""Hand-built episodes, a scripted policy that emits a given action list, and an encoding comparison, for tests."""
 from __future__ import annotations
 
 import functools
@@ -73,3 +73,32 @@ def run_one(policy, episode_dicts, budget, track="unprivileged", params=None):
     params = policy.default_params() if params is None else params
     stores, counts = _rollouts(policy, params, encoded.batch(track), np.int32(budget))
     return encoded, jax.tree_util.tree_map(np.asarray, stores), jax.tree_util.tree_map(np.asarray, counts)
+
+
+def assert_same_encoding(direct, via_json):
+    """Two encodings of the same episodes agree on bytes, labels and the equality classes of ids
+    (numbering may differ: ids are compared only within an episode)."""
+    assert np.array_equal(direct.write_cost, via_json.write_cost)
+    assert np.array_equal(direct.utility64, via_json.utility64)
+    assert np.array_equal(direct.priority64, via_json.priority64)
+    assert np.array_equal(direct.n_critical, via_json.n_critical)
+    assert np.array_equal(direct.total_drift_events, via_json.total_drift_events)
+    for name in ("critical", "api_is_str", "valid", "step_t", "t_last", "length", "version_number"):
+        assert np.array_equal(direct.arrays[name], via_json.arrays[name]), name
+    # ids differ in numbering only: equal ids <=> equal values among steps of one api (all the store compares)
+    slots = [via_json.field_keys.index(key) for key in direct.field_keys if key in via_json.field_keys]
+    present = via_json.arrays["field_present"][:, :, slots]
+    assert np.array_equal(direct.arrays["field_present"][:, :, :len(slots)], present)
+    assert np.array_equal(direct.arrays["field_frag_len"][:, :, :len(slots)], via_json.arrays["field_frag_len"][:, :, slots])
+    for n in range(direct.n_episodes):
+        for name in ("api_id", "endpoint_index"):  # the same equality classes (numbering may differ)
+            ours, theirs = direct.arrays[name][n], via_json.arrays[name][n]
+            assert np.array_equal(ours[:, None] == ours[None, :], theirs[:, None] == theirs[None, :]), name
+        api_json = via_json.arrays["api_id"][n]
+        same_api = (api_json[:, None] == api_json[None, :]) & (api_json[:, None] >= 0)
+        for k, slot in enumerate(slots):
+            value_direct = direct.arrays["field_value"][n, :, k]
+            value_json = via_json.arrays["field_value"][n, :, slot]
+            equal_direct = value_direct[:, None] == value_direct[None, :]
+            equal_json = value_json[:, None] == value_json[None, :]
+            assert np.array_equal(equal_direct & same_api, equal_json & same_api)

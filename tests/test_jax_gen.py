@@ -16,6 +16,8 @@ from wpbjax.episodes.jsonl import load_jsonl
 from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.sweep import run_sweep
 
+from helpers import assert_same_encoding
+
 BUDGETS = (700, 2048, 8192)  # tight, medium and roomy for ~60-step episodes
 
 
@@ -24,33 +26,6 @@ def _both(config: jax_gen.JaxGenConfig, n_episodes: int, start: int = 0):
     generated = jax_gen.generate_arrays(config, n_episodes, start)
     episodes = decode.decode_episodes(config, generated, start)
     return jax_gen.to_encoded(config, generated, start), encode_episodes(episodes), episodes
-
-
-def _assert_same_arrays(direct, via_json):
-    assert np.array_equal(direct.write_cost, via_json.write_cost)
-    assert np.array_equal(direct.utility64, via_json.utility64)
-    assert np.array_equal(direct.priority64, via_json.priority64)
-    assert np.array_equal(direct.n_critical, via_json.n_critical)
-    assert np.array_equal(direct.total_drift_events, via_json.total_drift_events)
-    for name in ("critical", "api_is_str", "valid", "step_t", "t_last", "length", "version_number"):
-        assert np.array_equal(direct.arrays[name], via_json.arrays[name]), name
-    # ids differ in numbering only: equal ids <=> equal values among steps of one api (all the store compares)
-    slots = [via_json.field_keys.index(key) for key in direct.field_keys if key in via_json.field_keys]
-    present = via_json.arrays["field_present"][:, :, slots]
-    assert np.array_equal(direct.arrays["field_present"][:, :, :len(slots)], present)
-    assert np.array_equal(direct.arrays["field_frag_len"][:, :, :len(slots)], via_json.arrays["field_frag_len"][:, :, slots])
-    for n in range(direct.n_episodes):
-        for name in ("api_id", "endpoint_index"):  # the same equality classes (numbering may differ)
-            ours, theirs = direct.arrays[name][n], via_json.arrays[name][n]
-            assert np.array_equal(ours[:, None] == ours[None, :], theirs[:, None] == theirs[None, :]), name
-        api_json = via_json.arrays["api_id"][n]
-        same_api = (api_json[:, None] == api_json[None, :]) & (api_json[:, None] >= 0)
-        for k, slot in enumerate(slots):
-            value_direct = direct.arrays["field_value"][n, :, k]
-            value_json = via_json.arrays["field_value"][n, :, slot]
-            equal_direct = value_direct[:, None] == value_direct[None, :]
-            equal_json = value_json[:, None] == value_json[None, :]
-            assert np.array_equal(equal_direct & same_api, equal_json & same_api)
 
 
 def _same_shapes(*encodings):
@@ -72,7 +47,7 @@ def _same_shapes(*encodings):
 def test_arrays_equal_encoding_of_decoded_json(mode):
     for seed in (0, 1, 2):
         direct, via_json, _ = _both(jax_gen.JaxGenConfig(mode=mode, seed=seed, steps=150), 6, start=3 * seed)
-        _assert_same_arrays(direct, via_json)
+        assert_same_encoding(direct, via_json)
 
 
 def test_byte_model_at_extremes():
@@ -86,7 +61,7 @@ def test_byte_model_at_extremes():
                    jax_gen.JaxGenConfig(mode="docs_migration", api_pool=12, max_params=12, docs_prob=0.4,
                                         guide_prob=0.4, drift_prob=0.6, seed=8)):
         direct, via_json, episodes = _both(config, 4)
-        _assert_same_arrays(direct, via_json)
+        assert_same_encoding(direct, via_json)
         observations = [step["observation"] for episode in episodes for step in episode["steps"]]
         seen["empty list"] |= any(obs.get("params") == [] for obs in observations)
         seen["3-digit version"] |= any(isinstance(obs.get("version"), int) and obs["version"] >= 100 for obs in observations)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from wpbjax.cli import main
-from wpbjax.episodes.encode import encode_episodes
+from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
 from wpbjax.sweep import run_sweep
 
@@ -87,14 +87,19 @@ def test_sweep_argument_errors(argv, message, capsys, tmp_path):
     assert message in capsys.readouterr().err
 
 
-def test_parallel_generation_gives_the_same_rows_as_serial():
+@pytest.mark.parametrize("seed", [4, 2**31 + 4])  # straight to arrays; through JSON (a seed past int32)
+def test_parallel_generation_gives_the_same_rows_as_serial(seed, monkeypatch):
     """Above the threshold, episodes are generated and encoded in worker processes and joined."""
-    from wpbjax.episodes.parallel import PARALLEL_THRESHOLD, generate_encoded
+    from wpbjax.episodes import parallel as parallel_lib
     from wpbjax.episodes.reference_gen import MODES
 
-    configs = [DriftConfig(mode=mode, steps=25, seed=4) for mode in MODES]
-    n_episodes = PARALLEL_THRESHOLD // len(MODES) + 8
-    parallel = generate_encoded(configs, n_episodes, workers=2)
+    monkeypatch.setattr(parallel_lib, "PARALLEL_THRESHOLD", {"arrays": 0, "json": 0})
+    joined = []
+    monkeypatch.setattr(parallel_lib, "concat_encoded", lambda parts: joined.append(len(parts)) or concat_encoded(parts))
+    configs = [DriftConfig(mode=mode, steps=25, seed=seed) for mode in MODES]
+    n_episodes = 40
+    parallel = parallel_lib.generate_encoded(configs, n_episodes, workers=2)
+    assert joined == [8]  # 160 episodes in jobs of 32 per mode: 2 jobs per mode
     serial = encode_episodes([e for config in configs for e in generate_episodes(config, n_episodes)])
     kwargs = dict(budgets=[400, 3000], policies="reference", set_index=np.repeat(np.arange(4), n_episodes))
     pd.testing.assert_frame_equal(run_sweep(parallel, **kwargs), run_sweep(serial, **kwargs))

@@ -162,10 +162,10 @@ class Shape:
 
 
 def digits(x):
-    """Decimal digits of a non-negative int32 array (1 for 0)."""
-    count = jnp.ones_like(x)
+    """Decimal digits of a non-negative int32 array, numpy or JAX (1 for 0)."""
+    count = 1
     for power in (10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000):
-        count = count + (x >= power)
+        count = count + (x >= power).astype(np.int32)
     return count
 
 
@@ -355,28 +355,29 @@ def _next_use(steps: dict, n_apis: int) -> dict:
     return out
 
 
-def labels(shape: Shape, knobs: dict, latent: dict) -> tuple:
-    """(utility code [T, N] int32, critical [T, N] bool), per regime (see docs/generators.md)."""
-    t = jnp.arange(shape.steps, dtype=jnp.int32)[:, None]
+def labels(xp, shape: Shape, knobs: dict, latent: dict) -> tuple:
+    """(utility code [T, N] int32, critical [T, N] bool), per regime (see docs/generators.md), with
+    ``xp`` = numpy or jax.numpy."""
+    t = xp.arange(shape.steps, dtype=np.int32)[:, None]
     drift = latent["drift"]
     if shape.mode in REFERENCE_MODES:
-        burst_drift = (latent["in_burst"] & drift) if shape.bursty else jnp.zeros_like(drift)
+        burst_drift = (latent["in_burst"] & drift) if shape.bursty else xp.zeros_like(drift)
         # published quirk: in redundant modes every step after the first is worth 0.5
-        quiet = jnp.where(t > 0, 1, 0) if shape.redundant else jnp.zeros_like(t)
-        return jnp.where(burst_drift, 3, jnp.where(drift, 2, quiet)).astype(jnp.int32), drift
+        quiet = xp.where(t > 0, 1, 0) if shape.redundant else xp.zeros_like(t)
+        return xp.where(burst_drift, 3, xp.where(drift, 2, quiet)).astype(np.int32), drift
     if shape.mode == "delayed_relevance":
         used = (latent["next_use"] - t <= knobs["horizon"]) & ~latent["next_use_drifts"]
         relevant = drift & used
-        return jnp.where(relevant, 2, jnp.where(drift, 4, 0)).astype(jnp.int32), relevant
+        return xp.where(relevant, 2, xp.where(drift, 4, 0)).astype(np.int32), relevant
     if shape.mode == "rollback":
         stale = drift & (latent["op"] != REVERT) & (latent["next_change_op"] == REVERT)
         critical = drift & ~stale
-        return jnp.where(critical, 2, jnp.where(stale, 4, 0)).astype(jnp.int32), critical
+        return xp.where(critical, 2, xp.where(stale, 4, 0)).astype(np.int32), critical
     if shape.mode == "decoy":
-        return jnp.where(drift, 2, jnp.where(latent["decoy"] != NO_DECOY, 1, 0)).astype(jnp.int32), drift
+        return xp.where(drift, 2, xp.where(latent["decoy"] != NO_DECOY, 1, 0)).astype(np.int32), drift
     guide, doc = latent["kind"] == GUIDE, latent["kind"] == DOC  # docs_migration
-    code = jnp.where(drift, 2, jnp.where(guide, 5, jnp.where(doc, 1, 0)))
-    return code.astype(jnp.int32), drift | guide
+    code = xp.where(drift, 2, xp.where(guide, 5, xp.where(doc, 1, 0)))
+    return code.astype(np.int32), drift | guide
 
 
 def _api_len(version, endpoint_digits):
@@ -399,9 +400,11 @@ _COUNTERS = ("version", "length", "initial_left", "below", "slot")
 _latent_jit = jax.jit(latent, static_argnums=(0, 3))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 4))
-def _post_jit(shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_latent: bool) -> dict:
-    latent_arrays = {name: value.astype(jnp.int32) if name in _COUNTERS else value for name, value in latent_arrays.items()}
+def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_latent: bool) -> dict:
+    """The encoded arrays of a step-major latent (see :func:`encoded_arrays`), computed with ``xp``:
+    jax.numpy on device, or numpy for latents replayed on the host from the published generator's
+    draws (:mod:`wpbjax.episodes.reference_arrays`)."""
+    latent_arrays = {name: value.astype(np.int32) if name in _COUNTERS else value for name, value in latent_arrays.items()}
     n_steps, n_apis = shape.steps, shape.api_pool
     is_api = latent_arrays["kind"] == API
     endpoint, version = latent_arrays["endpoint"], latent_arrays["version"]
@@ -409,61 +412,68 @@ def _post_jit(shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_lat
     length, initial_left = latent_arrays["length"], latent_arrays["initial_left"]
 
     # Σ digits of the params' numbers: initial p{j}_i for i < initial_left, then pushed versions by class.
-    initial_digits = jnp.concatenate([jnp.zeros(1, jnp.int32),
-                                      jnp.cumsum(digits(jnp.arange(shape.max_params, dtype=jnp.int32)))])
+    initial_digits = xp.concatenate([xp.zeros(1, np.int32),
+                                      xp.cumsum(digits(xp.arange(shape.max_params, dtype=np.int32)))])
     bounds = [initial_left] + [latent_arrays["below"][:, c] for c in range(shape.version_digit_classes - 1)] + [length]
     pushed_digits = sum((c + 1) * (bounds[c + 1] - bounds[c]) for c in range(shape.version_digit_classes))
     number_digits = initial_digits[initial_left] + pushed_digits
-    params_len = jnp.where(length == 0, 2, length * (6 + endpoint_digits) + number_digits)
+    params_len = xp.where(length == 0, 2, length * (6 + endpoint_digits) + number_digits)
 
     decoy = latent_arrays["decoy"]
-    deprecated_len = jnp.where(latent_arrays["deprecated"], 4, 5)
+    deprecated_len = xp.where(latent_arrays["deprecated"], 4, 5)
     version_len = version_digits
     if shape.mode == "decoy":
-        version_len = jnp.where(decoy == VERSION_STRING, version_digits + 4, version_digits)  # "v.0"
+        version_len = xp.where(decoy == VERSION_STRING, version_digits + 4, version_digits)  # "v.0"
     # {"api": "...", "deprecated": b, "params": [...], "version": v}: 8 + api + 16 + b + 12 + params + 13 + v + 1
     obs_len = 50 + _api_len(version, endpoint_digits) + deprecated_len + params_len + version_len
     if shape.mode == "decoy":
         obs_len = obs_len + 14 + digits(latent_arrays["docs_rev"])  # , "docs_rev": r
     if shape.mode == "docs_migration":
         kind = latent_arrays["kind"]
-        section_len = jnp.asarray([len(name) for name in DOC_SECTIONS], jnp.int32)[latent_arrays["doc_section"]]
+        section_len = xp.asarray([len(name) for name in DOC_SECTIONS], np.int32)[latent_arrays["doc_section"]]
         # {"content": "...", "last_updated": "YYYY-MM-DD", "section": "endpoint_{j}/{name}"}
         doc_len = 60 + latent_arrays["doc_chars"] + 10 + endpoint_digits + section_len
         # {"deadline": "YYYY-MM-DD", "new_api": "api.v{v+1}...", "old_api": "api.v{v}..."}
         guide_len = 52 + _api_len(version + 1, endpoint_digits) + _api_len(version, endpoint_digits)
-        obs_len = jnp.where(kind == DOC, doc_len, jnp.where(kind == GUIDE, guide_len, obs_len))
+        obs_len = xp.where(kind == DOC, doc_len, xp.where(kind == GUIDE, guide_len, obs_len))
 
-    code, critical = labels(shape, knobs, latent_arrays)
+    code, critical = labels(xp, shape, knobs, latent_arrays)
     write_cost = obs_len[..., None] + meta_len[code] + HEADER_BYTES + INDEX_BYTES  # [N, T, 2]
 
-    api_id = jnp.where(is_api, version * n_apis + endpoint, -1)
-    reordered = (decoy == REORDER).astype(jnp.int32)
+    api_id = xp.where(is_api, version * n_apis + endpoint, -1)
+    reordered = (decoy == REORDER).astype(np.int32)
     params_id = 1 + 2 * (endpoint * (n_steps + 2) + version) + reordered
-    version_id = jnp.where(decoy == VERSION_STRING, 1 + n_steps + 2 + version, 1 + version)
-    field_value = [params_id, 1 + latent_arrays["deprecated"].astype(jnp.int32), version_id]
+    version_id = xp.where(decoy == VERSION_STRING, 1 + n_steps + 2 + version, 1 + version)
+    field_value = [params_id, 1 + latent_arrays["deprecated"].astype(np.int32), version_id]
     field_frag = [10 + params_len, 14 + deprecated_len, 11 + version_len]
     if shape.mode == "decoy":
         field_value.append(1 + latent_arrays["docs_rev"])
         field_frag.append(12 + digits(latent_arrays["docs_rev"]))
-    field_value = jnp.where(is_api[..., None], jnp.stack(field_value, axis=-1), 0)
-    field_frag = jnp.where(is_api[..., None], jnp.stack(field_frag, axis=-1), 0)
+    field_value = xp.where(is_api[..., None], xp.stack(field_value, axis=-1), 0)
+    field_frag = xp.where(is_api[..., None], xp.stack(field_frag, axis=-1), 0)
 
-    api_index = jnp.where(is_api, latent_arrays["slot"], -1)
+    api_index = xp.where(is_api, latent_arrays["slot"], -1)
     n_episodes = api_index.shape[1]
-    flat_slot = jnp.where(is_api, api_index + jnp.arange(n_episodes, dtype=jnp.int32) * shape.api_slots, -1)
-    api_ids = jnp.full(n_episodes * shape.api_slots, -1, jnp.int32).at[flat_slot].set(api_id, mode="drop")
-    episode_major = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [T, N, ...] -> [N, T, ...]
-    out = dict(code=code, critical=critical, write_cost=write_cost.astype(jnp.int32), api_id=api_id.astype(jnp.int32),
-               api_index=api_index.astype(jnp.int32), field_value=field_value.astype(jnp.int32),
-               field_present=jnp.broadcast_to(is_api[..., None], field_value.shape),
-               field_frag_len=field_frag.astype(jnp.int32))
+    flat_slot = xp.where(is_api, api_index + xp.arange(n_episodes, dtype=np.int32) * shape.api_slots, -1)
+    if xp is np:
+        api_ids = np.full(n_episodes * shape.api_slots, -1, np.int32)
+        api_ids[flat_slot[is_api]] = api_id[is_api]
+    else:
+        api_ids = xp.full(n_episodes * shape.api_slots, -1, np.int32).at[flat_slot].set(api_id, mode="drop")
+    episode_major = lambda x: xp.swapaxes(x, 0, 1)  # noqa: E731  [T, N, ...] -> [N, T, ...]
+    out = dict(code=code, critical=critical, write_cost=write_cost.astype(np.int32), api_id=api_id.astype(np.int32),
+               api_index=api_index.astype(np.int32), field_value=field_value.astype(np.int32),
+               field_present=xp.broadcast_to(is_api[..., None], field_value.shape),
+               field_frag_len=field_frag.astype(np.int32))
     out = {name: episode_major(value) for name, value in out.items()}
     out.update(api_ids=api_ids.reshape(n_episodes, shape.api_slots),
-               n_changes=jnp.sum(latent_arrays["drift"], axis=0, dtype=jnp.int32))
+               n_changes=xp.sum(latent_arrays["drift"], axis=0, dtype=np.int32))
     if with_latent:
         out["latent"] = latent_arrays
     return out
+
+
+_post_jit = jax.jit(functools.partial(post, jnp), static_argnums=(0, 4))
 
 
 @functools.lru_cache(maxsize=None)

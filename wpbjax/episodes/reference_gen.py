@@ -49,34 +49,48 @@ class DriftConfig:
                 raise ValueError(f"{name} must lie in [0, 1]; got {value}")
 
 
+def draw_episode(config: DriftConfig, episode_id: int) -> tuple[list[int], list[tuple[int, bool, bool, bool]]]:
+    """The random draws of episode ``episode_id``, in the published order, from
+    ``random.Random(config.seed + episode_id)``: (initial param count per endpoint, and per step
+    (endpoint, drift, coin, deprecated)). ``coin`` says pop rather than push on a drift (a pop of
+    an empty list pushes instead); ``coin`` and ``deprecated`` are False without a drift.
+    Both :func:`generate_episode` and the array path (:mod:`wpbjax.episodes.reference_arrays`) replay these."""
+    rng = random.Random(config.seed + episode_id)
+    bursty = config.mode in ("burst_drift", "burst_redundancy")
+    redundant = config.mode in ("redundancy", "burst_redundancy")
+    n_initial = [rng.randint(2, config.max_params) for _ in range(config.api_pool)]
+    draws, endpoint, uniform = [], 0, rng.random
+    for t in range(config.steps):
+        in_burst = config.burst_interval > 0 and (t % config.burst_interval) < config.burst_len
+        if not (redundant and t > 0 and uniform() < config.redundancy_prob):
+            endpoint = rng.randrange(config.api_pool)  # else: the previous step's endpoint again
+        drift = uniform() < (config.burst_drift_prob if bursty and in_burst else config.drift_prob)
+        if drift:
+            coin = uniform() < 0.5
+            draws.append((endpoint, True, coin, uniform() < 0.3))
+        else:
+            draws.append((endpoint, False, False, False))
+    return n_initial, draws
+
+
 def generate_episode(config: DriftConfig, episode_id: int) -> dict:
     """One episode as a dict, drawing from ``random.Random(config.seed + episode_id)``."""
-    rng = random.Random(config.seed + episode_id)
     mode = config.mode
     bursty = mode in ("burst_drift", "burst_redundancy")
     redundant = mode in ("redundancy", "burst_redundancy")
+    n_initial, draws = draw_episode(config, episode_id)
     versions = [1] * config.api_pool
-    params = []
-    for endpoint in range(config.api_pool):
-        count = rng.randint(2, config.max_params)
-        params.append([f"p{endpoint}_{k}" for k in range(count)])
+    params = [[f"p{endpoint}_{k}" for k in range(count)] for endpoint, count in enumerate(n_initial)]
 
     steps, critical, utility_by_step, utilities = [], [], {}, []
-    previous_api = None
-    for t in range(config.steps):
+    for t, (endpoint, drift, coin, deprecated) in enumerate(draws):
         in_burst = config.burst_interval > 0 and (t % config.burst_interval) < config.burst_len
-        if redundant and t > 0 and rng.random() < config.redundancy_prob:
-            endpoint = int(previous_api.split("endpoint_")[1])
-        else:
-            endpoint = rng.randrange(config.api_pool)
-        drift = rng.random() < (config.burst_drift_prob if bursty and in_burst else config.drift_prob)
         if drift:
             versions[endpoint] += 1
-            if rng.random() < 0.5 and params[endpoint]:
+            if coin and params[endpoint]:
                 params[endpoint].pop()
             else:
                 params[endpoint].append(f"p{endpoint}_{versions[endpoint]}")
-        deprecated = (rng.random() < 0.3) if drift else False
         api = f"api.v{versions[endpoint]}.endpoint_{endpoint}"
         observation = {"api": api, "params": list(params[endpoint]), "deprecated": deprecated,
                        "version": versions[endpoint]}
@@ -93,7 +107,6 @@ def generate_episode(config: DriftConfig, episode_id: int) -> dict:
         # published files do; on disk (and after loading) they are strings.
         utility_by_step[t] = utility
         utilities.append(utility)
-        previous_api = api
 
     labels = {"episode_id": episode_id, "mode": mode, "critical_steps": critical,
               "total_drift_events": len(critical), "utility_by_step": utility_by_step,
