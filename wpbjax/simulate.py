@@ -51,32 +51,40 @@ def _step(policy: Policy, params, episode: EpisodeBatch, budget, store, state, p
     return store, state
 
 
-def _initial(policy: Policy, params, episode: EpisodeBatch, budget, key) -> tuple:
-    """(empty store, policy state): a rollout's first carry."""
+def _initial(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> tuple:
+    """(empty store, policy state): a rollout's first carry.
+
+    ``fast_trace`` marks every leaf as varying with the budget and the episode from the start (a
+    select XLA removes). vmap's scan rule then traces the step once per vmap level instead of twice
+    (the second pass finds which carried leaves vary): 30-50% less tracing. But leaves that never
+    vary, such as no_mem's empty store, become per-run work: runs up to 4x slower for the cheap
+    policies (measured: no_mem 575M -> 148M, priority_threshold 164M -> 115M episode-steps/s).
+    So only the quick build, for small sweeps, uses it."""
     initial = (store_lib.empty(episode.valid.shape[0]), policy.init(params, episode, key))
-    # The carry, as it will be after any step, depends on the budget and the episode. Saying so up
-    # front (a select XLA removes) spares vmap's scan rule a second pass over the step at each vmap
-    # level, where it finds out: tracing takes 30-50% less time, the compiled program is unchanged.
+    if not fast_trace:
+        return initial
     varies = (budget >= 0) | episode.valid[0]
     return jax.tree_util.tree_map(
         lambda leaf: leaf if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key) else jnp.where(varies, leaf, leaf),
         initial)
 
 
-def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key) -> store_lib.StoreState:
-    """Final store of one policy on one episode (arrays without the N axis) at one budget."""
+def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> store_lib.StoreState:
+    """Final store of one policy on one episode (arrays without the N axis) at one budget
+    (``fast_trace``: see :func:`_initial`; the same store either way)."""
     n_steps = episode.valid.shape[0]
     budget = jnp.asarray(budget, jnp.int32)
 
     def step(carry, pos):
         return _step(policy, params, episode, budget, *carry, pos), None
 
-    (final, _), _ = jax.lax.scan(step, _initial(policy, params, episode, budget, key), jnp.arange(n_steps))
+    initial = _initial(policy, params, episode, budget, key, fast_trace)
+    (final, _), _ = jax.lax.scan(step, initial, jnp.arange(n_steps))
     return store_lib.flush(final, n_steps, policy.kinds)
 
 
-def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key) -> metrics.Counts:
-    return metrics.count(rollout(policy, params, episode, budget, key), episode)
+def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> metrics.Counts:
+    return metrics.count(rollout(policy, params, episode, budget, key, fast_trace), episode)
 
 
 # --- Passes: cache-sized groups of episodes -------------------------------------------------------
@@ -129,9 +137,9 @@ def _mesh_of(batch: EpisodeBatch):
 
 
 def _simulate_batch(policy: Policy, mesh, per_pass: int, params, batch: EpisodeBatch, budgets, key,
-                    episode_index) -> metrics.Counts:
+                    episode_index, fast_trace: bool = False) -> metrics.Counts:
     keys = episode_keys(key, episode_index)
-    over_budgets = jax.vmap(run_counts, in_axes=(None, None, None, 0, None))
+    over_budgets = jax.vmap(functools.partial(run_counts, fast_trace=fast_trace), in_axes=(None, None, None, 0, None))
     over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0))
 
     def local(params, budgets, batch, keys):
@@ -141,11 +149,11 @@ def _simulate_batch(policy: Policy, mesh, per_pass: int, params, batch: EpisodeB
 
 
 _simulate = jax.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
-# The same program compiled with XLA's backend optimisation off: compiles 0.2-0.7 s sooner per policy
-# and runs 5-7x slower (measured on 2 cores: fifo_store_all 16M vs 113M episode-steps/s,
-# priority_greedy 2.2M vs 10.6M), so it wins below ~1-4M run-steps of work per compile -- the paper
-# grid (88k run-steps per policy and track) spends nearly all its time compiling.
-_simulate_quick = jax.jit(_simulate_batch, static_argnums=(0, 1, 2),
+# The same rollouts traced faster (see _initial) and compiled with XLA's backend optimisation off:
+# 0.2-0.7 s sooner per policy, and runs 5-7x slower (measured on 2 cores: fifo_store_all 16M vs 113M
+# episode-steps/s, priority_greedy 2.2M vs 10.6M), so it wins below ~1-4M run-steps of work per
+# compile -- the paper grid (88k run-steps per policy and track) spends nearly all its time compiling.
+_simulate_quick = jax.jit(functools.partial(_simulate_batch, fast_trace=True), static_argnums=(0, 1, 2),
                           compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0})
 QUICK_COMPILE_BELOW = 1_000_000  # run-steps
 
