@@ -30,9 +30,11 @@ def latent(config: jax_gen.JaxGenConfig, start: int, count: int) -> dict:
     """The step-major latent ([T, N]; ``below`` [T, C-1, N]) of episodes ``start .. start+count-1``,
     replayed from the published draws with the JAX generator's state updates (``jax_gen.latent``)."""
     n_apis, bounds = config.api_pool, [10**c for c in range(1, config.shape.version_digit_classes)]
-    rows = []  # per step: endpoint, drift, deprecated, version, length, initial_left, slot, below...
-    for episode in range(start, start + count):
+    # per episode and step: endpoint, drift, deprecated, version, length, initial_left, slot, below...
+    table = np.empty((count, config.steps, 7 + len(bounds)), np.int32)
+    for index, episode in enumerate(range(start, start + count)):
         n_initial, draws = draw_episode(config, episode)
+        rows = []
         version, length, initial_left = [1] * n_apis, list(n_initial), list(n_initial)
         below = [tuple([count] * len(bounds)) for count in n_initial]  # initial params sit below every class
         slot, n_changes = list(range(n_apis)), 0
@@ -52,7 +54,8 @@ def latent(config: jax_gen.JaxGenConfig, start: int, count: int) -> dict:
                 n_changes += 1
             rows.append((endpoint, drift, deprecated, version[endpoint], length[endpoint], initial_left[endpoint],
                          slot[endpoint], *below[endpoint]))
-    table = np.array(rows, np.int32).reshape(count, config.steps, -1).transpose(2, 1, 0)  # [K, T, N]
+        table[index] = rows  # one episode's rows at a time: memory stays flat for any set size
+    table = table.transpose(2, 1, 0)  # [K, T, N]
     t = np.arange(config.steps)[:, None]
     in_burst = (config.burst_interval > 0) & (t % max(config.burst_interval, 1) < config.burst_len)
     zeros = np.zeros_like(table[0])
