@@ -36,7 +36,7 @@ def latent(config: jax_gen.JaxGenConfig, start: int, count: int) -> dict:
         n_initial, draws = draw_episode(config, episode)
         rows = []
         version, length, initial_left = [1] * n_apis, list(n_initial), list(n_initial)
-        below = [tuple([count] * len(bounds)) for count in n_initial]  # initial params sit below every class
+        below = [(initial,) * len(bounds) for initial in n_initial]  # initial params sit below every class
         slot, n_changes = list(range(n_apis)), 0
         for endpoint, drift, coin, deprecated in draws:
             if drift:  # the endpoint's state changes only on its drifts (8% of steps by default)
@@ -48,8 +48,8 @@ def latent(config: jax_gen.JaxGenConfig, start: int, count: int) -> dict:
                 else:
                     new_length += 1
                 length[endpoint] = new_length
-                below[endpoint] = tuple(new_length if new_version < bound else min(count, new_length)
-                                        for count, bound in zip(below[endpoint], bounds))
+                below[endpoint] = tuple(new_length if new_version < bound else min(under, new_length)
+                                        for under, bound in zip(below[endpoint], bounds))
                 slot[endpoint] = n_apis + n_changes
                 n_changes += 1
             rows.append((endpoint, drift, deprecated, version[endpoint], length[endpoint], initial_left[endpoint],
