@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import sys
 import time
 
@@ -201,15 +202,23 @@ def cmd_sweep(args) -> int:
         print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
               f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}",
               file=sys.stderr)
-    sums = []
-    try:
-        for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
-                                oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
-                                devices=devices, progress=progress, params=params):
-            writer.write(chunk)
-            sums.append(chunk.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"]))
-    finally:
-        writer.close()
+    sums, written = [], None
+    # Each chunk is written on a thread while the next one is computed (pyarrow's writer leaves the
+    # GIL); at most one chunk waits to be written.
+    with concurrent.futures.ThreadPoolExecutor(1) as background:
+        try:
+            for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
+                                    oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
+                                    devices=devices, progress=progress, params=params):
+                if written is not None:
+                    written.result()
+                written = background.submit(writer.write, chunk)
+                sums.append(chunk.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"]))
+            if written is not None:
+                written.result()
+        finally:
+            background.shutdown(wait=True)
+            writer.close()
     progress.close()
     from wpbjax.report.metadata import sweep_metadata, write_sidecar
 
