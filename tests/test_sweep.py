@@ -39,6 +39,27 @@ def test_small_memory_cap_gives_the_same_rows_in_chunks(one_chunk, tmp_path):
     pd.testing.assert_frame_equal(sorted_rows(chunked), sorted_rows(one_chunk))
 
 
+def test_a_failed_write_stops_the_sweep_with_its_error(tmp_path, monkeypatch, capsys):
+    """Chunks are written on a thread while the next is computed; a write that fails (the second
+    of ten here) stops the sweep at the next chunk with the writer's error."""
+    from wpbjax import sweep
+
+    calls = []
+    original = sweep.ResultsWriter.write
+
+    def write(self, table):
+        calls.append(len(table))
+        if len(calls) == 2:
+            raise OSError(f"{self.path}: No space left on device")
+        original(self, table)
+
+    monkeypatch.setattr(sweep.ResultsWriter, "write", write)
+    out = tmp_path / "full.csv"
+    assert main(SWEEP + ["--memory-cap", "100K", "--out", str(out)]) == 2
+    assert f"wpbjax sweep: error: {out}: No space left on device" in capsys.readouterr().err
+    assert len(calls) == 2  # the third chunk was computed but never handed to the writer
+
+
 def test_chunks_are_padded_to_one_shape_and_compile_once():
     from wpbjax import simulate
 

@@ -202,22 +202,21 @@ def cmd_sweep(args) -> int:
               f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}",
               file=sys.stderr)
     sums, written = [], None
-    # Each chunk is written on a thread while the next one is computed (pyarrow's writer leaves the
-    # GIL); at most one chunk waits to be written.
-    with concurrent.futures.ThreadPoolExecutor(1) as background:
-        try:
+    try:
+        # Each chunk is written on a thread while the next one is computed (pyarrow's writer leaves
+        # the GIL); at most one chunk waits to be written.
+        with concurrent.futures.ThreadPoolExecutor(1) as background:
             for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
                                     oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
                                     devices=devices, progress=progress, params=params):
                 if written is not None:
-                    written.result()
+                    written.result()  # raises if that write failed
                 written = background.submit(writer.write, chunk)
                 sums.append(chunk.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"]))
-            if written is not None:
-                written.result()
-        finally:
-            background.shutdown(wait=True)
-            writer.close()
+        if written is not None:
+            written.result()
+    finally:
+        writer.close()  # after the pool has finished its writes
     progress.close()
     from wpbjax.report.metadata import sweep_metadata, write_sidecar
 
