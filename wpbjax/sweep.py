@@ -132,14 +132,15 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
                 if name in plan[track]:
                     run = _PolicyRun(name, track, (track_number, plan[track].index(name)), grids[name])
                     frames[track] = run.frame(encoded, real, padded, budgets, batches[track],
-                                              oracles[cost_track(track)].result(), set_index, work[name])
+                                              lambda costs=cost_track(track): oracles.result()[costs], set_index, work[name])
             return frames
 
         by_policy = {}
         with concurrent.futures.ThreadPoolExecutor(first_chunk_workers if start == 0 else 1) as pool:
-            # oracles first: the policies' tasks, queued behind them, wait on their results
-            oracles = {costs: pool.submit(oracle_table, encoded, costs, budgets, oracle, real)
-                       for costs in dict.fromkeys(map(cost_track, plan))}
+            # the oracle first (the policies' rows wait on it); one task for every cost track, so that
+            # its program compiles once (two threads would both compile it)
+            oracles = pool.submit(lambda: {costs: oracle_table(encoded, costs, budgets, oracle, real)
+                                           for costs in dict.fromkeys(map(cost_track, plan))})
             # longest compiles first (multi-action walks, more action kinds), so the threads finish together
             by_size = sorted(names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
             futures = {name: pool.submit(policy_frames, name) for name in by_size}
@@ -211,11 +212,13 @@ class _PolicyRun:
     grid: dict | None   # swept params of this policy ({param: [P] values}), or None
 
     def frame(self, encoded, real, padded, budgets, batch, oracle_utility, set_index, work) -> pd.DataFrame:
+        """``oracle_utility()``: the [n, B] oracle utilities, asked for once the policy has run (so
+        that the oracle, on another thread, computes meanwhile)."""
         policy = make(self.name)
         if self.grid is None and policy.plan is None:
             counts = simulate.simulate(policy, batch, budgets, episode_index=padded, work=work)
             host = {field: np.asarray(value)[:len(real)] for field, value in vars(counts).items()}
-            return _rows(encoded, real, budgets, host, oracle_utility, self.track, self.name, set_index, self.order)
+            return _rows(encoded, real, budgets, host, oracle_utility(), self.track, self.name, set_index, self.order)
         run_inputs = None
         if policy.plan is not None:  # hindsight: from the exact float64 utilities
             costs_from = cost_track(self.track)
@@ -227,7 +230,7 @@ class _PolicyRun:
         n_grid = len(next(iter(self.grid.values()))) if self.grid else 1
         host = {field: np.asarray(value)[:, :len(real)].reshape((n_grid * len(real),) + value.shape[2:])
                 for field, value in vars(counts).items()}
-        frame = _rows(encoded, np.tile(real, n_grid), budgets, host, np.tile(oracle_utility, (n_grid, 1)),
+        frame = _rows(encoded, np.tile(real, n_grid), budgets, host, np.tile(oracle_utility(), (n_grid, 1)),
                       self.track, self.name, set_index, self.order)
         point = np.repeat(np.arange(n_grid), len(real) * len(budgets))
         for param, column in (self.grid or {}).items():
