@@ -291,7 +291,7 @@ def cmd_train(args) -> int:
 
 
 def _add_train_parser(commands) -> None:
-    from wpbjax.learn.train import TrainConfig
+    from wpbjax.learn.config import TrainConfig
 
     d = TrainConfig()
     train = commands.add_parser("train", help="train a budget-conditioned write gate (wpbjax.learn); see docs/learning.md")

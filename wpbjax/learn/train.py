@@ -24,52 +24,13 @@ import optax
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.episodes.parallel import generate_encoded
 from wpbjax.episodes.reference_gen import MODES, DriftConfig
-from wpbjax.learn.gate import GATE_TRACKS, init_gate
+from wpbjax.learn.config import TrainConfig
+from wpbjax.learn.gate import init_gate
 from wpbjax.learn.hindsight import afford_loss
 from wpbjax.learn.reinforce import self_critical_loss
 from wpbjax.learn.soft import soft_f1_loss
 
 TRAIN_SEED_BASE = 100_000  # training episode seeds start here (evaluation: 0..9 and 10_000..)
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    """Defaults are what ``wpbjax train`` uses (about a minute of CPU on 2 cores)."""
-
-    track: str = "unprivileged"
-    seed: int = 0
-    steps: int = 300            # optimisation steps
-    batch: int = 64             # episodes (each with its own budget) per step
-    pool_per_mode: int = 128    # training episodes per generator mode
-    episode_steps: int = 200    # T of the training episodes
-    hidden: int = 32            # MLP width
-    learning_rate: float = 0.03 # peak; linear warm-up for 10% of the steps, then cosine decay
-    log_every: int = 25         # metrics every k steps
-    min_log2_budget: float = 10.0  # 1 KB
-    max_log2_budget: float = 20.0  # 1 MB
-    small_log2_budget: float = 12.0  # half of each batch's budgets lie in [1 KB, 4 KB]
-    byte_temperature: float = 32.0   # softness of the soft store's budget edge, bytes
-    weight_decay: float = 0.0        # adamw decay
-    reinforce_weight: float = 0.0    # weight of the self-critical REINFORCE term (exact F1) in the loss
-    hindsight_weight: float = 1.0    # weight of the afford head's hindsight cross-entropy
-    member_weight: float = 5.0       # class weight of hindsight members (see wpbjax.learn.hindsight)
-    calibration_per_mode: int = 64   # held-back episodes per mode to calibrate the afford threshold
-
-    def __post_init__(self):
-        if self.track not in GATE_TRACKS:
-            raise ValueError(f"--track must be one of {', '.join(GATE_TRACKS)}; got {self.track!r}")
-        if self.pool_per_mode > 5_000 or self.calibration_per_mode > 5_000:
-            raise ValueError("--pool-per-mode and calibration_per_mode must be <= 5000 (seed blocks stay disjoint)")
-        for name in ("steps", "batch", "pool_per_mode", "episode_steps", "hidden", "log_every", "calibration_per_mode"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1; got {getattr(self, name)}")
-        if self.batch > 4 * self.pool_per_mode:
-            raise ValueError(f"--batch ({self.batch}) cannot exceed the pool (4 modes x --pool-per-mode = "
-                             f"{4 * self.pool_per_mode} episodes)")
-        if self.seed < 0:
-            raise ValueError(f"--seed must be >= 0; got {self.seed}")
-        if not self.learning_rate > 0:
-            raise ValueError(f"--learning-rate must be > 0; got {self.learning_rate}")
 
 
 def training_episodes(config: TrainConfig) -> EncodedEpisodes:
