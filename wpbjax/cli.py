@@ -186,14 +186,18 @@ def cmd_sweep(args) -> int:
     enable_compilation_cache()
     from wpbjax import devices as devices_lib
     from wpbjax.progress import Progress
-    from wpbjax.sweep import ResultsWriter, iter_sweep, leaderboard_from_sums, param_grids, resolve_policies, total_runs
+    from wpbjax.results_io import ResultsWriter, check_output
+    from wpbjax.sweep import check_budgets, iter_sweep, leaderboard_from_sums, param_grids, resolve_policies, total_runs
 
-    plan = resolve_policies(args.policies, args.tracks)  # bad names fail before any file is written
+    # every argument and input is checked before --out is touched (a failing sweep leaves an
+    # existing results file and its sidecar as they were)
+    plan = resolve_policies(args.policies, args.tracks)
     params = dict(args.param or [])
     if len(params) < len(args.param or []):
         raise ValueError("--param: each param may be given once")
     param_grids(params, [name for names in plan.values() for name in names])
-    writer = ResultsWriter(args.out)
+    check_budgets(args.budgets)
+    check_output(args.out, inputs=args.episodes or ())
     encoded, set_index = _encoded_sets(args)
     devices = devices_lib.local_devices()
     progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks, params), enabled=not args.quiet)
@@ -202,9 +206,10 @@ def cmd_sweep(args) -> int:
               f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}",
               file=sys.stderr)
     sums, written = [], None
-    try:
+    with ResultsWriter(args.out) as writer:
         # Each chunk is written on a thread while the next one is computed (pyarrow's writer leaves
-        # the GIL); at most one chunk waits to be written.
+        # the GIL); at most one chunk waits to be written. The pool finishes before the writer
+        # commits or (on an error) removes its temporary file.
         with concurrent.futures.ThreadPoolExecutor(1) as background:
             for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
                                     oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
@@ -213,14 +218,12 @@ def cmd_sweep(args) -> int:
                     written.result()  # raises if that write failed
                 written = background.submit(writer.write, chunk)
                 sums.append(chunk.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"]))
-        if written is not None:
-            written.result()
-    finally:
-        writer.close()  # after the pool has finished its writes
-    progress.close()
-    from wpbjax.report.metadata import sweep_metadata, write_sidecar
+            if written is not None:
+                written.result()
+        progress.close()
+        from wpbjax.report.metadata import sweep_metadata
 
-    write_sidecar(args.out, sweep_metadata(args, plan, devices, writer.rows))
+        writer.commit(sweep_metadata(args, plan, devices, writer.rows))
     if not args.quiet:
         import pandas as pd
 

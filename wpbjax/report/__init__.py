@@ -23,15 +23,10 @@ MAX_CURVE_EPISODES = 1000  # the per-step regret curve re-runs the policies with
 
 def load_results(path: str | os.PathLike) -> pd.DataFrame:
     """A results table from ``.csv`` or ``.parquet``, checked for the columns the report needs."""
+    from wpbjax.results_io import read_results
+
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ValueError(f"{path}: no such results file")
-    if path.endswith(".parquet"):
-        results = pd.read_parquet(path)
-    elif path.endswith(".csv"):
-        results = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"mode": str})
-    else:
-        raise ValueError(f"{path}: expected a .csv or .parquet results file")
+    results = read_results(path)
     return tables.check_results(results, path)
 
 

@@ -10,20 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
-import json
 import os
 import pathlib
 import platform
 import subprocess
 import sys
 
-SCHEMA = "wpbjax.run-metadata/1"
-
-
-def sidecar_path(results_path: str | os.PathLike) -> str:
-    """``results.csv`` -> ``results.csv.meta.json``."""
-    return os.fspath(results_path) + ".meta.json"
+from wpbjax.results_io import SIDECAR_SCHEMA as SCHEMA, read_sidecar, sha256, sidecar_path, write_sidecar  # noqa: F401
 
 
 def package_version() -> str:
@@ -78,14 +71,6 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-def sha256(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def policy_params(plan: dict, overrides: dict | None = None) -> dict:
     """Policy name -> the params it ran with (defaults updated by ``overrides`` [name -> {param: value}])."""
     from wpbjax.policies import make
@@ -128,35 +113,6 @@ def sweep_metadata(args, plan: dict, devices=None, rows: int | None = None) -> d
         "rows": rows,
         "environment": environment(devices),
     }
-
-
-def write_sidecar(results_path: str | os.PathLike, meta: dict) -> str:
-    path = sidecar_path(results_path)
-    with open(path, "w") as handle:
-        json.dump(meta, handle, indent=2, sort_keys=False, default=_jsonable)
-        handle.write("\n")
-    return path
-
-
-def _jsonable(value):
-    import numpy as np
-
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray) or hasattr(value, "tolist"):
-        return np.asarray(value).tolist()
-    return str(value)
-
-
-def read_sidecar(path: str | os.PathLike) -> dict:
-    try:
-        with open(path) as handle:
-            meta = json.load(handle)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not a JSON run-metadata file ({err})") from None
-    if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
-        raise ValueError(f"{path}: not a wpbjax run-metadata file (expected schema {SCHEMA!r})")
-    return meta
 
 
 def episodes_from_metadata(meta: dict):

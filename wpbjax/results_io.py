@@ -1,0 +1,202 @@
+"""Results files: the streamed table writer, the reader and the sidecar, written atomically.
+
+A sweep's table goes to a temporary file beside its destination (``results.csv.partial``), one
+chunk at a time; :meth:`ResultsWriter.commit` closes it, writes the sidecar (``results.csv.meta.json``,
+recording the row count and the table's SHA-256) to its own temporary file, and renames both into
+place. Until then an existing results file and sidecar are untouched, byte for byte: a sweep that
+fails or is killed never leaves a partial table under the results' name. ``os.replace`` is atomic
+within one directory, which is why the temporary files live beside their destinations.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+import pandas as pd
+
+RESULT_SUFFIXES = (".csv", ".parquet")
+PARTIAL_SUFFIX = ".partial"   # results.csv -> results.csv.partial while the sweep runs
+SIDECAR_SUFFIX = ".meta.json"
+SIDECAR_SCHEMA = "wpbjax.run-metadata/1"
+
+
+def sidecar_path(results_path: str | os.PathLike) -> str:
+    """``results.csv`` -> ``results.csv.meta.json``."""
+    return os.fspath(results_path) + SIDECAR_SUFFIX
+
+
+def partial_path(path: str | os.PathLike) -> str:
+    """The temporary file a result or sidecar is written to before it is renamed to ``path``."""
+    return os.fspath(path) + PARTIAL_SUFFIX
+
+
+def results_format(path: str | os.PathLike, what: str = "file name") -> str:
+    """``"csv"`` or ``"parquet"`` from ``path``'s extension, else a ValueError naming the file."""
+    path = os.fspath(path)
+    for suffix in RESULT_SUFFIXES:
+        if path.endswith(suffix):
+            return suffix[1:]
+    raise ValueError(f"{path}: expected a .csv or .parquet {what}")
+
+
+def sha256(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output(path: str | os.PathLike, inputs=()) -> str:
+    """Check, without touching anything, that a sweep may write ``path`` (and its sidecar): a .csv or
+    .parquet name in an existing, writable directory that names none of ``inputs`` (episode files),
+    nor does its sidecar or their temporary files. Returns the path as a string."""
+    path = os.fspath(path)
+    results_format(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ValueError(f"{path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ValueError(f"{path}: directory {directory} is not writable")
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory")
+    ours = [path, sidecar_path(path), partial_path(path), partial_path(sidecar_path(path))]
+    for source in map(os.fspath, inputs):
+        for target in ours:
+            if _same_file(source, target):
+                raise ValueError(f"{target} would overwrite {source}, an input of this sweep; "
+                                 f"choose another results file")
+    return path
+
+
+class ResultsWriter:
+    """Streams result chunks to ``.csv`` or ``.parquet`` (by ``path``'s extension) through pyarrow
+    (~10x faster than pandas for CSV; floats round-trip exactly, an integral float is written
+    without its ".0"), into ``path``'s temporary file; :meth:`commit` puts table and sidecar in place,
+    :meth:`abort` (or leaving a ``with`` block on an error) removes the temporary file.
+
+    Chunks are written in the order given; ``rows`` counts them. Nothing touches ``path`` (or an
+    existing temporary file) before the first :meth:`write`.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        self.format = results_format(self.path)
+        self.temporary = partial_path(self.path)
+        self.rows, self.chunks, self._writer, self._opened = 0, 0, None, False
+
+    def __enter__(self) -> "ResultsWriter":
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if kind is not None:
+            self.abort()
+
+    def write(self, table: pd.DataFrame) -> None:
+        """Append one chunk of rows (every chunk with the same columns)."""
+        import pyarrow as pa
+
+        batch = pa.Table.from_pandas(table, preserve_index=False)
+        if self._writer is None:
+            self._opened = True
+            if self.format == "parquet":
+                import pyarrow.parquet as pq
+
+                self._writer = pq.ParquetWriter(self.temporary, batch.schema)
+            else:
+                import pyarrow.csv as pcsv
+
+                self._writer = pcsv.CSVWriter(self.temporary, batch.schema,
+                                              write_options=pcsv.WriteOptions(quoting_style="needed"))
+        self._writer.write_table(batch)
+        self.rows += len(table)
+        self.chunks += 1
+
+    def close(self) -> None:
+        """Close the temporary file (idempotent)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def commit(self, meta: dict | None = None) -> str:
+        """Finish: close the table, write the sidecar (``meta`` + ``rows`` and ``results`` = {file,
+        format, rows, sha256}) and rename both into place. Returns the sidecar's path."""
+        if not self._opened:
+            raise ValueError(f"{self.path}: no rows were written")
+        self.close()
+        meta = dict(meta or {}, schema=SIDECAR_SCHEMA, rows=self.rows)
+        meta["results"] = {"file": os.path.basename(self.path), "format": self.format, "rows": self.rows,
+                           "sha256": sha256(self.temporary)}
+        sidecar = sidecar_path(self.path)
+        _write_json(partial_path(sidecar), meta)
+        # results first, then its sidecar: a crash between the two leaves a sidecar whose checksum
+        # does not match the table, which a reader detects
+        os.replace(self.temporary, self.path)
+        os.replace(partial_path(sidecar), sidecar)
+        return sidecar
+
+    def abort(self) -> None:
+        """Drop the temporary file (the destination was never touched)."""
+        try:
+            self.close()
+        finally:
+            if self._opened:
+                for path in (self.temporary, partial_path(sidecar_path(self.path))):
+                    try:
+                        os.remove(path)
+                    except FileNotFoundError:
+                        pass
+
+
+def _write_json(path: str, value: dict) -> None:
+    with open(path, "w") as handle:
+        json.dump(value, handle, indent=2, sort_keys=False, default=_jsonable)
+        handle.write("\n")
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray) or hasattr(value, "tolist"):
+        return np.asarray(value).tolist()
+    return str(value)
+
+
+def write_sidecar(results_path: str | os.PathLike, meta: dict) -> str:
+    """Write ``meta`` as ``results_path``'s sidecar (through a temporary file and a rename)."""
+    path = sidecar_path(results_path)
+    _write_json(partial_path(path), dict(meta, schema=meta.get("schema", SIDECAR_SCHEMA)))
+    os.replace(partial_path(path), path)
+    return path
+
+
+def read_sidecar(path: str | os.PathLike) -> dict:
+    """A run-metadata sidecar, checked to be one (ValueError naming the file otherwise)."""
+    try:
+        with open(path) as handle:
+            meta = json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not a JSON run-metadata file ({err})") from None
+    if not isinstance(meta, dict) or meta.get("schema") != SIDECAR_SCHEMA:
+        raise ValueError(f"{path}: not a wpbjax run-metadata file (expected schema {SIDECAR_SCHEMA!r})")
+    return meta
+
+
+def read_results(path: str | os.PathLike) -> pd.DataFrame:
+    """A results table from ``.csv`` or ``.parquet`` as the writer wrote it (the ``mode`` column as
+    text, empty cells as NaN). Not checked: see :func:`wpbjax.report.load_results`."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such results file")
+    if results_format(path) == "parquet":
+        return pd.read_parquet(path)
+    return pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"mode": str})
