@@ -80,16 +80,22 @@ class PackageBatch:
         return jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[np.asarray(indices)], self)
 
     def only_kinds(self, keep: np.ndarray) -> "PackageBatch":
-        """The same packages with candidates outside ``keep: [P, G, C] bool`` removed (masked)."""
+        """The same packages with candidates outside ``keep: [P, G, C] bool`` removed.
+
+        The kept candidates move to the front of their group, in their order (padding last).
+        """
         keep = np.asarray(keep) & np.asarray(self.valid)
+        order = np.argsort(~keep, axis=2, kind="stable")             # kept first, stable
+
+        def pack(a, fill):
+            a = np.take_along_axis(np.asarray(a), order.reshape(order.shape + (1,) * (np.ndim(a) - 3)), axis=2)
+            kept = np.take_along_axis(keep, order, axis=2).reshape(order.shape + (1,) * (np.ndim(a) - 3))
+            return np.where(kept, a, fill).astype(np.asarray(a).dtype)
+
         return dataclasses.replace(
-            self,
-            valid=keep,
-            cost=np.where(keep, self.cost, 0).astype(np.int32),
-            kind=np.where(keep, self.kind, -1).astype(np.int32),
-            coverage=np.where(keep[..., None], self.coverage, 0.0),
-            rank=np.where(keep, self.rank, -1).astype(np.int32),
-        )
+            self, valid=np.take_along_axis(keep, order, axis=2), cost=pack(self.cost, 0),
+            kind=pack(self.kind, -1), coverage=pack(self.coverage, 0.0), rank=pack(self.rank, -1),
+            time=pack(self.time, 0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +115,8 @@ class PackageSet:
 
     batch: PackageBatch
     meta: PackageMeta
+    reservoir_key: np.ndarray | None = None   # [P, G, C] int64 stable hash of each candidate id
+                                              # (reservoir_raw's order; wpbjax.packages.ids)
 
 
 def _h_min(z):
