@@ -139,7 +139,7 @@ def _admission_program(pkgs, budgets, order):
             g, c = jnp.maximum(flat, 0) // n_cand, jnp.maximum(flat, 0) % n_cand
             cost = pkg["cost"][g, c]
             take = (flat >= 0) & (chosen[g] < 0) & (used + cost <= budget)
-            return (jnp.where(take, used + cost, used), chosen.at[g].set(jnp.where(take, c, chosen[g]))), None
+            return (jnp.where(take, used + cost, used), chosen.at[g].set(jnp.where(take, c, chosen[g]).astype(jnp.int32))), None
 
         init = (jnp.zeros((), jnp.int32), jnp.full((n_groups,), -1, jnp.int32))
         return jax.lax.scan(step, init, order_p)[0][1]
@@ -163,7 +163,7 @@ def _greedy_program(pkgs, budgets, h):
             flat, any_ok = _lex_argmax(ok.reshape(-1), [k.reshape(-1) for k in keys])
             g, c = flat // cost.shape[1], flat % cost.shape[1]
             return (jnp.where(any_ok, totals + cov[g, c], totals), jnp.where(any_ok, used + cost[g, c], used),
-                    chosen.at[g].set(jnp.where(any_ok, c, chosen[g])))
+                    chosen.at[g].set(jnp.where(any_ok, c, chosen[g]).astype(jnp.int32)))
 
         init = (jnp.zeros_like(weight), jnp.zeros((), jnp.int32), jnp.full((n_groups,), -1, jnp.int32))
         return jax.lax.fori_loop(0, n_groups, pick_one, init)[2]
