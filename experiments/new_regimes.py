@@ -36,7 +36,7 @@ def main() -> None:
     summary = table.pivot_table(index=["mode", "track", "policy"], columns="budget_bytes", values="f1", aggfunc="mean")
     critical = {config.mode: float(jax_gen.to_encoded(config, jax_gen.generate_arrays(config, args.episodes,
                                                                                         with_latent=False)
-                                                      ).arrays["critical"].mean()) for config in configs}
+                                                      ).arrays.critical.mean()) for config in configs}
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         for mode in REGIMES:
             print(f"\n== {mode}: {args.episodes} episodes x {args.steps} steps, critical fraction "

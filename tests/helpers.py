@@ -84,21 +84,21 @@ def assert_same_encoding(direct, via_json):
     assert np.array_equal(direct.n_critical, via_json.n_critical)
     assert np.array_equal(direct.total_drift_events, via_json.total_drift_events)
     for name in ("critical", "api_is_str", "valid", "step_t", "t_last", "length", "version_number"):
-        assert np.array_equal(direct.arrays[name], via_json.arrays[name]), name
+        assert np.array_equal(getattr(direct.arrays, name), getattr(via_json.arrays, name)), name
     # ids differ in numbering only: equal ids <=> equal values among steps of one api (all the store compares)
     slots = [via_json.field_keys.index(key) for key in direct.field_keys if key in via_json.field_keys]
-    present = via_json.arrays["field_present"][:, :, slots]
-    assert np.array_equal(direct.arrays["field_present"][:, :, :len(slots)], present)
-    assert np.array_equal(direct.arrays["field_frag_len"][:, :, :len(slots)], via_json.arrays["field_frag_len"][:, :, slots])
+    present = via_json.arrays.field_present[:, :, slots]
+    assert np.array_equal(direct.arrays.field_present[:, :, :len(slots)], present)
+    assert np.array_equal(direct.arrays.field_frag_len[:, :, :len(slots)], via_json.arrays.field_frag_len[:, :, slots])
     for n in range(direct.n_episodes):
         for name in ("api_id", "endpoint_index"):  # the same equality classes (numbering may differ)
-            ours, theirs = direct.arrays[name][n], via_json.arrays[name][n]
+            ours, theirs = getattr(direct.arrays, name)[n], getattr(via_json.arrays, name)[n]
             assert np.array_equal(ours[:, None] == ours[None, :], theirs[:, None] == theirs[None, :]), name
-        api_json = via_json.arrays["api_id"][n]
+        api_json = via_json.arrays.api_id[n]
         same_api = (api_json[:, None] == api_json[None, :]) & (api_json[:, None] >= 0)
         for k, slot in enumerate(slots):
-            value_direct = direct.arrays["field_value"][n, :, k]
-            value_json = via_json.arrays["field_value"][n, :, slot]
+            value_direct = direct.arrays.field_value[n, :, k]
+            value_json = via_json.arrays.field_value[n, :, slot]
             equal_direct = value_direct[:, None] == value_direct[None, :]
             equal_json = value_json[:, None] == value_json[None, :]
             assert np.array_equal(equal_direct & same_api, equal_json & same_api)

@@ -2,11 +2,14 @@
 and so every sweep row), it is statistically the published process, and knobs never recompile."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
+import jax
 import numpy as np
 import pandas as pd
+
 import pytest
 
 from wpbjax.cli import main
@@ -29,18 +32,21 @@ def _both(config: jax_gen.JaxGenConfig, n_episodes: int, start: int = 0):
 
 
 def _same_shapes(*encodings):
-    """Pad field slots and api tables (in place) to the largest among ``encodings`` (absent fields,
-    no apis), so one compiled program serves them all."""
-    n_fields = max(e.arrays["field_value"].shape[-1] for e in encodings)
-    n_apis = max(e.arrays["api_ids"].shape[1] for e in encodings)
+    """``encodings`` with field slots and api tables padded to the largest among them (absent
+    fields, no apis), so one compiled program serves them all."""
+    n_fields = max(e.arrays.field_value.shape[-1] for e in encodings)
+    n_apis = max(e.arrays.api_ids.shape[1] for e in encodings)
+    out = []
     for encoded in encodings:
         arrays = encoded.arrays
-        extra = n_fields - arrays["field_value"].shape[-1]
-        for name in ("field_value", "field_present", "field_frag_len"):
-            arrays[name] = np.pad(arrays[name], ((0, 0), (0, 0), (0, extra)))
-        extra = n_apis - arrays["api_ids"].shape[1]
-        arrays["api_ids"] = np.pad(arrays["api_ids"], ((0, 0), (0, extra)), constant_values=-1)
-    assert len({tuple((name, v.shape) for name, v in sorted(e.arrays.items())) for e in encodings}) == 1
+        extra = n_fields - arrays.field_value.shape[-1]
+        padded = {name: np.pad(getattr(arrays, name), ((0, 0), (0, 0), (0, extra)))
+                  for name in ("field_value", "field_present", "field_frag_len")}
+        padded["api_ids"] = np.pad(arrays.api_ids, ((0, 0), (0, n_apis - arrays.api_ids.shape[1])), constant_values=-1)
+        out.append(dataclasses.replace(encoded, arrays=dataclasses.replace(arrays, **padded)))
+    shapes = {tuple(leaf.shape for leaf in jax.tree_util.tree_leaves(e.arrays)) for e in out}
+    assert len(shapes) == 1
+    return out
 
 
 @pytest.mark.parametrize("mode", jax_gen.JAX_MODES)
@@ -78,7 +84,7 @@ def test_sweep_rows_equal_for_every_mode():
             direct_parts.append(direct)
             json_parts.append(via_json)
     direct, via_json = concat_encoded(direct_parts), concat_encoded(json_parts)
-    _same_shapes(direct, via_json)  # each policy compiles once
+    direct, via_json = _same_shapes(direct, via_json)  # each policy compiles once
     direct_rows = run_sweep(direct, budgets=BUDGETS)
     json_rows = run_sweep(via_json, budgets=BUDGETS)
     pd.testing.assert_frame_equal(direct_rows, json_rows)
@@ -104,7 +110,7 @@ def test_statistically_the_published_process(mode):
     reference = encode_episodes(generate_episodes(DriftConfig(mode=mode, seed=0), 300))
     ours = jax_gen.to_encoded(jax_gen.JaxGenConfig(mode=mode, seed=0),
                               jax_gen.generate_arrays(jax_gen.JaxGenConfig(mode=mode, seed=0), 300, with_latent=False))
-    drift_ref, drift_jax = reference.arrays["critical"].mean(), ours.arrays["critical"].mean()
+    drift_ref, drift_jax = reference.arrays.critical.mean(), ours.arrays.critical.mean()
     utility_ref, utility_jax = reference.utility64.mean(), ours.utility64.mean()
     assert abs(drift_ref - drift_jax) <= 0.01, (drift_ref, drift_jax)
     assert abs(utility_jax / utility_ref - 1) <= 0.02, (utility_ref, utility_jax)
@@ -162,8 +168,8 @@ def test_long_episodes_end_to_end(tmp_path):
         direct, via_json, _ = _both(config, 1)
         assert np.array_equal(direct.write_cost, via_json.write_cost)
         assert np.array_equal(direct.utility64, via_json.utility64)
-        assert np.array_equal(direct.arrays["critical"], via_json.arrays["critical"])
-        assert direct.arrays["step_t"][0, -1] == 9_999
+        assert np.array_equal(direct.arrays.critical, via_json.arrays.critical)
+        assert direct.arrays.step_t[0, -1] == 9_999
     out = tmp_path / "long.csv"
     assert main(["sweep", "--engine", "jax", "--modes", "rollback", "--steps", "1000", "--n-episodes", "2",
                  "--budgets", "4096,65536", "--policies", "fifo_store_all,priority_greedy", "--out", str(out),

@@ -43,7 +43,7 @@ def test_oracle_optimal_equals_the_exact_oracle_on_the_paper_grid():
     assert (table.regret == 0).all()
     assert (table.policy_utility == table.oracle_utility).all()
     assert (table.bytes_used <= table.budget_bytes).all()
-    exact = oracle.exact_batch(encoded.track_costs("unprivileged"), encoded.utility64, encoded.arrays["length"],
+    exact = oracle.exact_batch(encoded.track_costs("unprivileged"), encoded.utility64, encoded.arrays.length,
                                PAPER_BUDGETS)
     assert np.array_equal(table.oracle_utility.to_numpy().reshape(11, 40).T, exact)  # rows: budget, then episode
     assert (exact[:, 0] < exact[:, -1]).all()  # 1 KB is tight for every episode: the plan really chooses

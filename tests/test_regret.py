@@ -51,7 +51,7 @@ def test_default_rollout_does_not_compile_the_trace(encoded):
 
 @pytest.mark.parametrize("jitter", [False, True])  # on a 2^-k grid (DP over value), and off it (over capacity)
 def test_prefix_oracle_is_the_exact_oracle_of_each_prefix(encoded, jitter):
-    weights, values, lengths = encoded.track_costs("privileged"), encoded.utility64.copy(), encoded.arrays["length"]
+    weights, values, lengths = encoded.track_costs("privileged"), encoded.utility64.copy(), encoded.arrays.length
     if jitter:
         values = values + np.random.default_rng(0).random(values.shape) / 7
     prefix = regret.prefix_oracle(weights, values, lengths, BUDGETS)

@@ -148,7 +148,7 @@ def test_confusion_matrix(run):
     encoded = episodes_from_metadata(json.loads((out / "run_metadata.json").read_text()))
     counts = simulate.simulate(make("priority_greedy"), encoded.batch("privileged"), BUDGETS)
     kept = np.unpackbits(np.asarray(counts.retained), axis=-1, count=N_STEPS).astype(bool)  # [N, B, T]
-    critical = encoded.arrays["critical"][:, None, :]
+    critical = encoded.arrays.critical[:, None, :]
     direct = (~kept & ~critical).sum(axis=-1)
     ours = results[(results.track == "privileged") & (results.policy == "priority_greedy")]
     for n, (mode, episode_id) in enumerate(zip(encoded.mode, encoded.episode_id)):

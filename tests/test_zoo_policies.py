@@ -20,7 +20,7 @@ def present(policy_name, observations, budget, track="unprivileged", params=None
     episode = make_episode(observations, **episode_kw)
     if policy.plan is not None:  # a hindsight plan for this one episode and budget
         encoded = encode_episodes([episode])
-        plan = policy.plan(encoded.track_costs(cost_track(track)), encoded.utility64, encoded.arrays["length"], [budget])
+        plan = policy.plan(encoded.track_costs(cost_track(track)), encoded.utility64, encoded.arrays.length, [budget])
         params.update({name: value[0, 0] for name, value in plan.items()})
     encoded, stores, counts = run_one(policy, [episode], budget, cost_track(track), params)
     return stores.present[0].tolist(), {name: value[0] for name, value in vars(counts).items()}, encoded

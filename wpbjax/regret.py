@@ -88,7 +88,7 @@ def regret_curves(encoded: EncodedEpisodes, track: str, policies: Sequence[str],
     """
     budgets = np.asarray(budgets, np.int64)
     batch = encoded.batch(track)
-    lengths = encoded.arrays["length"]
+    lengths = encoded.arrays.length
     oracle = prefix_oracle(encoded.track_costs(track), encoded.utility64, lengths, budgets)  # [N, T, B]
     n_episodes, n_steps = encoded.utility64.shape
     real = np.arange(n_steps)[None, :] < lengths[:, None]  # [N, T]

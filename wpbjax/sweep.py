@@ -70,7 +70,7 @@ def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str]) -> dict[s
 def chunk_size(encoded: EncodedEpisodes, n_budgets: int, memory_cap: int, n_devices: int) -> int:
     """Episodes per chunk: within the memory cap and RUNS_PER_CALL runs per device, balanced so
     the padded last chunk wastes little, and a multiple of the device count."""
-    n_steps, n_fields = encoded.n_steps, encoded.arrays["field_value"].shape[-1]
+    n_steps, n_fields = encoded.n_steps, encoded.arrays.field_value.shape[-1]
     per_episode = n_steps * (n_budgets * BYTES_PER_RUN_STEP + BYTES_PER_EPISODE_STEP + 12 * n_fields)
     per_device = max(min(memory_cap // per_episode // n_devices, RUNS_PER_CALL // n_budgets), 1)
     per_device_needed = -(-encoded.n_episodes // n_devices)
@@ -81,7 +81,7 @@ def chunk_size(encoded: EncodedEpisodes, n_budgets: int, memory_cap: int, n_devi
 def oracle_table(encoded: EncodedEpisodes, track: str, budgets: np.ndarray, mode: str, indices) -> np.ndarray:
     """[n, B] oracle utility for the episodes ``indices`` under ``track``'s write costs."""
     costs = encoded.track_costs(track)[indices]
-    lengths = encoded.arrays["length"][indices]
+    lengths = encoded.arrays.length[indices]
     utility = encoded.utility64[indices]
     if mode == "exact":
         return oracle_lib.exact_batch(costs, utility, lengths, budgets)
@@ -224,7 +224,7 @@ class _PolicyRun:
         if policy.plan is not None:  # hindsight: from the exact float64 utilities
             costs_from = cost_track(self.track)
             run_inputs = policy.plan(encoded.track_costs(costs_from)[padded], encoded.utility64[padded],
-                                     encoded.arrays["length"][padded], budgets)
+                                     encoded.arrays.length[padded], budgets)
         counts = simulate.simulate_grid(policy, batch, budgets, params=self.grid, run_inputs=run_inputs,
                                         episode_index=padded)
         # all grid points at once: [P, n, B] counts read as P * n episodes
@@ -244,9 +244,9 @@ def _rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, 
     n, n_budgets = len(real), len(budgets)
     utility = policy_utility(host["retained"], encoded.utility64[real][:, None, :])
     columns = score(host, utility, oracle_utility, encoded.n_critical[real][:, None],
-                    encoded.total_drift_events[real][:, None], encoded.arrays["length"][real][:, None],
+                    encoded.total_drift_events[real][:, None], encoded.arrays.length[real][:, None],
                     budgets[None, :])
-    columns.update(confusion_counts(host, encoded.arrays["critical"][real], encoded.arrays["valid"][real],
+    columns.update(confusion_counts(host, encoded.arrays.critical[real], encoded.arrays.valid[real],
                                     encoded.n_critical[real]))
     episode_axis = np.broadcast_to(real[:, None], (n, n_budgets))
     columns.update(budget_bytes=budgets[None, :], episode_id=np.asarray(encoded.episode_id, object)[episode_axis],

@@ -38,7 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.episodes.encode import EncodedEpisodes, HEADER_BYTES, INDEX_BYTES, _priority_arrays, json_len
+from wpbjax.episodes.batch import NO_ID, EncodedEpisodes, concat
+from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES, json_len
 from wpbjax.episodes.reference_gen import MODES as REFERENCE_MODES, DriftConfig
 from wpbjax.tracks import TRACKS, view_metadata
 
@@ -511,31 +512,28 @@ def to_encoded(config: JaxGenConfig, generated: dict, start: int = 0) -> Encoded
     code = host["code"]
     utility64, priority64 = UTILITY[code], PRIORITY[code]
     valid = np.ones((n_episodes, n_steps), bool)
-    arrays = dict(valid=valid, step_t=np.broadcast_to(np.arange(n_steps, dtype=np.int32), valid.shape).copy(),
-                  api_id=host["api_id"], api_is_str=host["api_id"] >= 0, api_index=host["api_index"],
-                  api_ids=np.ascontiguousarray(host["api_ids"][:, :n_slots]), field_value=host["field_value"],
-                  field_present=np.ascontiguousarray(host["field_present"]), field_frag_len=host["field_frag_len"],
-                  utility=utility64.astype(np.float32), critical=host["critical"],
-                  t_last=np.full(n_episodes, n_steps - 1, np.int32), length=np.full(n_episodes, n_steps, np.int32),
-                  # what an observer reads of "api.v{v}.endpoint_{j}" (api_id = v * P + j): endpoint j, version v
-                  endpoint_index=np.where(host["api_id"] >= 0, host["api_id"] % config.api_pool, -1).astype(np.int32),
-                  version_number=np.where(host["api_id"] >= 0, host["api_id"] // config.api_pool, 0).astype(np.int32))
-    arrays.update(_priority_arrays(priority64, valid))
+    is_api = host["api_id"] >= 0
+    columns = dict(valid=valid, step_t=np.broadcast_to(np.arange(n_steps, dtype=np.int32), valid.shape).copy(),
+                   write_cost=host["write_cost"], api_id=host["api_id"], api_is_str=is_api, api_index=host["api_index"],
+                   api_ids=np.ascontiguousarray(host["api_ids"][:, :n_slots]), field_value=host["field_value"],
+                   field_present=np.ascontiguousarray(host["field_present"]), field_frag_len=host["field_frag_len"],
+                   critical=host["critical"], t_last=np.full(n_episodes, n_steps - 1, np.int32),
+                   length=np.full(n_episodes, n_steps, np.int32),
+                   # what an observer reads of "api.v{v}.endpoint_{j}" (api_id = v * P + j): endpoint j, version v
+                   endpoint_index=np.where(is_api, host["api_id"] % config.api_pool, NO_ID).astype(np.int32),
+                   version_number=np.where(is_api, host["api_id"] // config.api_pool, 0).astype(np.int32))
     critical = host["critical"].sum(axis=1).astype(np.int32)
     changes = host["n_changes"].astype(np.int32)
     if config.mode == "docs_migration":  # change events: drifts and migration guides (see docs/generators.md)
         changes = critical
-    return EncodedEpisodes(arrays=arrays, write_cost=host["write_cost"], utility64=utility64, priority64=priority64,
-                           n_critical=critical, total_drift_events=changes,
-                           episode_id=list(range(start, start + n_episodes)), mode=[config.mode] * n_episodes,
-                           field_keys=list(config.shape.field_keys))
+    return EncodedEpisodes.from_columns(columns, utility64=utility64, priority64=priority64, n_critical=critical,
+                                        total_drift_events=changes, episode_id=range(start, start + n_episodes),
+                                        mode=[config.mode] * n_episodes, field_keys=config.shape.field_keys)
 
 
 def generate_encoded(configs, n_episodes: int, chunk: int = 4096) -> EncodedEpisodes:
     """Episodes 0..n_episodes-1 of each config, encoded, in config order (for ``sweep --engine jax``).
     Generated in chunks of ``chunk`` episodes (one compiled shape) and joined."""
-    from wpbjax.episodes.encode import concat_encoded
-
     parts = []
     for config in configs:
         size = min(chunk, n_episodes)
@@ -543,4 +541,4 @@ def generate_encoded(configs, n_episodes: int, chunk: int = 4096) -> EncodedEpis
             generated = generate_arrays(config, size, start, with_latent=False)
             count = min(size, n_episodes - start)
             parts.append(to_encoded(config, jax.tree_util.tree_map(lambda leaf: leaf[:count], generated), start))
-    return concat_encoded(parts) if len(parts) > 1 else parts[0]
+    return concat(parts) if len(parts) > 1 else parts[0]

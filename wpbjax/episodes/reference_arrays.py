@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from wpbjax.episodes import jax_gen
-from wpbjax.episodes.encode import EncodedEpisodes
+from wpbjax.episodes.batch import EncodedEpisodes
 from wpbjax.episodes.reference_gen import DriftConfig, draw_episode
 
 

@@ -26,7 +26,7 @@ def evaluation_sets(n_episodes: int = 10) -> dict[str, EncodedEpisodes]:
 
 def f1_optimal(encoded: EncodedEpisodes, track: str, budgets) -> np.ndarray:
     """[N, B] F1 of the best store: the cheapest critical steps that fit (|R| counts every critical t)."""
-    costs, critical = encoded.track_costs(track), encoded.arrays["critical"] & encoded.arrays["valid"]
+    costs, critical = encoded.track_costs(track), encoded.arrays.critical & encoded.arrays.valid
     out = np.zeros((encoded.n_episodes, len(budgets)))
     for n in range(encoded.n_episodes):
         prefix = np.cumsum(np.sort(costs[n][critical[n]]))

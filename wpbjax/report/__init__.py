@@ -114,7 +114,7 @@ def regret_curve_table(results: pd.DataFrame, encoded, budget: int, meta: dict |
     note = ""
     if n_episodes > MAX_CURVE_EPISODES:
         keep = np.linspace(0, n_episodes - 1, MAX_CURVE_EPISODES).round().astype(int)
-        encoded = _subset(encoded, keep)
+        encoded = encoded.take(keep)
         note = f"; {MAX_CURVE_EPISODES} of {n_episodes} episodes"
     params = (meta or {}).get("policy_params", {})
     frames = []
@@ -130,14 +130,3 @@ def regret_curve_table(results: pd.DataFrame, encoded, budget: int, meta: dict |
     stats.insert(2, "budget_bytes", budget)
     return stats, note
 
-
-def _subset(encoded, indices):
-    import dataclasses
-
-    indices = np.asarray(indices)
-    return dataclasses.replace(
-        encoded, arrays={name: value[indices] for name, value in encoded.arrays.items()},
-        write_cost=encoded.write_cost[indices], utility64=encoded.utility64[indices],
-        priority64=encoded.priority64[indices], n_critical=encoded.n_critical[indices],
-        total_drift_events=encoded.total_drift_events[indices],
-        episode_id=[encoded.episode_id[i] for i in indices], mode=[encoded.mode[i] for i in indices])
