@@ -369,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--quiet", action="store_true")
     report.set_defaults(run=cmd_report)
     _add_train_parser(commands)
+    from wpbjax.packages.cli import add_parser as add_packages_parser
+    add_packages_parser(commands)
     return parser
 
 

@@ -1,12 +1,10 @@
 """Named package distributions: memaudit_small and the artifact's stress distributions."""
 from __future__ import annotations
 
+from wpbjax.packages.catalog import DISTRIBUTIONS, STRESS
 from wpbjax.packages.generate import memaudit_small
 from wpbjax.packages.model import PackageSet
 
-STRESS = ("density_trap", "update_chain", "scope_shift", "summary_tradeoff", "redundancy_heavy",
-          "temporal_interval", "abstention_hard")
-DISTRIBUTIONS = ("memaudit_small",) + STRESS
 
 
 def generate(name: str, seeds, normal_count: int = 3, update_count: int = 2) -> PackageSet:

@@ -136,7 +136,7 @@ def _static_arrays(normal_count: int, update_count: int):
     weight = np.array([CONTEXT_WEIGHT if u.startswith("context:") else STALE_WEIGHT if u.startswith("stale:")
                        else 0.0 for u in tpl.units])
     invalidation = np.array([u.startswith("invalid:") for u in tpl.units])
-    time = np.broadcast_to(np.arange(n_groups, dtype=np.int32)[:, None], (n_groups, n_cand)).copy()
+    time = np.where(valid, np.arange(n_groups, dtype=np.int32)[:, None], 0).astype(np.int32)
     return cost, valid, kind, coverage, weight, invalidation, rank, time
 
 

@@ -13,14 +13,10 @@ import pandas as pd
 
 from wpbjax.packages import opt as opt_mod
 from wpbjax.packages import writers
+from wpbjax.packages.catalog import EXACT, METHODS, PAPER_METHODS
 from wpbjax.packages.model import TIE, TOMBSTONE_KINDS, PackageBatch, PackageSet, check_feasible, cost, \
     invalidation_covered, kind_mask, value
 
-# The eight methods of the paper's base-sweep figure (main.tex, exact budget sweep).
-PAPER_METHODS = ("opt", "oracle_gvt", "greedy", "density_only", "recency_raw", "fact_only",
-                 "summary_only", "no_tombstone_opt")
-EXACT = ("opt", "no_tombstone_opt")
-METHODS = EXACT + writers.WRITERS
 COLUMNS = ["distribution", "package", "seed", "budget", "method", "value", "opt", "ratio", "cost",
            "invalidation_covered", "opt_certified_by"]
 

@@ -27,11 +27,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from wpbjax.devices import COMPILER_OPTIONS, local_devices, place
+from wpbjax.packages.catalog import OFFLINE, STREAMING, WRITERS  # noqa: F401
 from wpbjax.packages.model import RAW_KINDS, TIE, TOMBSTONE_KINDS, PackageBatch, kind_mask
 
-STREAMING = ("oracle_gvt", "density_only", "recency_raw", "reservoir_raw", "no_tombstone_gvt")
-OFFLINE = ("greedy", "fact_only", "summary_only", "no_tombstone_greedy")
-WRITERS = STREAMING + OFFLINE
 _H_JAX = {"min": lambda z: jnp.minimum(1.0, z), "log1p": jnp.log1p, "linear": lambda z: z}
 _UNROLL_UNITS = 64
 
@@ -55,126 +54,140 @@ def _objective(weight, totals, h):
 
 
 def _lex_argmax(ok, keys):
-    """Index of the largest candidate under lexicographic ``keys`` among ``ok``; and whether any."""
+    """Along the last axis: index of the largest candidate under lexicographic ``keys`` among ``ok``,
+    and whether there is any. ok: [..., N] bool, keys: broadcastable to it -> ([...] int32, [...] bool)."""
     mask = ok
     for key in keys:
-        best = jnp.max(jnp.where(mask, key, -jnp.inf))
+        best = jnp.max(jnp.where(mask, key, -jnp.inf), axis=-1, keepdims=True)
         mask = mask & (key == best)
-    return jnp.argmax(mask), jnp.any(ok)
+    return jnp.argmax(mask, axis=-1).astype(jnp.int32), jnp.any(ok, axis=-1)
 
 
-def _group_step(pkg, budget, threshold, rule, h):
-    """One arriving group of a streaming marginal writer; carry = (totals [R], used cost)."""
-    weight = pkg["weight"]
+def _add_picked(values, onehot, axes):
+    """Sum of ``values`` where ``onehot`` (one True or none) over ``axes``: exact (zeros plus one term)."""
+    return jnp.sum(jnp.where(onehot, values, jnp.zeros((), values.dtype)), axis=axes, dtype=values.dtype)
+
+
+def _stream(pkgs, budget, threshold, rule, h):
+    """Streaming passes, M per package: budget [1, M] int32, threshold [P, M] float64 ->
+    (F of each store [P, M], its cost [P, M], chosen [P, M, G]). One ``lax.scan`` over groups."""
+    weight = pkgs["weight"][:, None, :]                                   # [P, 1, R]
+    n_cand = pkgs["cost"].shape[2]
 
     def step(carry, group):
-        totals, used = carry
-        cov, cost, valid, rank = group
-        marginal = _objective(weight, totals[None, :] + cov, h) - _objective(weight, totals, h)   # [C]
-        density = marginal / jnp.maximum(cost.astype(marginal.dtype), 1e-12)
-        ok = valid & (used + cost <= budget) & (marginal > TIE)
-        if rule == "threshold":
-            ok = ok & (density + TIE >= threshold)
-            keys = (marginal, -cost.astype(marginal.dtype), rank.astype(marginal.dtype))
-        else:
-            keys = (density, marginal, -cost.astype(marginal.dtype), rank.astype(marginal.dtype))
-        pick, any_ok = _lex_argmax(ok, keys)
-        totals = jnp.where(any_ok, totals + cov[pick], totals)
-        used = jnp.where(any_ok, used + cost[pick], used)
-        return (totals, used), jnp.where(any_ok, pick, -1).astype(jnp.int32)
+        totals, used = carry                                              # [P, M, R], [P, M]
+        cov, cost, valid, rank = group                                    # [P, C, R], [P, C] x3
+        after = totals[:, :, None, :] + cov[:, None]                      # [P, M, C, R]
+        marginal = _objective(weight[:, :, None, :], after, h) - _objective(weight, totals, h)[..., None]
+        fcost = cost[:, None, :].astype(marginal.dtype)
+        density = marginal / jnp.maximum(fcost, 1e-12)
+        ok = valid[:, None, :] & (used[..., None] + cost[:, None, :] <= budget[..., None]) & (marginal > TIE)
+        frank = rank[:, None, :].astype(marginal.dtype)
+        if rule == "threshold":   # admissible by density, then the largest raw marginal
+            ok = ok & (density + TIE >= threshold[..., None])
+            keys = (marginal, -fcost, frank)
+        else:                     # density_only: the largest marginal density
+            keys = (density, marginal, -fcost, frank)
+        pick, any_ok = _lex_argmax(ok, keys)                              # [P, M]
+        onehot = (jnp.arange(n_cand) == pick[..., None]) & any_ok[..., None]
+        totals = totals + _add_picked(cov[:, None], onehot[..., None], 2)
+        used = used + _add_picked(cost[:, None, :], onehot, 2)
+        return (totals, used), jnp.where(any_ok, pick, -1)
 
-    return step
-
-
-def _stream(pkg, budget, threshold, rule, h):
-    """Run one streaming pass: -> (F of the store, its cost, chosen [G])."""
-    step = _group_step(pkg, budget, threshold, rule, h)
-    init = (jnp.zeros_like(pkg["weight"]), jnp.zeros((), jnp.int32))
-    (totals, used), chosen = jax.lax.scan(
-        step, init, (pkg["coverage"], pkg["cost"], pkg["valid"], pkg["rank"]))
-    return _objective(pkg["weight"], totals, h), used, chosen
+    n_runs = max(budget.shape[1], threshold.shape[1])
+    init = (jnp.zeros(weight.shape[:1] + (n_runs,) + weight.shape[2:], weight.dtype),
+            jnp.zeros((weight.shape[0], n_runs), jnp.int32))
+    xs = tuple(jnp.moveaxis(pkgs[k], 1, 0) for k in ("coverage", "cost", "valid", "rank"))
+    (totals, used), chosen = jax.lax.scan(step, init, xs)
+    return _objective(weight, totals, h), used, jnp.moveaxis(chosen, 0, -1)
 
 
 def _best_over_grid(values, costs, chosen, live):
-    """The artifact's fold over thresholds (descending): strictly better by 1e-12, or as good and cheaper."""
+    """The artifact's fold over thresholds (descending): strictly better by 1e-12, or as good and cheaper.
+    values, costs, live: [P, B, K]; chosen [P, B, K, G] -> chosen [P, B, G]."""
     def fold(best, run):
         value, cost, pick, ok = run
         b_value, b_cost, b_pick = best
         better = ok & ((value > b_value + TIE) | ((jnp.abs(value - b_value) <= TIE) & (cost < b_cost)))
         return (jnp.where(better, value, b_value), jnp.where(better, cost, b_cost),
-                jnp.where(better, pick, b_pick)), None
+                jnp.where(better[..., None], pick, b_pick)), None
 
-    init = (jnp.asarray(-1.0, values.dtype), jnp.zeros((), costs.dtype), jnp.full(chosen.shape[1:], -1, jnp.int32))
-    (_, _, pick), _ = jax.lax.scan(fold, init, (values, costs, chosen, live))
-    return pick
+    init = (jnp.full(values.shape[:2], -1.0, values.dtype), jnp.zeros(costs.shape[:2], costs.dtype),
+            jnp.full(chosen.shape[:2] + chosen.shape[3:], -1, jnp.int32))
+    runs = tuple(jnp.moveaxis(a, 2, 0) for a in (values, costs, chosen, live))
+    return jax.lax.scan(fold, init, runs)[0][2]
 
 
-@functools.partial(jax.jit, static_argnames=("h",))
+@functools.partial(jax.jit, static_argnames=("h",), compiler_options=COMPILER_OPTIONS)
 def _gvt_program(pkgs, budgets, thresholds, live, h):
     """thresholds, live: [P, B, K] (descending, masked) -> chosen [P, B, G]."""
-    def one(pkg, budget, taus, live_k):
-        runs = jax.vmap(lambda tau: _stream(pkg, budget, tau, "threshold", h))(taus)
-        return _best_over_grid(*runs, live_k)
+    n_pkg, n_budgets, n_taus = thresholds.shape
+    budget_runs = jnp.repeat(budgets, n_taus)[None, :]                     # [1, B*K]
+    values, costs, chosen = _stream(pkgs, budget_runs, thresholds.reshape(n_pkg, -1), "threshold", h)
+    shape = (n_pkg, n_budgets, n_taus)
+    return _best_over_grid(values.reshape(shape), costs.reshape(shape), chosen.reshape(shape + (-1,)), live)
 
-    per_budget = jax.vmap(one, in_axes=(None, 0, 0, 0))
-    return jax.vmap(per_budget, in_axes=(0, None, 0, 0))(pkgs, budgets, thresholds, live)
 
-
-@functools.partial(jax.jit, static_argnames=("h",))
+@functools.partial(jax.jit, static_argnames=("h",), compiler_options=COMPILER_OPTIONS)
 def _density_program(pkgs, budgets, h):
-    def one(pkg, budget):
-        return _stream(pkg, budget, 0.0, "density", h)[2]
-
-    return jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None))(pkgs, budgets)
+    no_threshold = jnp.zeros((1, budgets.shape[0]), pkgs["weight"].dtype)
+    return _stream(pkgs, budgets[None, :], no_threshold, "density", h)[2]
 
 
-@jax.jit
+@functools.partial(jax.jit, compiler_options=COMPILER_OPTIONS)
 def _admission_program(pkgs, budgets, order):
     """Keep candidates in ``order: [P, K]`` (flat g*C+c, -1 padding) while they fit, one per group."""
-    def one(pkg, budget, order_p):
-        n_groups, n_cand = pkg["cost"].shape
+    n_pkg, n_groups, n_cand = pkgs["cost"].shape
+    flat_cost = pkgs["cost"].reshape(n_pkg, -1)
 
-        def step(carry, flat):
-            used, chosen = carry
-            g, c = jnp.maximum(flat, 0) // n_cand, jnp.maximum(flat, 0) % n_cand
-            cost = pkg["cost"][g, c]
-            take = (flat >= 0) & (chosen[g] < 0) & (used + cost <= budget)
-            return (jnp.where(take, used + cost, used), chosen.at[g].set(jnp.where(take, c, chosen[g]).astype(jnp.int32))), None
+    def step(carry, flat):                                                # flat: [P]
+        used, chosen = carry                                              # [P, B], [P, B, G]
+        g, c = jnp.maximum(flat, 0) // n_cand, jnp.maximum(flat, 0) % n_cand
+        cost = jnp.take_along_axis(flat_cost, jnp.maximum(flat, 0)[:, None], axis=1)   # [P, 1]
+        here = jnp.arange(n_groups) == g[:, None, None]                   # [P, 1, G]
+        group_free = ~jnp.any(here & (chosen >= 0), axis=-1)              # [P, B]
+        take = (flat >= 0)[:, None] & group_free & (used + cost <= budgets[None, :])
+        chosen = jnp.where(take[..., None] & here, c[:, None, None], chosen)
+        return (jnp.where(take, used + cost, used), chosen), None
 
-        init = (jnp.zeros((), jnp.int32), jnp.full((n_groups,), -1, jnp.int32))
-        return jax.lax.scan(step, init, order_p)[0][1]
-
-    return jax.vmap(jax.vmap(one, in_axes=(None, 0, None)), in_axes=(0, None, 0))(pkgs, budgets, order)
+    init = (jnp.zeros((n_pkg, budgets.shape[0]), jnp.int32), jnp.full((n_pkg, budgets.shape[0], n_groups), -1, jnp.int32))
+    return jax.lax.scan(step, init, jnp.moveaxis(order, 1, 0))[0][1]
 
 
-@functools.partial(jax.jit, static_argnames=("h",))
+@functools.partial(jax.jit, static_argnames=("h",), compiler_options=COMPILER_OPTIONS)
 def _greedy_program(pkgs, budgets, h):
-    """Offline greedy by marginal density over all candidates (at most G picks)."""
-    def one(pkg, budget):
-        weight, cov, cost = pkg["weight"], pkg["coverage"], pkg["cost"]
-        n_groups = cost.shape[0]
-        fcost = cost.astype(cov.dtype)
+    """Offline greedy by marginal density over all candidates: at most G picks (a ``fori_loop``)."""
+    weight = pkgs["weight"][:, None, :]                                   # [P, 1, R]
+    cov, cost = pkgs["coverage"][:, None], pkgs["cost"][:, None]          # [P, 1, G, C, R], [P, 1, G, C]
+    n_pkg, n_groups, n_cand = pkgs["cost"].shape
+    fcost = cost.astype(weight.dtype)
+    flat_keys = [k.reshape(n_pkg, 1, -1) for k in (-fcost, pkgs["rank"][:, None].astype(weight.dtype))]
 
-        def pick_one(_, state):
-            totals, used, chosen = state
-            marginal = _objective(weight, totals + cov, h) - _objective(weight, totals, h)     # [G, C]
-            ok = pkg["valid"] & (chosen[:, None] < 0) & (used + cost <= budget) & (marginal > TIE)
-            keys = (marginal / jnp.maximum(fcost, 1e-12), marginal, -fcost, pkg["rank"].astype(cov.dtype))
-            flat, any_ok = _lex_argmax(ok.reshape(-1), [k.reshape(-1) for k in keys])
-            g, c = flat // cost.shape[1], flat % cost.shape[1]
-            return (jnp.where(any_ok, totals + cov[g, c], totals), jnp.where(any_ok, used + cost[g, c], used),
-                    chosen.at[g].set(jnp.where(any_ok, c, chosen[g]).astype(jnp.int32)))
+    def pick_one(_, state):
+        totals, used, chosen = state                                      # [P, B, R], [P, B], [P, B, G]
+        after = totals[:, :, None, None, :] + cov                         # [P, B, G, C, R]
+        marginal = _objective(weight[:, :, None, None, :], after, h) - _objective(weight, totals, h)[..., None, None]
+        ok = (pkgs["valid"][:, None] & (chosen[..., None] < 0) & (used[..., None, None] + cost <= budgets[None, :, None, None])
+              & (marginal > TIE))
+        flat_marginal = marginal.reshape(marginal.shape[:2] + (-1,))
+        density = flat_marginal / jnp.maximum(fcost.reshape(n_pkg, 1, -1), 1e-12)
+        pick, any_ok = _lex_argmax(ok.reshape(flat_marginal.shape), [density, flat_marginal] + flat_keys)
+        onehot = ((jnp.arange(n_groups * n_cand) == pick[..., None]) & any_ok[..., None]).reshape(marginal.shape)
+        totals = totals + _add_picked(cov, onehot[..., None], (2, 3))
+        used = used + _add_picked(cost, onehot, (2, 3))
+        chosen = jnp.where(jnp.any(onehot, -1), jnp.argmax(onehot, -1).astype(jnp.int32), chosen)
+        return totals, used, chosen
 
-        init = (jnp.zeros_like(weight), jnp.zeros((), jnp.int32), jnp.full((n_groups,), -1, jnp.int32))
-        return jax.lax.fori_loop(0, n_groups, pick_one, init)[2]
-
-    return jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None))(pkgs, budgets)
+    n_budgets = budgets.shape[0]
+    init = (jnp.zeros((n_pkg, n_budgets) + weight.shape[2:], weight.dtype), jnp.zeros((n_pkg, n_budgets), jnp.int32),
+            jnp.full((n_pkg, n_budgets, n_groups), -1, jnp.int32))
+    return jax.lax.fori_loop(0, n_groups, pick_one, init)[2]
 
 
 def _device_arrays(batch: PackageBatch) -> dict:
-    return {"cost": jnp.asarray(batch.cost, jnp.int32), "valid": jnp.asarray(batch.valid),
-            "coverage": jnp.asarray(batch.coverage, jnp.float64), "weight": jnp.asarray(batch.weight, jnp.float64),
-            "rank": jnp.asarray(batch.rank, jnp.int32)}
+    return {"cost": np.asarray(batch.cost, np.int32), "valid": np.asarray(batch.valid, bool),
+            "coverage": np.asarray(batch.coverage, np.float64), "weight": np.asarray(batch.weight, np.float64),
+            "rank": np.asarray(batch.rank, np.int32)}
 
 
 def gvt_thresholds(batch: PackageBatch, budgets, h: str = "min") -> tuple[np.ndarray, np.ndarray]:
@@ -201,12 +214,13 @@ def _run_chunks(program, batch: PackageBatch, budgets, extra, chunk: int):
     """Run ``program(pkgs, budgets, *extra[rows])`` over package chunks: chosen [P, B, G] int32."""
     out = []
     n_pkg = batch.cost.shape[0]
-    chunk = min(chunk, n_pkg)
+    devices = local_devices()
+    chunk = -(-min(chunk, n_pkg) // len(devices)) * len(devices)   # packages split over every device
     for start in range(0, n_pkg, chunk):
         real = np.arange(start, min(n_pkg, start + chunk))
         rows = np.concatenate([real, np.full(chunk - len(real), real[-1])])  # one shape: one compile
-        part = batch.take(rows)
-        result = program(_device_arrays(part), jnp.asarray(budgets, jnp.int32), *[jnp.asarray(e[rows]) for e in extra])
+        inputs = place((_device_arrays(batch.take(rows)), *[np.asarray(e[rows]) for e in extra]), devices)
+        result = program(inputs[0], jnp.asarray(budgets, jnp.int32), *inputs[1:])
         out.append(np.asarray(result)[: len(real)])
     return np.concatenate(out, axis=0)
 

@@ -1,0 +1,153 @@
+"""``wpbjax packages ...``: thin commands over wpbjax.packages (docs/packages.md).
+
+    wpbjax packages sweep --distribution memaudit_small --seeds 500 --budgets 1,2,4,8,16 --out pk.csv
+    wpbjax packages sweep --packages DIR [DIR ...] --budgets 4,8 --methods opt,oracle_gvt,greedy
+    wpbjax packages generate --distribution memaudit_small --seeds 3 --out DIR
+
+``add_parser(commands)`` registers the ``packages`` command on the main parser; further
+subcommands (``packages train``/``score``) register through :data:`EXTRA_SUBCOMMANDS`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+# Hooks for other modules' subcommands: callables taking the packages sub-parsers object.
+EXTRA_SUBCOMMANDS: list = []
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError("expected at least one integer >= 0")
+    return values
+
+
+def _names(text: str) -> list[str]:
+    values = [part.strip() for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one name")
+    return values
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _add_shape_args(parser: argparse.ArgumentParser) -> None:
+    from wpbjax.packages.catalog import DISTRIBUTIONS
+
+    parser.add_argument("--distribution", choices=DISTRIBUTIONS, default="memaudit_small",
+                        help="generated packages (default memaudit_small, the artifact's base sweep)")
+    parser.add_argument("--seeds", type=_count, default=500, help="number of seeds (default 500)")
+    parser.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
+    parser.add_argument("--normal-count", type=_count, default=3, help="facts per package (default 3)")
+    parser.add_argument("--update-count", type=_count, default=2, help="updates per package (default 2)")
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    """Register ``packages`` (with its own subcommands) on the main CLI's sub-parsers."""
+    from wpbjax.packages.catalog import METHODS, PAPER_METHODS
+
+    packages = commands.add_parser("packages", help="MEMAUDIT representation choice: exact OPT, writers, sweeps "
+                                                    "(docs/packages.md)")
+    sub = packages.add_subparsers(dest="packages_command", required=True)
+
+    sweep = sub.add_parser("sweep", help="rows per (distribution, seed, budget, method) scored against certified OPT")
+    _add_shape_args(sweep)
+    sweep.add_argument("--packages", nargs="+", metavar="DIR", help="package directories in the artifact's export "
+                                                                    "layout (instead of --distribution)")
+    sweep.add_argument("--budgets", type=_int_list, default=[1, 2, 4, 8, 16], help="budgets (default 1,2,4,8,16)")
+    sweep.add_argument("--methods", type=_names, default=list(PAPER_METHODS),
+                       help=f"comma-separated (default the paper's eight; all: {','.join(METHODS)})")
+    sweep.add_argument("--h", choices=("min", "log1p", "linear"), default="min", help="concave h (default min)")
+    sweep.add_argument("--verify", choices=("none", "milp"), default="none",
+                       help="cross-check every OPT against the MILP (HiGHS); fails on any disagreement")
+    sweep.add_argument("--out", default=None, help="rows file, .csv or .parquet (default: none)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress line or summary table")
+    sweep.set_defaults(run=cmd_sweep)
+
+    generate = sub.add_parser("generate", help="write generated packages in the artifact's export layout")
+    _add_shape_args(generate)
+    generate.add_argument("--out", required=True, help="directory; one sub-directory per package")
+    generate.add_argument("--quiet", action="store_true")
+    generate.set_defaults(run=cmd_generate)
+    for hook in EXTRA_SUBCOMMANDS:
+        hook(sub)
+    return packages
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+
+    def show(done: int, total: int, elapsed: float) -> None:
+        print(f"\rpackages: {done}/{total} seeds, {elapsed:.1f} s", end="" if done < total else "\n",
+              file=sys.stderr, flush=True)
+
+    return show
+
+
+def _write_table(table, path: str) -> None:
+    if path.endswith(".parquet"):
+        table.to_parquet(path, index=False)
+    elif path.endswith(".csv"):
+        table.to_csv(path, index=False)
+    else:
+        raise ValueError(f"--out: expected a .csv or .parquet file, got {path!r}")
+
+
+def cmd_sweep(args) -> int:
+    from wpbjax.cli import enable_compilation_cache
+    from wpbjax.packages import sweep
+    from wpbjax.packages.opt import OptNotCertified
+
+    started = time.perf_counter()
+    enable_compilation_cache()
+    methods = sweep.check_methods(args.methods)
+    if args.out and not args.out.endswith((".csv", ".parquet")):
+        raise ValueError(f"--out: expected a .csv or .parquet file, got {args.out!r}")
+    verify = None if args.verify == "none" else args.verify
+    try:
+        if args.packages:
+            from wpbjax.packages.io import read_packages
+            pset = read_packages(args.packages)
+            table = sweep.run(pset, args.budgets, methods, args.h, "packages", verify)
+        else:
+            seeds = range(args.seed_start, args.seed_start + args.seeds)
+            table = sweep.run_distribution(args.distribution, seeds, args.budgets, methods, args.h, args.normal_count,
+                                           args.update_count, verify, progress=_progress(not args.quiet))
+    except OptNotCertified as err:
+        print(f"wpbjax packages sweep: error: OPT not certified: {err}", file=sys.stderr)
+        return 1
+    if args.out:
+        _write_table(table, args.out)
+    if not args.quiet:
+        print(sweep.ratio_table(table))
+        certified = table[table.method == methods[0]]["opt_certified_by"].value_counts().to_dict()
+        print(f"OPT certified by: {certified}; {len(table)} rows in {time.perf_counter() - started:.2f} s"
+              + (f" -> {args.out}" if args.out else ""))
+    return 0
+
+
+def cmd_generate(args) -> int:
+    from wpbjax.packages.distributions import generate
+    from wpbjax.packages.io import write_packages
+
+    seeds = range(args.seed_start, args.seed_start + args.seeds)
+    pset = generate(args.distribution, seeds, args.normal_count, args.update_count)
+    paths = write_packages(pset, args.out, args.distribution)
+    if not args.quiet:
+        print(f"wrote {len(paths)} packages to {os.fspath(args.out)}")
+    return 0

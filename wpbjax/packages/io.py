@@ -1,0 +1,265 @@
+"""Packages on disk in the MEMAUDIT artifact's export layout, one directory per package:
+
+    candidate_memories.jsonl  one candidate per line: candidate_id, experience_id (or candidate_group),
+                              representation_type, cost (an int or {"total": n}; or cost_tokens),
+                              time_index (optional, default 0), coverage (optional: a mapping
+                              unit -> fidelity or a list of {"unit_id", "fidelity"})
+    coverage_matrix.jsonl     one cell per line: candidate_id, unit_id, coverage (or fidelity)
+    evidence_units.jsonl      one unit per line: unit_id, unit_weight (optional), kind
+    instance.json             instance_id, seed, unit_weights {unit: w}, invalidation_units [...]
+
+Unit weights come from instance.json, else evidence_units.jsonl, else 1 for every covered unit (as
+the artifact infers them). Invalidation units from instance.json, else units of kind "invalidation".
+Malformed input raises :class:`PackageFormatError` naming the file, line and field.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from wpbjax.packages.ids import hash_ids
+from wpbjax.packages.model import KINDS, PackageBatch, PackageMeta, PackageSet, kind_id
+
+
+class PackageFormatError(ValueError):
+    """A package file that cannot be read: the message names file, line and field."""
+
+
+def _fail(path, line, message):
+    where = f"{os.fspath(path)}:{line}" if line else os.fspath(path)
+    raise PackageFormatError(f"{where}: {message}")
+
+
+def _read_jsonl(path: Path):
+    """(line number, object) per non-empty line."""
+    with path.open("r", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                _fail(path, number, f"not valid JSON ({err.msg})")
+            if not isinstance(row, dict):
+                _fail(path, number, "expected a JSON object")
+            yield number, row
+
+
+def _number(value, path, line, field, integer=False):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and value != int(value)):
+        _fail(path, line, f"field {field!r}: expected {'an integer' if integer else 'a number'}, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        _fail(path, line, f"field {field!r}: expected a finite value >= 0, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _cost(row, path, line):
+    raw = row.get("cost", row.get("cost_tokens"))
+    if raw is None:
+        _fail(path, line, "field 'cost': missing")
+    if isinstance(raw, dict):
+        if "total" not in raw:
+            _fail(path, line, "field 'cost': a mapping needs 'total'")
+        return _number(raw["total"], path, line, "cost.total", integer=True)
+    return _number(raw, path, line, "cost", integer=True)
+
+
+def _coverage(raw, path, line, field="coverage") -> dict[str, float]:
+    cells: dict[str, float] = {}
+    if isinstance(raw, dict):
+        items = raw.items()
+    elif isinstance(raw, list):
+        items = []
+        for entry in raw:
+            if not isinstance(entry, dict) or "unit_id" not in entry:
+                _fail(path, line, f"field {field!r}: list entries need 'unit_id' (and 'fidelity')")
+            items.append((entry["unit_id"], entry.get("fidelity", entry.get("coverage", 1.0))))
+    else:
+        _fail(path, line, f"field {field!r}: expected a mapping or a list of {{unit_id, fidelity}}")
+    for unit, value in items:
+        value = _number(value, path, line, f"{field}[{unit}]")
+        if value > 0:
+            cells[str(unit)] = cells.get(str(unit), 0.0) + value
+    return cells
+
+
+def _candidates(directory: Path) -> list[dict]:
+    path = directory / "candidate_memories.jsonl"
+    if not path.exists():
+        _fail(path, 0, "missing (a package directory needs candidate_memories.jsonl)")
+    rows, seen = [], set()
+    for line, row in _read_jsonl(path):
+        cid = row.get("candidate_id")
+        group = row.get("experience_id", row.get("candidate_group"))
+        if not isinstance(cid, str) or not cid:
+            _fail(path, line, "field 'candidate_id': missing or not a non-empty string")
+        if group is None or str(group) == "":
+            _fail(path, line, "field 'experience_id': missing")
+        if cid in seen:
+            _fail(path, line, f"field 'candidate_id': duplicate {cid!r}")
+        seen.add(cid)
+        kind = row.get("representation_type", row.get("type", "other"))
+        time_index = _number(row.get("time_index", 0), path, line, "time_index", integer=True)
+        coverage = _coverage(row["coverage"], path, line) if "coverage" in row else {}
+        rows.append({"id": cid, "group": str(group), "kind": str(kind), "cost": _cost(row, path, line),
+                     "time": time_index, "coverage": coverage})
+    if not rows:
+        _fail(path, 0, "no candidates")
+    return rows
+
+
+def _matrix(directory: Path, candidates: list[dict]) -> None:
+    """Add coverage_matrix.jsonl's cells to the candidates' coverage (in place)."""
+    path = directory / "coverage_matrix.jsonl"
+    if not path.exists():
+        if not any(c["coverage"] for c in candidates):
+            _fail(path, 0, "missing, and no candidate carries 'coverage'")
+        return
+    by_id = {c["id"]: c for c in candidates}
+    for line, row in _read_jsonl(path):
+        cid, unit = row.get("candidate_id"), row.get("unit_id")
+        if cid not in by_id:
+            _fail(path, line, f"field 'candidate_id': {cid!r} is not in candidate_memories.jsonl")
+        if unit is None:
+            _fail(path, line, "field 'unit_id': missing")
+        value = _number(row.get("coverage", row.get("fidelity")), path, line, "coverage")
+        if value > 0:
+            cells = by_id[cid]["coverage"]
+            cells[str(unit)] = cells.get(str(unit), 0.0) + value
+
+
+def _units(directory: Path, candidates: list[dict]):
+    """(unit weights in order, invalidation units, instance id, seed)."""
+    instance_path, units_path = directory / "instance.json", directory / "evidence_units.jsonl"
+    instance = {}
+    if instance_path.exists():
+        try:
+            instance = json.loads(instance_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            _fail(instance_path, err.lineno, f"not valid JSON ({err.msg})")
+        if not isinstance(instance, dict):
+            _fail(instance_path, 1, "expected a JSON object")
+    weights: dict[str, float] = {}
+    if isinstance(instance.get("unit_weights"), dict):
+        for unit, w in instance["unit_weights"].items():
+            weights[str(unit)] = _number(w, instance_path, 0, f"unit_weights[{unit}]")
+    invalidation = set(map(str, instance.get("invalidation_units", []) or []))
+    if units_path.exists():
+        for line, row in _read_jsonl(units_path):
+            unit = row.get("unit_id")
+            if unit is None:
+                _fail(units_path, line, "field 'unit_id': missing")
+            if "unit_weight" in row and str(unit) not in weights and "unit_weights" not in instance:
+                weights[str(unit)] = _number(row["unit_weight"], units_path, line, "unit_weight")
+            if row.get("kind") == "invalidation" and "invalidation_units" not in instance:
+                invalidation.add(str(unit))
+    if not weights:  # the artifact's default: weight 1 for every covered unit
+        weights = {u: 1.0 for u in sorted({u for c in candidates for u in c["coverage"]})}
+    seed = instance.get("seed")
+    return weights, invalidation, str(instance.get("instance_id", directory.name)), seed if isinstance(seed, int) else None
+
+
+def read_package(directory) -> tuple[dict, list[list[dict]]]:
+    """One package directory -> (header, groups in arrival order, candidates in (cost, id) order)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise PackageFormatError(f"{os.fspath(directory)}: not a package directory")
+    candidates = _candidates(directory)
+    _matrix(directory, candidates)
+    weights, invalidation, instance_id, seed = _units(directory, candidates)
+    groups: dict[str, list[dict]] = {}
+    for cand in candidates:
+        groups.setdefault(cand["group"], []).append(cand)
+    order = sorted(groups, key=lambda g: (min(c["time"] for c in groups[g]), g))
+    ordered = [sorted(groups[g], key=lambda c: (c["cost"], c["id"])) for g in order]
+    header = {"instance_id": instance_id, "seed": seed, "weights": weights, "invalidation": invalidation,
+              "group_ids": order}
+    return header, ordered
+
+
+def read_packages(directories) -> PackageSet:
+    """Package directories -> one padded PackageSet."""
+    packages = [read_package(d) for d in directories]
+    if not packages:
+        raise PackageFormatError("no package directories given")
+    n_groups = max(len(groups) for _, groups in packages)
+    n_cand = max(len(g) for _, groups in packages for g in groups)
+    n_units = max(len(h["weights"]) for h, _ in packages)
+    shape = (len(packages), n_groups, n_cand)
+    cost, kind = np.zeros(shape, np.int32), np.full(shape, -1, np.int32)
+    valid, rank, time = np.zeros(shape, bool), np.full(shape, -1, np.int32), np.zeros(shape, np.int32)
+    coverage, weight = np.zeros(shape + (n_units,)), np.zeros((len(packages), n_units))
+    invalidation = np.zeros((len(packages), n_units), bool)
+    metas = []
+    for p, (header, groups) in enumerate(packages):
+        units = list(header["weights"])
+        unit_index = {u: r for r, u in enumerate(units)}
+        weight[p, :len(units)] = [header["weights"][u] for u in units]
+        invalidation[p, :len(units)] = [u in header["invalidation"] for u in units]
+        ids = sorted(c["id"] for g in groups for c in g)
+        for g, cands in enumerate(groups):
+            for c, cand in enumerate(cands):
+                cost[p, g, c], kind[p, g, c], valid[p, g, c] = cand["cost"], kind_id(cand["kind"]), True
+                rank[p, g, c], time[p, g, c] = ids.index(cand["id"]), cand["time"]
+                for unit, a in cand["coverage"].items():
+                    if unit in unit_index:  # units without weight add nothing to F
+                        coverage[p, g, c, unit_index[unit]] = a
+        metas.append((header["instance_id"], tuple(header["group_ids"]),
+                      tuple(tuple(c["id"] for c in g) for g in groups), tuple(units), header["seed"]))
+    meta = PackageMeta(*[tuple(m[i] for m in metas) for i in range(5)])
+    batch = PackageBatch(cost=cost, valid=valid, kind=kind, coverage=coverage, weight=weight,
+                         invalidation=invalidation, rank=rank, time=time)
+    return PackageSet(batch, meta, hash_ids(meta.candidate_ids, shape))
+
+
+def _write_jsonl(path: Path, rows) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+
+
+def write_package(pset: PackageSet, p: int, directory, distribution: str = "") -> Path:
+    """Package p of a PackageSet as an export directory (unit_weights in the package's unit order)."""
+    batch, meta = pset.batch, pset.meta
+    if not meta.candidate_ids:
+        raise ValueError("writing packages needs their names (generate with metadata)")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    units = meta.unit_ids[p]
+    candidates, cells = [], []
+    for g, cands in enumerate(meta.candidate_ids[p]):
+        for c, cid in enumerate(cands):
+            rep = KINDS[int(batch.kind[p, g, c])]
+            candidates.append({"candidate_id": cid, "experience_id": meta.group_ids[p][g],
+                               "representation_type": rep, "cost": int(batch.cost[p, g, c]),
+                               "time_index": int(batch.time[p, g, c])})
+            cells.extend({"candidate_id": cid, "unit_id": units[r], "coverage": float(batch.coverage[p, g, c, r])}
+                         for r in range(len(units)) if batch.coverage[p, g, c, r] > 0)
+    candidates.sort(key=lambda row: row["candidate_id"])
+    cells.sort(key=lambda row: (row["candidate_id"], row["unit_id"]))
+    _write_jsonl(directory / "candidate_memories.jsonl", candidates)
+    _write_jsonl(directory / "coverage_matrix.jsonl", cells)
+    invalid = [u for r, u in enumerate(units) if batch.invalidation[p, r]]
+    _write_jsonl(directory / "evidence_units.jsonl",
+                 ({"unit_id": u, "unit_weight": float(batch.weight[p, r]),
+                   "kind": "invalidation" if batch.invalidation[p, r] else "evidence"} for r, u in enumerate(units)))
+    seed = meta.seeds[p] if meta.seeds else None
+    (directory / "instance.json").write_text(json.dumps({
+        "instance_id": meta.package_ids[p], "seed": seed, "distribution": distribution,
+        "unit_weights": {u: float(batch.weight[p, r]) for r, u in enumerate(units)},
+        "invalidation_units": invalid, "candidate_count": len(candidates)}, indent=2) + "\n", encoding="utf-8")
+    return directory
+
+
+def write_packages(pset: PackageSet, out, distribution: str = "") -> list[Path]:
+    """Every package of a set under ``out/<package id>/``."""
+    out = Path(out)
+    return [write_package(pset, p, out / _safe(name), distribution) for p, name in enumerate(pset.meta.package_ids)]
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name).strip("._") or "package"
