@@ -171,13 +171,19 @@ def read_package(directory) -> tuple[dict, list[list[dict]]]:
     candidates = _candidates(directory)
     _matrix(directory, candidates)
     weights, invalidation, instance_id, seed = _units(directory, candidates)
+    return assemble(candidates, weights, invalidation, instance_id, seed)
+
+
+def assemble(candidates: list[dict], weights: dict, invalidation, instance_id: str, seed=None):
+    """Candidates ``{id, group, kind, cost, time, coverage}`` -> (header, groups), in the artifact's
+    order: groups by (first time index, group id), candidates by (cost, id)."""
     groups: dict[str, list[dict]] = {}
     for cand in candidates:
         groups.setdefault(cand["group"], []).append(cand)
     order = sorted(groups, key=lambda g: (min(c["time"] for c in groups[g]), g))
     ordered = [sorted(groups[g], key=lambda c: (c["cost"], c["id"])) for g in order]
-    header = {"instance_id": instance_id, "seed": seed, "weights": weights, "invalidation": invalidation,
-              "group_ids": order}
+    header = {"instance_id": instance_id, "seed": seed, "weights": dict(weights),
+              "invalidation": set(invalidation), "group_ids": order}
     return header, ordered
 
 
@@ -186,6 +192,11 @@ def read_packages(directories) -> PackageSet:
     packages = [read_package(d) for d in directories]
     if not packages:
         raise PackageFormatError("no package directories given")
+    return stack(packages)
+
+
+def stack(packages) -> PackageSet:
+    """(header, groups) pairs -> one PackageSet padded to the largest G, C and R."""
     n_groups = max(len(groups) for _, groups in packages)
     n_cand = max(len(g) for _, groups in packages for g in groups)
     n_units = max(len(h["weights"]) for h, _ in packages)
@@ -200,11 +211,11 @@ def read_packages(directories) -> PackageSet:
         unit_index = {u: r for r, u in enumerate(units)}
         weight[p, :len(units)] = [header["weights"][u] for u in units]
         invalidation[p, :len(units)] = [u in header["invalidation"] for u in units]
-        ids = sorted(c["id"] for g in groups for c in g)
+        rank_of = {cid: i for i, cid in enumerate(sorted(c["id"] for g in groups for c in g))}
         for g, cands in enumerate(groups):
             for c, cand in enumerate(cands):
                 cost[p, g, c], kind[p, g, c], valid[p, g, c] = cand["cost"], kind_id(cand["kind"]), True
-                rank[p, g, c], time[p, g, c] = ids.index(cand["id"]), cand["time"]
+                rank[p, g, c], time[p, g, c] = rank_of[cand["id"]], cand["time"]
                 for unit, a in cand["coverage"].items():
                     if unit in unit_index:  # units without weight add nothing to F
                         coverage[p, g, c, unit_index[unit]] = a
