@@ -17,6 +17,18 @@ import numpy as np
 from wpbjax.episodes.jsonl import EpisodeFormatError
 
 DEFAULT_MODES = "default,burst_drift,redundancy,burst_redundancy"
+INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Argument errors in one line on stderr, exit status 2 (argparse's default adds the usage)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+
+def _one_line(text) -> str:
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
 def _int_list(text: str) -> list[int]:
@@ -34,6 +46,13 @@ def _name_list(text: str) -> list[str]:
     if not values:
         raise argparse.ArgumentTypeError("expected at least one name")
     return values
+
+
+def _policy_spec(text: str) -> str:
+    """``reference`` or comma-separated policy names (checked against the registry later)."""
+    if not any(part.strip() for part in text.split(",")):
+        raise argparse.ArgumentTypeError("expected 'reference' or comma-separated policy names, got an empty list")
+    return text.strip()
 
 
 def _positive_int(text: str) -> int:
@@ -162,7 +181,7 @@ def _memory(text: str) -> int:
     number, unit = text.rstrip("KMGkmgBb"), text[len(text.rstrip("KMGkmgBb")):].upper().rstrip("B")
     try:
         value = int(float(number) * units[unit])
-    except (ValueError, KeyError):
+    except (ValueError, KeyError, OverflowError):  # OverflowError: "inf"
         raise argparse.ArgumentTypeError(f"expected a size like 2G, 512M or 1000000, got {text!r}") from None
     if value < 64 << 10:
         raise argparse.ArgumentTypeError(f"expected at least 64K, got {text!r}")
@@ -185,12 +204,15 @@ def cmd_sweep(args) -> int:
     started = time.perf_counter()
     enable_compilation_cache()
     from wpbjax import devices as devices_lib
+    from wpbjax.arguments import check_generated_size, drop_repeats
     from wpbjax.progress import Progress
     from wpbjax.results_io import ResultsWriter, check_output
     from wpbjax.sweep import check_budgets, iter_sweep, leaderboard_from_sums, param_grids, resolve_policies, total_runs
 
     # every argument and input is checked before --out is touched (a failing sweep leaves an
     # existing results file and its sidecar as they were)
+    drop_repeats(args)  # repeated budgets, policies, files ... would give duplicate rows
+    check_generated_size(args)
     plan = resolve_policies(args.policies, args.tracks)
     params = dict(args.param or [])
     if len(params) < len(args.param or []):
@@ -317,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     from wpbjax.episodes.reference_gen import MODES
     from wpbjax.sweep import PAPER_BUDGETS
 
-    parser = argparse.ArgumentParser(prog="wpbjax", description="Memory write policies under byte budgets, in JAX.")
+    parser = _OneLineParser(prog="wpbjax", description="Memory write policies under byte budgets, in JAX.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     generate = commands.add_parser("generate", help="write episodes with the published generator (byte-identical)")
@@ -338,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--steps", type=_positive_int, default=200, help="steps per generated episode (default 200)")
     sweep.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     sweep.add_argument("--budgets", type=_int_list, default=list(PAPER_BUDGETS), help="byte budgets (default: the paper's 11, 1024..1048576)")
-    sweep.add_argument("--policies", default="reference", help="'reference' (the published line-up per track) or comma-separated names")
+    sweep.add_argument("--policies", type=_policy_spec, default="reference", help="'reference' (the published line-up per track) or comma-separated names")
     sweep.add_argument("--tracks", type=_name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged (also: feedback, oracle; docs/policies.md)")
     sweep.add_argument("--oracle", choices=("exact", "reference"), default="exact", help="knapsack oracle (default exact; 'reference' reproduces the published numbers)")
     sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
@@ -375,6 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run one command; bad input ends in one line on stderr and status 2, Ctrl-C in one line and
+    status 130. Anything else is a bug: one line and status 1 (``WPBJAX_TRACEBACK=1`` shows where)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     from wpbjax.devices import use_every_core
@@ -382,16 +406,33 @@ def main(argv=None) -> int:
     use_every_core()
     try:
         return args.run(args)
+    except KeyboardInterrupt:
+        print(f"wpbjax {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
     except (EpisodeFormatError, ValueError, OSError) as err:
-        print(f"wpbjax {args.command}: error: {err}", file=sys.stderr)
+        print(f"wpbjax {args.command}: error: {_one_line(err)}", file=sys.stderr)
         return 2
+    except MemoryError as err:
+        print(f"wpbjax {args.command}: error: out of memory ({_one_line(err) or 'no details'}); "
+              "use a smaller --memory-cap or fewer episodes", file=sys.stderr)
+        return 2
+    except Exception as err:
+        if os.environ.get("WPBJAX_TRACEBACK"):
+            raise
+        print(f"wpbjax {args.command}: internal error: {type(err).__name__}: {_one_line(err)} "
+              "(a bug: please report it; WPBJAX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return 1
 
 
 def run() -> None:
     """The console entry point: :func:`main`, then exit at once. Finalising the interpreter after a
     sweep (XLA's clients and executables, thousands of module objects) takes ~0.3 s, a tenth of the
     paper grid; by then every output file is closed and JAX's exit hook only clears its caches."""
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # before a command started (importing JAX, parsing)
+        print("wpbjax: interrupted", file=sys.stderr)
+        code = INTERRUPTED
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -1,17 +1,22 @@
 """Episode files: one JSON object per line, ``{"labels": {...}, "steps": [...]}`` (SEMANTICS §1).
 
-Loading validates every line and raises :class:`EpisodeFormatError` naming the file and line,
-so a malformed input never reaches the engine.
+Loading validates every line (:mod:`wpbjax.episodes.validate`) and raises
+:class:`EpisodeFormatError` naming the file and line, so a malformed input never reaches the
+engine. Files are UTF-8 text, optionally gzip-compressed (recognised by content, e.g. ``.jsonl.gz``).
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
-from typing import Any, Iterable
+import zlib
+from typing import Iterable, Iterator
 
+from wpbjax.episodes.validate import MAX_NESTING, EpisodeFormatError, validate_episode
 
-class EpisodeFormatError(ValueError):
-    """An episode file or dict does not follow the episode format."""
+__all__ = ["EpisodeFormatError", "dumps_episode", "load_jsonl", "save_jsonl", "validate_episode"]
+
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def dumps_episode(episode: dict) -> str:
@@ -26,74 +31,53 @@ def save_jsonl(episodes: Iterable[dict], path: str | os.PathLike) -> None:
             handle.write(dumps_episode(episode) + "\n")
 
 
-def validate_episode(episode: Any, where: str) -> dict:
-    """Check the shape the engine relies on; ``where`` names the source in errors."""
-    if not isinstance(episode, dict):
-        raise EpisodeFormatError(f"{where}: an episode must be a JSON object, got {type(episode).__name__}")
-    if "steps" not in episode:
-        raise EpisodeFormatError(f"{where}: missing 'steps'")
-    steps = episode["steps"]
-    if not isinstance(steps, list):
-        raise EpisodeFormatError(f"{where}: 'steps' must be a list, got {type(steps).__name__}")
-    if not steps:
-        raise EpisodeFormatError(f"{where}: 'steps' is empty")
-    labels = episode.get("labels", {})
-    if not isinstance(labels, dict):
-        raise EpisodeFormatError(f"{where}: 'labels' must be an object")
-    previous_t = None
-    for index, step in enumerate(steps):
-        here = f"{where}: step {index}"
-        if not isinstance(step, dict):
-            raise EpisodeFormatError(f"{here}: a step must be an object")
-        if "t" not in step:
-            raise EpisodeFormatError(f"{here}: missing 't'")
-        t = step["t"]
-        if isinstance(t, bool) or not isinstance(t, int):
-            raise EpisodeFormatError(f"{here}: 't' must be an integer, got {t!r}")
-        if not -(2**31) < t < 2**31:
-            raise EpisodeFormatError(f"{here}: 't' = {t} does not fit in int32")
-        if previous_t is not None and t <= previous_t:
-            raise EpisodeFormatError(f"{here}: 't' must increase strictly (got {t} after {previous_t})")
-        previous_t = t
-        metadata = step.get("metadata", {})
-        if not isinstance(metadata, dict):
-            raise EpisodeFormatError(f"{here}: 'metadata' must be an object")
-        priority = metadata.get("priority")
-        if priority is not None and (not isinstance(priority, (int, float))):
-            raise EpisodeFormatError(f"{here}: metadata 'priority' must be a number, got {priority!r}")
-    for key in ("critical_steps",):
-        value = labels.get(key, [])
-        if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
-            raise EpisodeFormatError(f"{where}: labels '{key}' must be a list of integers")
-    utility = labels.get("utility_by_step", {})
-    if not isinstance(utility, dict):
-        raise EpisodeFormatError(f"{where}: labels 'utility_by_step' must be an object keyed by t")
-    for key, value in utility.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise EpisodeFormatError(f"{where}: labels 'utility_by_step'[{key!r}] must be a number, got {value!r}")
-    drift = labels.get("total_drift_events", 0)
-    if isinstance(drift, bool) or not isinstance(drift, int):
-        raise EpisodeFormatError(f"{where}: labels 'total_drift_events' must be an integer")
-    return episode
+def _text_lines(path: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 file, gunzipped if it is gzip; errors name the file (and line)."""
+    try:
+        handle = open(path, "rb")
+        if handle.read(2) == GZIP_MAGIC:
+            handle.close()
+            handle = gzip.open(path, "rb")
+        else:
+            handle.seek(0)
+    except OSError as err:
+        raise EpisodeFormatError(f"{path}: cannot open episode file ({err.strerror or err})") from None
+    with handle:
+        line_number = 0
+        try:
+            for line_number, raw in enumerate(handle, start=1):
+                try:
+                    yield line_number, raw.decode("utf-8-sig" if line_number == 1 else "utf-8")
+                except UnicodeDecodeError as err:
+                    raise EpisodeFormatError(f"{path}:{line_number}: not UTF-8 text (byte 0x{raw[err.start]:02x} at "
+                                             f"column {err.start + 1}); episode files are UTF-8 JSON lines") from None
+        except (OSError, EOFError, zlib.error) as err:  # a cut or corrupt gzip stream, a read error
+            raise EpisodeFormatError(f"{path}:{line_number + 1}: cannot read episode file ({err})") from None
+
+
+def _parse_line(text: str, where: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise EpisodeFormatError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
+    except RecursionError:
+        raise EpisodeFormatError(f"{where}: not valid JSON (nested more than {MAX_NESTING} levels deep)") from None
+    except ValueError as err:  # e.g. an integer of more than 4,300 digits
+        raise EpisodeFormatError(f"{where}: not valid JSON ({err})") from None
 
 
 def load_jsonl(path: str | os.PathLike) -> list[dict]:
     """Read and validate every episode of a JSONL file; errors name ``file:line``."""
     path = os.fspath(path)
-    try:
-        handle = open(path, "r", encoding="utf-8")
-    except OSError as err:
-        raise EpisodeFormatError(f"{path}: cannot open episode file ({err.strerror})") from None
     episodes = []
-    with handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                episode = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise EpisodeFormatError(f"{path}:{line_number}: not valid JSON ({err.msg} at column {err.colno})") from None
-            episodes.append(validate_episode(episode, f"{path}:{line_number}"))
+    for line_number, line in _text_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{line_number}"
+        episode = _parse_line(line, where)
+        # nesting is at most the count of opening brackets: walk only the lines that could be deep
+        deep = line.count("[") + line.count("{") > MAX_NESTING
+        episodes.append(validate_episode(episode, where, check_nesting=deep))
     if not episodes:
         raise EpisodeFormatError(f"{path}: no episodes (the file is empty)")
     return episodes

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 
 import jax
 import jax.numpy as jnp
@@ -93,7 +94,7 @@ def load_gate(path: str) -> tuple[dict, str, dict]:
             info = json.loads(str(data["info"]))
             weights = {head: {name: jnp.asarray(data[f"{head}/{name}"], jnp.float32) for name in LAYER_NAMES}
                        for head in HEADS}
-    except (OSError, KeyError, ValueError, EOFError, json.JSONDecodeError) as err:
+    except (OSError, KeyError, ValueError, EOFError, RecursionError, zipfile.BadZipFile) as err:
         raise ValueError(f"learned gate checkpoint {path!r} is malformed ({type(err).__name__}: {err}); "
                          "expected an .npz written by `wpbjax train`") from None
     if not isinstance(info, dict) or info.get("format") != "wpbjax-gate-v1" or info.get("track") not in GATE_TRACKS:

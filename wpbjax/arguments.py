@@ -1,0 +1,70 @@
+"""Checks of ``wpbjax sweep`` arguments that argparse cannot make one at a time: repeated values
+(warned about and dropped) and episode sets too large to generate (refused before any work)."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Callable
+
+# Host bytes per episode-step of an encoded episode set (measured: 87 for the published modes with
+# their 3 observation fields); generating holds the whole set, so a set past the machine's memory
+# is refused up front rather than failing on an allocation minutes later.
+ENCODED_BYTES_PER_STEP = 87
+
+
+def _stderr_warning(message: str) -> None:
+    print(f"wpbjax sweep: warning: {message}", file=sys.stderr)
+
+
+def _unique(values: list, flag: str, warn: Callable[[str], None], key=lambda value: value) -> list:
+    """``values`` without repeats (first occurrence kept), with one warning naming the repeats."""
+    seen, unique, repeated = set(), [], []
+    for value in values:
+        if key(value) in seen:
+            repeated.append(value)
+        else:
+            seen.add(key(value))
+            unique.append(value)
+    if repeated:
+        warn(f"{flag} lists {', '.join(map(str, dict.fromkeys(repeated)))} more than once; each runs once")
+    return unique
+
+
+def drop_repeats(args, warn: Callable[[str], None] = _stderr_warning) -> None:
+    """Repeated budgets, policies, tracks, modes or episode files (the same file after resolving
+    links) would give duplicate rows that count as extra episodes: keep each once, warn once."""
+    for flag, name in (("--budgets", "budgets"), ("--tracks", "tracks"), ("--modes", "modes")):
+        if getattr(args, name, None):
+            setattr(args, name, _unique(list(getattr(args, name)), flag, warn))
+    if args.policies != "reference":
+        names = [name.strip() for name in args.policies.split(",") if name.strip()]
+        args.policies = ",".join(_unique(names, "--policies", warn))
+    if args.episodes:
+        args.episodes = _unique(list(args.episodes), "--episodes", warn, key=os.path.realpath)
+
+
+def physical_memory() -> int | None:
+    """Bytes of RAM on this machine, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _size(n_bytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n_bytes < 1024 or unit == "TiB":
+            return f"{n_bytes:,.1f} {unit}"
+        n_bytes /= 1024
+
+
+def check_generated_size(args, memory: int | None = None) -> None:
+    """Refuse ``--n-episodes`` x ``--steps`` x modes that could not be held in this machine's memory."""
+    if args.episodes:
+        return
+    memory = physical_memory() if memory is None else memory
+    needed = len(args.modes) * args.n_episodes * args.steps * ENCODED_BYTES_PER_STEP
+    if memory is not None and needed > memory:
+        raise ValueError(f"--n-episodes {args.n_episodes}: {len(args.modes)} modes x {args.n_episodes:,} episodes x "
+                         f"{args.steps:,} steps need about {_size(needed)} of memory to generate, more than this "
+                         f"machine's {_size(memory)}; use fewer episodes or steps per sweep")

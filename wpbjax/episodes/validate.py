@@ -1,0 +1,138 @@
+"""The checks an episode (a dict, from a file or from Python) passes before it is encoded (SEMANTICS §1).
+
+Structure, finite numbers and labels that name real steps: the encoder and the oracle rely on all
+three, so a bad value stops here with an error naming its source, step and key, never later as a
+JAX traceback or a NaN metric.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# Utilities and priorities are used as float32 on device: each must be finite there, and an
+# episode's utilities must also sum within range (the oracle and the policies add them up).
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+MAX_NESTING = 100  # JSON nesting depth of an episode; the encoder recurses per level
+INT32_LIMIT = 2**31
+
+
+class EpisodeFormatError(ValueError):
+    """An episode file or dict does not follow the episode format."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _finite_float32(value: Any) -> bool:
+    """True for an int or float within float32's finite range (False for NaN and ±inf)."""
+    return abs(value) <= FLOAT32_MAX  # exact for Python ints of any size; NaN compares False
+
+
+def nesting_depth_exceeds(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether lists/dicts nest more than ``limit`` levels deep (iterative: no recursion limit)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if type(item) is dict else item if type(item) is list else ()
+        stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
+    return False
+
+
+def _check_step(step: Any, index: int, previous_t: int | None, where: str) -> int:
+    """One step's structure and priority; returns its ``t``."""
+    here = f"{where}: step {index}"
+    if not isinstance(step, dict):
+        raise EpisodeFormatError(f"{here}: a step must be an object")
+    if "t" not in step:
+        raise EpisodeFormatError(f"{here}: missing 't'")
+    t = step["t"]
+    if isinstance(t, bool) or not isinstance(t, int):
+        raise EpisodeFormatError(f"{here}: 't' must be an integer, got {t!r}")
+    if not -INT32_LIMIT < t < INT32_LIMIT:
+        raise EpisodeFormatError(f"{here}: 't' = {t} does not fit in int32")
+    if previous_t is not None and t <= previous_t:
+        raise EpisodeFormatError(f"{here}: 't' must increase strictly (got {t} after {previous_t})")
+    metadata = step.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise EpisodeFormatError(f"{here}: 'metadata' must be an object")
+    priority = metadata.get("priority")
+    if priority is not None:
+        if not isinstance(priority, (int, float)):  # a bool counts, as in Python's ``priority > 0.5``
+            raise EpisodeFormatError(f"{here} (t={t}): metadata 'priority' must be a number, got {priority!r}")
+        if not _finite_float32(priority):
+            raise EpisodeFormatError(f"{here} (t={t}): metadata 'priority' must be finite and within float32 "
+                                     f"range (|x| <= {FLOAT32_MAX:.4g}), got {priority!r}")
+    return t
+
+
+def _check_utilities(utility: Any, steps_by_t: dict, where: str) -> None:
+    """``utility_by_step``: keyed by the string of a step's t, finite values summing within float32."""
+    name = "labels 'utility_by_step'"
+    if not isinstance(utility, dict):
+        raise EpisodeFormatError(f"{where}: {name} must be an object keyed by t")
+    if len({str(key) for key in utility}) < len(utility):
+        raise EpisodeFormatError(f"{where}: {name} names some t twice (as a number and as a string)")
+    magnitude = 0.0
+    for key, value in utility.items():
+        step = steps_by_t.get(str(key))
+        if step is None:
+            raise EpisodeFormatError(f"{where}: {name}[{key!r}]: the episode has no step with t = {key}")
+        here = f"{where}: step {step} (t={key}): {name}[{str(key)!r}]"
+        if value is None:
+            continue
+        if not _is_number(value):
+            raise EpisodeFormatError(f"{here} must be a number, got {value!r}")
+        if not _finite_float32(value):
+            raise EpisodeFormatError(f"{here} must be finite and within float32 range (|x| <= {FLOAT32_MAX:.4g}), "
+                                     f"got {value!r}")
+        magnitude += abs(float(value))
+        if magnitude > FLOAT32_MAX:
+            raise EpisodeFormatError(f"{here}: the episode's utilities sum past float32 range "
+                                     f"(|sum| > {FLOAT32_MAX:.4g}) here")
+
+
+def _check_labels(labels: Any, steps_by_t: dict, where: str) -> None:
+    """Labels refer only to the episode's own steps; counts fit int32."""
+    if not isinstance(labels, dict):
+        raise EpisodeFormatError(f"{where}: 'labels' must be an object")
+    critical = labels.get("critical_steps", [])
+    if not isinstance(critical, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in critical):
+        raise EpisodeFormatError(f"{where}: labels 'critical_steps' must be a list of integers")
+    absent = [t for t in critical if str(t) not in steps_by_t]
+    if absent:
+        raise EpisodeFormatError(f"{where}: labels 'critical_steps' names t = {', '.join(map(str, absent[:5]))}"
+                                 f"{' ...' if len(absent) > 5 else ''}, which the episode has no step for")
+    _check_utilities(labels.get("utility_by_step", {}), steps_by_t, where)
+    drift = labels.get("total_drift_events", 0)
+    if isinstance(drift, bool) or not isinstance(drift, int) or not 0 <= drift < INT32_LIMIT:
+        raise EpisodeFormatError(f"{where}: labels 'total_drift_events' must be an integer in 0..2^31-1, got {drift!r}")
+    episode_id = labels.get("episode_id", 0)
+    if not (isinstance(episode_id, str) or (isinstance(episode_id, int) and not isinstance(episode_id, bool)
+                                            and abs(episode_id) < 2**63)):
+        raise EpisodeFormatError(f"{where}: labels 'episode_id' must be a string or an int64, got {episode_id!r}")
+
+
+def validate_episode(episode: Any, where: str, check_nesting: bool = True) -> dict:
+    """Check the shape and numbers the engine relies on; ``where`` names the source in errors
+    (``file:line``). ``check_nesting=False`` skips the depth walk for a source known to be shallow."""
+    if not isinstance(episode, dict):
+        raise EpisodeFormatError(f"{where}: an episode must be a JSON object, got {type(episode).__name__}")
+    if "steps" not in episode:
+        raise EpisodeFormatError(f"{where}: missing 'steps'")
+    steps = episode["steps"]
+    if not isinstance(steps, list):
+        raise EpisodeFormatError(f"{where}: 'steps' must be a list, got {type(steps).__name__}")
+    if not steps:
+        raise EpisodeFormatError(f"{where}: 'steps' is empty")
+    if check_nesting and nesting_depth_exceeds(episode, MAX_NESTING):
+        raise EpisodeFormatError(f"{where}: nested more than {MAX_NESTING} levels deep")
+    steps_by_t, previous_t = {}, None
+    for index, step in enumerate(steps):
+        previous_t = _check_step(step, index, previous_t, where)
+        steps_by_t[str(previous_t)] = index
+    _check_labels(episode.get("labels", {}), steps_by_t, where)
+    return episode
