@@ -1,12 +1,34 @@
-"""Bad input gets a clear error naming the file and line, or the argument."""
+"""Bad input gets one clear line naming the argument, or the file and line, and exit status 2;
+Ctrl-C one line and status 130; never a traceback."""
+import argparse
+import gzip
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import pandas as pd
 import pytest
 
 from helpers import make_episode
+from wpbjax import failures
+from wpbjax.arguments import check_generated_size, drop_repeats
 from wpbjax.cli import main
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError, load_jsonl
+from wpbjax.report.tables import REQUIRED
 
+REPO = pathlib.Path(__file__).resolve().parents[1]
 GOOD = '{"labels": {}, "steps": [{"t": 0, "observation": {"api": "a"}, "metadata": {}}]}'
+
+
+def _labelled(utility=None, priority=None, **labels) -> str:
+    """A two-step episode (t = 0 and 5) with the given utilities, priority and labels."""
+    steps = [{"t": 0, "metadata": {} if priority is None else {"priority": priority}}, {"t": 5}]
+    labels = {"utility_by_step": utility or {"0": 1.0, "5": 2.0}, **labels}
+    return json.dumps({"labels": labels, "steps": steps})
 
 
 @pytest.mark.parametrize("second_line, message", [
@@ -18,14 +40,66 @@ GOOD = '{"labels": {}, "steps": [{"t": 0, "observation": {"api": "a"}, "metadata
     ('{"steps": [{"t": 2}, {"t": 2}]}', r"episodes.jsonl:2: step 1: 't' must increase strictly"),
     ('{"steps": []}', r"episodes.jsonl:2: 'steps' is empty"),
     ('[1, 2]', r"episodes.jsonl:2: an episode must be a JSON object"),
-    ('{"steps": [{"t": 0, "metadata": {"priority": "high"}}]}', r"episodes.jsonl:2: step 0: metadata 'priority' must be a number"),
+    ('{"steps": [{"t": 0, "metadata": {"priority": "high"}}]}', r"episodes.jsonl:2: step 0 \(t=0\): metadata 'priority' must be a number"),
     ('{"labels": {"critical_steps": [0.5]}, "steps": [{"t": 0}]}', r"episodes.jsonl:2: labels 'critical_steps'"),
+    # numbers the engine would turn into inf/NaN metrics or a JAX traceback (json reads these as floats)
+    (_labelled({"0": 1.0, "5": float("inf")}), r"episodes.jsonl:2: step 1 \(t=5\): labels 'utility_by_step'\['5'\] must be finite"),
+    (_labelled({"0": float("-inf")}), r"step 0 \(t=0\): labels 'utility_by_step'\['0'\] must be finite .*got -inf"),
+    (_labelled({"0": float("nan")}), r"step 0 \(t=0\): labels 'utility_by_step'\['0'\] must be finite .*got nan"),
+    (_labelled({"0": 1e308}), r"'utility_by_step'\['0'\] must be finite and within float32 range"),  # inf in float32
+    (_labelled({"0": 3.5e38}), r"'utility_by_step'\['0'\] must be finite and within float32 range"),  # just past float32
+    (_labelled({"0": 3e38, "5": 3e38}), r"step 1 \(t=5\).*the episode's utilities sum past float32 range"),
+    (_labelled({"0": "1"}), r"'utility_by_step'\['0'\] must be a number"),
+    (_labelled(priority=float("nan")), r"episodes.jsonl:2: step 0 \(t=0\): metadata 'priority' must be finite"),
+    (_labelled(priority=float("inf")), r"step 0 \(t=0\): metadata 'priority' must be finite"),
+    (_labelled(priority=-1e39), r"step 0 \(t=0\): metadata 'priority' must be finite"),
+    # labels naming steps the episode lacks would silently count as misses or zero utility
+    (_labelled(critical_steps=[999, -5]), r"episodes.jsonl:2: labels 'critical_steps' names t = 999, -5, which the episode has no step for"),
+    (_labelled({"0": 1.0, "7": 2.0}), r"episodes.jsonl:2: labels 'utility_by_step'\['7'\]: the episode has no step with t = 7"),
+    (_labelled({"0": 1.0, "05": 2.0}), r"labels 'utility_by_step'\['05'\]: the episode has no step"),
+    (_labelled(total_drift_events=-1), r"labels 'total_drift_events' must be an integer in 0..2\^31-1"),
+    (_labelled(episode_id=[1]), r"labels 'episode_id' must be a string or an int64"),
+    ('{"labels": [], "steps": [{"t": 0}]}', r"episodes.jsonl:2: 'labels' must be an object"),
+    # nesting past what the parser or the encoder's recursion can take
+    ('{"steps": [{"t": 0, "observation": ' + "[" * 150 + "]" * 150 + "}]}", r"episodes.jsonl:2: nested more than 100 levels deep"),
+    ("[" * 5000 + "]" * 5000, r"episodes.jsonl:2: not valid JSON \(nested too deeply"),
+    ('{"steps": [{"t": 0}], "labels": {"episode_id": ' + "9" * 5000 + "}}", r"episodes.jsonl:2: not valid JSON \(Exceeds the limit"),
 ])
 def test_loader_names_file_and_line(tmp_path, second_line, message):
     path = tmp_path / "episodes.jsonl"
     path.write_text(GOOD + "\n" + second_line + "\n")
     with pytest.raises(EpisodeFormatError, match=message):
         load_jsonl(path)
+
+
+def test_numbers_at_the_edge_of_float32_load(tmp_path):
+    path = tmp_path / "edge.jsonl"
+    path.write_text(_labelled({"0": 3e38, "5": -1e37}, priority=-3e38) + "\n")
+    assert load_jsonl(path)[0]["labels"]["utility_by_step"]["0"] == 3e38
+
+
+@pytest.mark.parametrize("content, message", [
+    ((GOOD + "\n" + GOOD.replace('"a"', '"caf\u00e9"') + "\n").encode("latin-1"), r"bad.jsonl:2: not UTF-8 text \(byte 0xe9 at column %d\)" % (GOOD.index('"a"') + 5)),
+    (bytes(range(128, 256)) * 4, r"bad.jsonl:1: not UTF-8 text"),
+    (b"\x00\x01\x02binary\n", r"bad.jsonl:1: not valid JSON"),
+    (gzip.compress(((GOOD + "\n") * 50).encode())[:40], r"bad.jsonl:1: cannot read episode file"),  # a cut gzip stream
+    (b"\x1f\x8bnot really gzip", r"bad.jsonl:1: cannot read episode file"),
+    (gzip.compress(b"\xff\xfe{}\n"), r"bad.jsonl:1: not UTF-8 text"),
+])
+def test_files_that_are_not_utf8_json_lines_name_themselves(tmp_path, content, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(EpisodeFormatError, match=message):
+        load_jsonl(path)
+
+
+def test_gzip_and_bom_files_read_like_plain_text(tmp_path):
+    plain, packed, bom = tmp_path / "e.jsonl", tmp_path / "e.jsonl.gz", tmp_path / "bom.jsonl"
+    text = GOOD + "\n" + _labelled() + "\n"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()))
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert load_jsonl(packed) == load_jsonl(plain) == load_jsonl(bom)
 
 
 def test_empty_and_missing_files(tmp_path):
@@ -42,21 +116,164 @@ def test_encoder_rejects_non_json_values():
         encode_episodes([make_episode([{"api": "a"}, {"api": object()}])])
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["sweep", "--budgets", "0,1024"], "budgets must be whole numbers"),
-    (["sweep", "--policies", "nope"], "unknown policy 'nope'"),
-    (["sweep", "--tracks", "sideways"], "unknown track 'sideways'"),
-    (["sweep", "--modes", "calm"], "--modes: unknown mode 'calm'"),
-    (["sweep", "--policies", "priority_greedy", "--tracks", "unprivileged"], "runs on tracks"),
-    (["sweep", "--episodes", "/no/such/file.jsonl"], "/no/such/file.jsonl: cannot open"),
+@pytest.mark.parametrize("episode, message", [
+    (make_episode([{"api": "a"}], utilities=[float("inf")]), r"episode 0: step 0 \(t=0\): labels 'utility_by_step'\['0'\] must be finite"),
+    (make_episode([{"api": "a"}], metadata=[{"priority": float("nan")}]), r"episode 0: step 0 \(t=0\): metadata 'priority' must be finite"),
+    (make_episode([{"api": "a"}], critical=[3]), r"episode 0: labels 'critical_steps' names t = 3"),
+    ({"labels": {"utility_by_step": {0: 1.0, "0": 2.0}}, "steps": [{"t": 0}]}, r"names some t twice"),
+    (make_episode([{"api": "a", "deep": json.loads("[" * 120 + "]" * 120)}]), r"nested more than 100 levels deep"),
 ])
-def test_cli_errors_name_the_argument(argv, message, capsys, tmp_path):
-    assert main(argv + ["--out", str(tmp_path / "r.csv"), "--quiet"]) == 2
-    assert message in capsys.readouterr().err
+def test_encoder_validates_dict_episodes(episode, message):
+    """Episodes built in Python pass the same checks as loaded ones before any array is made."""
+    with pytest.raises(EpisodeFormatError, match=message):
+        encode_episodes([make_episode([{"api": "b"}]), episode][1:])
 
 
-def test_cli_argument_types_are_checked(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["sweep", "--budgets", "1k"])
-    assert exit_info.value.code == 2
-    assert "--budgets: expected comma-separated integers" in capsys.readouterr().err
+def _results_csv(path, rows=2, edit=None) -> str:
+    """A hand-built results table with the columns the report needs (``edit`` changes its text)."""
+    table = pd.DataFrame({column: [0.5] * rows for column in REQUIRED})
+    table = table.assign(track="unprivileged", policy="no_mem", mode="default", budget_bytes=1024,
+                         episode_id=range(rows))
+    text = table.to_csv(index=False)
+    path.write_text(edit(text) if edit else text)
+    return str(path)
+
+
+def _file(name, content):
+    """argv builder: ``content`` (text or bytes) written to ``tmp_path / name``, its path returned."""
+    def write(tmp_path):
+        path = tmp_path / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        return str(path)
+    return write
+
+
+SWEEP = ["sweep", "--budgets", "1024", "--policies", "no_mem", "--n-episodes", "1", "--steps", "5", "--quiet"]
+# (argv: strings and builders of tmp_path, message on the one stderr line)
+CLI_CASES = {
+    "budget 0": (["sweep", "--budgets", "0,1024"], "budgets must be whole numbers"),
+    "unknown policy": (["sweep", "--policies", "nope"], "unknown policy 'nope'"),
+    "unknown track": (["sweep", "--tracks", "sideways"], "unknown track 'sideways'"),
+    "unknown mode": (["sweep", "--modes", "calm"], "--modes: unknown mode 'calm'"),
+    "policy off its tracks": (["sweep", "--policies", "priority_greedy", "--tracks", "unprivileged"], "runs on tracks"),
+    "missing file": (["sweep", "--episodes", "/no/such/file.jsonl"], "/no/such/file.jsonl: cannot open"),
+    "empty --policies": (SWEEP + ["--policies", ""], "argument --policies: expected 'reference' or comma-separated policy names"),
+    "blank --policies": (SWEEP + ["--policies", " , "], "argument --policies: expected 'reference'"),
+    "corrupt gate": (SWEEP + ["--policies", lambda tmp: "learned_gate:" + _file("gate.npz", b"PK\x03\x04junk")(tmp)],
+                     "gate.npz' is malformed (BadZipFile"),
+    "JSON nested 5,000 deep": (SWEEP + ["--episodes", _file("deep.jsonl", "[" * 5000 + "]" * 5000)],
+                               "deep.jsonl:1: not valid JSON (nested too deeply"),
+    "--memory-cap infG": (SWEEP + ["--memory-cap", "infG"], "argument --memory-cap: expected a size like 2G"),
+    "--memory-cap nan": (SWEEP + ["--memory-cap", "nan"], "argument --memory-cap: expected a size like 2G"),
+    "--n-episodes 1e9": (SWEEP + ["--n-episodes", "1000000000", "--steps", "200"],
+                         "--n-episodes 1000000000: 4 modes x 1,000,000,000 episodes x 200 steps need about"),
+    "--budgets 1k": (["sweep", "--budgets", "1k"], "argument --budgets: expected comma-separated integers"),
+    "unknown flag": (SWEEP + ["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    "unknown command": (["frobnicate"], "argument command: invalid choice: 'frobnicate'"),
+    "Latin-1 file": (SWEEP + ["--episodes", _file("latin.jsonl", GOOD.replace('"a"', '"\u00e9"').encode("latin-1"))],
+                     "latin.jsonl:1: not UTF-8 text"),
+    "binary file": (SWEEP + ["--episodes", _file("noise.jsonl", bytes(range(256)) * 8)], "noise.jsonl:1: not valid JSON"),
+    "corrupt gzip": (SWEEP + ["--episodes", _file("cut.jsonl.gz", gzip.compress(GOOD.encode() * 40)[:30])],
+                     "cut.jsonl.gz:1: cannot read episode file"),
+    "utility Infinity": (SWEEP + ["--episodes", _file("inf.jsonl", _labelled({"0": 1, "5": float("inf")}))],
+                         "inf.jsonl:1: step 1 (t=5): labels 'utility_by_step'['5'] must be finite"),
+    "priority NaN": (SWEEP + ["--episodes", _file("nan.jsonl", _labelled(priority=float("nan")))],
+                     "nan.jsonl:1: step 0 (t=0): metadata 'priority' must be finite"),
+    "critical [999, -5]": (SWEEP + ["--episodes", _file("crit.jsonl", _labelled(critical_steps=[999, -5]))],
+                           "crit.jsonl:1: labels 'critical_steps' names t = 999, -5"),
+    "report empty CSV": (["report", _file("empty.csv", ""), "--out", lambda tmp: str(tmp / "rep")],
+                         "empty.csv: not a readable results table"),
+    "report cut CSV": (["report", lambda tmp: _results_csv(tmp / "cut.csv", edit=lambda text: text[:-20]),
+                        "--out", lambda tmp: str(tmp / "rep")], "cut.csv: column"),
+    "report non-numeric column": (["report", lambda tmp: _results_csv(tmp / "words.csv", edit=lambda text: text.replace(
+        "0.5", "abc", 1)), "--out", lambda tmp: str(tmp / "rep")], "words.csv: column"),
+    "report corrupt parquet": (["report", _file("bad.parquet", b"PAR1 not parquet"), "--out", lambda tmp: str(tmp / "rep")],
+                               "bad.parquet: not a readable results table"),
+}
+
+
+@pytest.mark.parametrize("case", CLI_CASES)
+def test_every_failure_is_one_line_with_status_2(case, capsys, tmp_path):
+    argv, message = CLI_CASES[case]
+    argv = [arg(tmp_path) if callable(arg) else arg for arg in argv]
+    if argv[0] == "sweep" and "--out" not in argv:
+        argv += ["--out", str(tmp_path / "r.csv"), "--quiet"]
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:  # argparse's errors
+        code = exit_info.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.endswith("\n"), err
+    assert message in err
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_numeric_column_error_names_column_row_and_value(tmp_path):
+    from wpbjax.report import load_results
+
+    path = _results_csv(tmp_path / "f1.csv", rows=3)
+    table = pd.read_csv(path).astype({"f1": object})
+    table.loc[2, "f1"] = "high"
+    table.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"f1.csv: column 'f1' must be numeric; data row 3 holds 'high'"):
+        load_results(path)
+
+
+def test_repeated_values_are_dropped_with_one_warning_each(tmp_path):
+    episodes = tmp_path / "e.jsonl"
+    episodes.write_text(GOOD + "\n")
+    args = argparse.Namespace(budgets=[1024, 2048, 1024], tracks=["privileged", "privileged"], modes=["default"],
+                              policies="no_mem,fifo_store_all,no_mem", episodes=[str(episodes), f"{tmp_path}/./e.jsonl"])
+    warnings = []
+    drop_repeats(args, warnings.append)
+    assert (args.budgets, args.tracks, args.policies, args.episodes) == \
+        ([1024, 2048], ["privileged"], "no_mem,fifo_store_all", [str(episodes)])
+    assert warnings == ["--budgets lists 1024 more than once; each runs once",
+                        "--tracks lists privileged more than once; each runs once",
+                        "--policies lists no_mem more than once; each runs once",
+                        f"--episodes lists {tmp_path}/./e.jsonl more than once; each runs once"]
+
+
+def test_generated_sets_past_memory_are_refused_up_front():
+    args = argparse.Namespace(episodes=None, modes=["default", "redundancy"], n_episodes=1000, steps=200)
+    check_generated_size(args, memory=2000 * 200 * 87)  # exactly fits
+    with pytest.raises(ValueError, match=r"--n-episodes 1000: 2 modes x 1,000 episodes x 200 steps need about 33.2 MiB"):
+        check_generated_size(args, memory=2000 * 200 * 87 - 1)
+
+
+def _raise(error):
+    raise error
+
+
+def test_interrupts_and_bugs_end_in_one_line(capsys, monkeypatch):
+    monkeypatch.setattr(failures, "_interrupt_reported", failures.threading.Event())
+    assert failures.run_command("wpbjax sweep", lambda: _raise(KeyboardInterrupt())) == 130
+    assert capsys.readouterr().err == "wpbjax sweep: interrupted\n"
+    assert failures.run_command("wpbjax sweep", lambda: _raise(MemoryError("Unable to allocate 3.27 TiB"))) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    monkeypatch.delenv("WPBJAX_TRACEBACK", raising=False)
+    assert failures.run_command("wpbjax report", lambda: _raise(TypeError("a\nb"))) == 1
+    assert capsys.readouterr().err.startswith("wpbjax report: internal error: TypeError: a b (a bug")
+    monkeypatch.setenv("WPBJAX_TRACEBACK", "1")
+    with pytest.raises(TypeError):
+        failures.run_command("wpbjax report", lambda: _raise(TypeError("shown")))
+
+
+def test_ctrl_c_mid_sweep_ends_in_one_line_with_status_130(tmp_path):
+    """SIGINT once the sweep has started: the interrupted line, status 130, no traceback, no output
+    file, within the grace period even while XLA work is running."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), WPBJAX_CACHE_DIR="")
+    out = tmp_path / "r.csv"
+    sweep = subprocess.Popen([sys.executable, "-m", "wpbjax.cli", "sweep", "--n-episodes", "64", "--steps", "100",
+                              "--out", str(out)], stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        header = sweep.stderr.readline()  # printed once the episodes are generated, before any run
+        assert header.startswith("wpbjax sweep: "), header + sweep.stderr.read()
+        sweep.send_signal(signal.SIGINT)
+        rest = sweep.stderr.read()
+        assert sweep.wait(timeout=30) == 130
+    finally:
+        sweep.kill()
+    assert rest.split("\r")[-1] == "wpbjax sweep: interrupted\n" and rest.count("\n") == 1, rest
+    assert not out.exists()

@@ -14,21 +14,9 @@ import time
 
 import numpy as np
 
-from wpbjax.episodes.jsonl import EpisodeFormatError
+from wpbjax.failures import OneLineParser, exit_promptly_on_interrupt, report_interrupt, run_command
 
 DEFAULT_MODES = "default,burst_drift,redundancy,burst_redundancy"
-INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)
-
-
-class _OneLineParser(argparse.ArgumentParser):
-    """Argument errors in one line on stderr, exit status 2 (argparse's default adds the usage)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
-
-
-def _one_line(text) -> str:
-    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
 def _int_list(text: str) -> list[int]:
@@ -339,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     from wpbjax.episodes.reference_gen import MODES
     from wpbjax.sweep import PAPER_BUDGETS
 
-    parser = _OneLineParser(prog="wpbjax", description="Memory write policies under byte budgets, in JAX.")
+    parser = OneLineParser(prog="wpbjax", description="Memory write policies under byte budgets, in JAX.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     generate = commands.add_parser("generate", help="write episodes with the published generator (byte-identical)")
@@ -397,42 +385,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run one command; bad input ends in one line on stderr and status 2, Ctrl-C in one line and
-    status 130. Anything else is a bug: one line and status 1 (``WPBJAX_TRACEBACK=1`` shows where)."""
+    """Run one command; a failure ends in one line on stderr (status 2 for bad input, 130 for
+    Ctrl-C; see :mod:`wpbjax.failures`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     from wpbjax.devices import use_every_core
 
     use_every_core()
-    try:
-        return args.run(args)
-    except KeyboardInterrupt:
-        print(f"wpbjax {args.command}: interrupted", file=sys.stderr)
-        return INTERRUPTED
-    except (EpisodeFormatError, ValueError, OSError) as err:
-        print(f"wpbjax {args.command}: error: {_one_line(err)}", file=sys.stderr)
-        return 2
-    except MemoryError as err:
-        print(f"wpbjax {args.command}: error: out of memory ({_one_line(err) or 'no details'}); "
-              "use a smaller --memory-cap or fewer episodes", file=sys.stderr)
-        return 2
-    except Exception as err:
-        if os.environ.get("WPBJAX_TRACEBACK"):
-            raise
-        print(f"wpbjax {args.command}: internal error: {type(err).__name__}: {_one_line(err)} "
-              "(a bug: please report it; WPBJAX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
-        return 1
+    return run_command(f"wpbjax {args.command}", lambda: args.run(args))
+
+
+def _prog() -> str:
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    return f"wpbjax {command}" if command in ("generate", "sweep", "bench", "report", "train") else "wpbjax"
 
 
 def run() -> None:
     """The console entry point: :func:`main`, then exit at once. Finalising the interpreter after a
     sweep (XLA's clients and executables, thousands of module objects) takes ~0.3 s, a tenth of the
     paper grid; by then every output file is closed and JAX's exit hook only clears its caches."""
+    exit_promptly_on_interrupt(_prog)
     try:
         code = main()
     except KeyboardInterrupt:  # before a command started (importing JAX, parsing)
-        print("wpbjax: interrupted", file=sys.stderr)
-        code = INTERRUPTED
+        code = report_interrupt(_prog())
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -184,7 +184,7 @@ def read_sidecar(path: str | os.PathLike) -> dict:
     try:
         with open(path) as handle:
             meta = json.load(handle)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
         raise ValueError(f"{path}: not a JSON run-metadata file ({err})") from None
     if not isinstance(meta, dict) or meta.get("schema") != SIDECAR_SCHEMA:
         raise ValueError(f"{path}: not a wpbjax run-metadata file (expected schema {SIDECAR_SCHEMA!r})")
@@ -197,6 +197,9 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such results file")
-    if results_format(path) == "parquet":
-        return pd.read_parquet(path)
-    return pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"mode": str})
+    try:
+        if results_format(path) == "parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"mode": str})
+    except (ValueError, TypeError) as err:  # empty, cut, not a table (pandas and pyarrow name no file)
+        raise ValueError(f"{path}: not a readable results table ({' '.join(str(err).split())})") from None

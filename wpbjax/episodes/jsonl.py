@@ -61,9 +61,9 @@ def _parse_line(text: str, where: str):
     except json.JSONDecodeError as err:
         raise EpisodeFormatError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
     except RecursionError:
-        raise EpisodeFormatError(f"{where}: not valid JSON (nested more than {MAX_NESTING} levels deep)") from None
-    except ValueError as err:  # e.g. an integer of more than 4,300 digits
-        raise EpisodeFormatError(f"{where}: not valid JSON ({err})") from None
+        raise EpisodeFormatError(f"{where}: not valid JSON (nested too deeply for the parser)") from None
+    except ValueError as err:  # an integer of more than 4,300 digits (Python's limit; its advice is for code)
+        raise EpisodeFormatError(f"{where}: not valid JSON ({str(err).split(';')[0]})") from None
 
 
 def load_jsonl(path: str | os.PathLike) -> list[dict]:

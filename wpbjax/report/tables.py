@@ -19,6 +19,24 @@ REQUIRED = ("track", "policy", "mode", "budget_bytes", "episode_id", "f1", "reca
             "utility_per_kb", "avg_staleness", "regret", "utilization", "write_density", "expire_rate",
             "drift_coverage")
 CONFUSION = ("tp", "fp", "fn", "tn")
+TEXT_COLUMNS = ("track", "policy", "mode")  # every other required column is a number
+
+
+def _check_cells(results: pd.DataFrame, source: str) -> None:
+    """Every required cell present and every numeric column numeric: a cut line or a stray word
+    stops here with the file, column and row, not as a TypeError deep in pandas."""
+    for column in REQUIRED + tuple(c for c in CONFUSION if c in results.columns):
+        values = results[column]
+        empty = values.isna() if column != "mode" else pd.Series(False, index=values.index)
+        if empty.any():
+            row = int(np.argmax(empty.to_numpy()))
+            raise ValueError(f"{source}: column '{column}' is empty in data row {row + 1} of {len(results)} "
+                             "(a cut or hand-edited file?)")
+        if column in TEXT_COLUMNS or column == "episode_id" or pd.api.types.is_numeric_dtype(values):
+            continue
+        numbers = pd.to_numeric(values, errors="coerce")
+        row = int(np.argmax(numbers.isna().to_numpy()))
+        raise ValueError(f"{source}: column '{column}' must be numeric; data row {row + 1} holds {values.iloc[row]!r}")
 
 
 def check_results(results: pd.DataFrame, source: str = "results") -> pd.DataFrame:
@@ -27,6 +45,7 @@ def check_results(results: pd.DataFrame, source: str = "results") -> pd.DataFram
         raise ValueError(f"{source}: not a wpbjax results table; missing columns {', '.join(missing)}")
     if results.empty:
         raise ValueError(f"{source}: no rows")
+    _check_cells(results, source)
     results = results.copy()
     results["mode"] = results["mode"].fillna("").astype(str)
     return results

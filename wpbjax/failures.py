@@ -1,0 +1,76 @@
+"""How a command ends when it cannot finish: one line on stderr and an exit status, never a traceback.
+
+    2    bad input (an argument, a file, a line of a file): the line names it
+    130  interrupted (Ctrl-C / SIGINT)
+    1    a bug in wpbjax: the exception in one line (``WPBJAX_TRACEBACK=1`` re-raises it)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from typing import Callable
+
+BAD_INPUT = 2
+INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)
+BUG = 1
+INTERRUPT_GRACE_S = 2.0  # after Ctrl-C, time to clean up (temporary files) before the process ends anyway
+
+_interrupt_reported = threading.Event()
+
+
+def one_line(text) -> str:
+    """``text`` with its lines joined by spaces (an error message must stay one line)."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Argument errors in one line on stderr and status 2 (argparse's default prints the usage too)."""
+
+    def error(self, message):
+        self.exit(BAD_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def report_interrupt(prog: str) -> int:
+    """Print the one 'interrupted' line (once per process) and return status 130."""
+    if not _interrupt_reported.is_set():
+        _interrupt_reported.set()
+        print(f"{prog}: interrupted", file=sys.stderr, flush=True)
+    return INTERRUPTED
+
+
+def run_command(prog: str, command: Callable[[], int]) -> int:
+    """``command()``'s status, or the status of the one line it failed with."""
+    try:
+        return command()
+    except KeyboardInterrupt:
+        return report_interrupt(prog)
+    except (ValueError, OSError) as err:  # EpisodeFormatError is a ValueError
+        print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
+        return BAD_INPUT
+    except MemoryError as err:
+        print(f"{prog}: error: out of memory ({one_line(err) or 'no details'}); use a smaller --memory-cap or "
+              "fewer episodes", file=sys.stderr)
+        return BAD_INPUT
+    except Exception as err:
+        if os.environ.get("WPBJAX_TRACEBACK"):
+            raise
+        print(f"{prog}: internal error: {type(err).__name__}: {one_line(err)} (a bug: please report it; "
+              "WPBJAX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return BUG
+
+
+def exit_promptly_on_interrupt(prog: Callable[[], str]) -> None:
+    """On SIGINT: the one line at once, KeyboardInterrupt so the command can clean up, and the process
+    ends with status 130 after INTERRUPT_GRACE_S even if running XLA work or worker threads hold it."""
+
+    def on_sigint(signum, frame):
+        report_interrupt(prog())
+        timer = threading.Timer(INTERRUPT_GRACE_S, os._exit, args=(INTERRUPTED,))
+        timer.daemon = True
+        timer.start()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
