@@ -181,6 +181,8 @@ CLI_CASES = {
                      "nan.jsonl:1: step 0 (t=0): metadata 'priority' must be finite"),
     "critical [999, -5]": (SWEEP + ["--episodes", _file("crit.jsonl", _labelled(critical_steps=[999, -5]))],
                            "crit.jsonl:1: labels 'critical_steps' names t = 999, -5"),
+    "ids int and str": (SWEEP + ["--episodes", _file("a.jsonl", _labelled(episode_id=3)), _file("b.jsonl", _labelled(episode_id="x"))],
+                        "b.jsonl: episode 0: labels 'episode_id' 'x' is a string but"),
     "report empty CSV": (["report", _file("empty.csv", ""), "--out", lambda tmp: str(tmp / "rep")],
                          "empty.csv: not a readable results table"),
     "report cut CSV": (["report", lambda tmp: _results_csv(tmp / "cut.csv", edit=lambda text: text[:-20]),

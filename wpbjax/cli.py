@@ -127,9 +127,11 @@ def _encoded_sets(args):
     from wpbjax.episodes.jsonl import load_jsonl
     from wpbjax.episodes.parallel import generate_encoded
     from wpbjax.episodes.reference_gen import MODES, DriftConfig
+    from wpbjax.episodes.validate import check_episode_ids
 
     if args.episodes:
         sets = [load_jsonl(path) for path in args.episodes]
+        check_episode_ids(sets, args.episodes)
         n_steps = max(len(episode["steps"]) for episodes in sets for episode in episodes)
         encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps, validate=False)  # load_jsonl did
                                   for path, episodes in zip(args.episodes, sets)])

@@ -136,3 +136,19 @@ def validate_episode(episode: Any, where: str, check_nesting: bool = True) -> di
         steps_by_t[str(previous_t)] = index
     _check_labels(episode.get("labels", {}), steps_by_t, where)
     return episode
+
+
+def check_episode_ids(sets: list, sources: list) -> None:
+    """All episode ids of a sweep are integers or all strings (an absent id is the episode's index):
+    the results' ``episode_id`` column holds one type. ``sets``: lists of episodes, one per source."""
+    first = None
+    for source, episodes in zip(sources, sets):
+        for index, episode in enumerate(episodes):
+            episode_id = episode.get("labels", {}).get("episode_id", index)
+            kind = "a string" if isinstance(episode_id, str) else "an integer"
+            if first is None:
+                first = (kind, source, episode_id)
+            elif kind != first[0]:
+                raise EpisodeFormatError(f"{source}: episode {index}: labels 'episode_id' {episode_id!r} is {kind} "
+                                         f"but {first[1]}'s first ({first[2]!r}) is {first[0]}; the results' "
+                                         "episode_id column holds one type")
