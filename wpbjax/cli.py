@@ -399,7 +399,7 @@ def main(argv=None) -> int:
 
 def _prog() -> str:
     command = sys.argv[1] if len(sys.argv) > 1 else ""
-    return f"wpbjax {command}" if command in ("generate", "sweep", "bench", "report", "train") else "wpbjax"
+    return f"wpbjax {command}" if command in ("generate", "sweep", "bench", "report", "train", "packages") else "wpbjax"
 
 
 def run() -> None:
