@@ -84,9 +84,9 @@ def test_loader_accepts_or_names_the_problem(tmp_path_factory, content):
         assert str(err).startswith(str(path)) and "\n" not in str(err)
         return
     encoded = encode_episodes(episodes, source=str(path), validate=False)
-    assert np.isfinite(encoded.utility64).all() and np.isfinite(encoded.arrays["utility"]).all()
-    assert np.isfinite(encoded.arrays["priority"]).all()
-    for costs, utility, length in zip(encoded.track_costs("privileged"), encoded.utility64, encoded.arrays["length"]):
+    assert np.isfinite(encoded.utility64).all() and np.isfinite(encoded.arrays.utility).all()
+    assert np.isfinite(encoded.arrays.priority).all()
+    for costs, utility, length in zip(encoded.track_costs("privileged"), encoded.utility64, encoded.arrays.length):
         assert np.isfinite(oracle_lib.reference(costs[:length], utility[:length], [64, 1024, 1 << 20])).all()
 
 
