@@ -195,6 +195,7 @@ def cmd_sweep(args) -> int:
     enable_compilation_cache()
     from wpbjax import devices as devices_lib
     from wpbjax.arguments import check_generated_size, drop_repeats
+    from wpbjax.distributed import initialize as initialize_distributed
     from wpbjax.progress import Progress
     from wpbjax.results_io import ResultsWriter, check_output
     from wpbjax.sweep import check_budgets, iter_sweep, leaderboard_from_sums, param_grids, resolve_policies, total_runs
@@ -209,14 +210,24 @@ def cmd_sweep(args) -> int:
         raise ValueError("--param: each param may be given once")
     param_grids(params, [name for names in plan.values() for name in names])
     check_budgets(args.budgets)
-    check_output(args.out, inputs=args.episodes or ())
+    cluster = initialize_distributed(args.coordinator, args.num_processes, args.process_id)
+    writes = cluster is None or cluster.writes  # only process 0 writes (and reports)
+    args.quiet = args.quiet or not writes
+    if writes:
+        check_output(args.out, inputs=args.episodes or ())
     encoded, set_index = _encoded_sets(args)
     devices = devices_lib.local_devices()
     progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks, params), enabled=not args.quiet)
     if not args.quiet:
         print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
-              f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}",
-              file=sys.stderr)
+              f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}"
+              + (f" in each of {cluster.num_processes} processes" if cluster else ""), file=sys.stderr)
+    if not writes:  # its share of every chunk goes to process 0
+        for _ in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
+                            oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap, devices=devices,
+                            params=params, cluster=cluster):
+            pass
+        return 0
     sums, written = [], None
     with ResultsWriter(args.out) as writer:
         # Each chunk is written on a thread while the next one is computed (pyarrow's writer leaves
@@ -225,7 +236,7 @@ def cmd_sweep(args) -> int:
         with concurrent.futures.ThreadPoolExecutor(1) as background:
             for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
                                     oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
-                                    devices=devices, progress=progress, params=params):
+                                    devices=devices, progress=progress, params=params, cluster=cluster):
                 if written is not None:
                     written.result()  # raises if that write failed
                 written = background.submit(writer.write, chunk)
@@ -359,6 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--param", type=_param_spec, action="append", metavar="NAME=SPEC",
                        help="sweep a policy param: NAME=start:stop:count (inclusive) or NAME=v1,v2,...; repeatable "
                             "(Cartesian product); adds a param_NAME column (see docs/policies.md)")
+    sweep.add_argument("--coordinator", metavar="HOST:PORT", default=None,
+                       help="several processes (hosts): process 0's address, where jax.distributed coordinates "
+                            "(default $JAX_COORDINATOR_ADDRESS; srun / mpirun tasks are detected); see README")
+    sweep.add_argument("--num-processes", type=_positive_int, default=None, help="processes in the sweep (default $JAX_NUM_PROCESSES)")
+    sweep.add_argument("--process-id", type=int, default=None, help="this process, 0..N-1; 0 writes --out (default $JAX_PROCESS_ID)")
     _add_generator_knobs(sweep)
     _add_jax_knobs(sweep)
     sweep.set_defaults(run=cmd_sweep)

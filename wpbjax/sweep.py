@@ -92,8 +92,11 @@ def oracle_table(encoded: EncodedEpisodes, track: str, budgets: np.ndarray, mode
 def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
                policies: str | Sequence[str] = "reference", tracks: Sequence[str] = ("unprivileged", "privileged"),
                oracle: str = "exact", set_index: Sequence[int] | None = None, memory_cap: int = DEFAULT_MEMORY_CAP,
-               devices=None, progress: Progress | None = None, params: dict | None = None) -> Iterator[pd.DataFrame]:
-    """Yield the results table chunk by chunk (see :func:`run_sweep`)."""
+               devices=None, progress: Progress | None = None, params: dict | None = None,
+               cluster=None) -> Iterator[pd.DataFrame]:
+    """Yield the results table chunk by chunk (see :func:`run_sweep`). ``cluster``: this process's
+    place among several (``wpbjax.distributed``): it runs its share of every chunk, and only process 0
+    yields, the whole chunk's rows."""
     budgets = check_budgets(budgets)
     if oracle not in oracle_lib.ORACLE_MODES:
         raise ValueError(f"unknown oracle mode {oracle!r}; expected one of {', '.join(oracle_lib.ORACLE_MODES)}")
@@ -114,11 +117,19 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     size = chunk_size(encoded, n_budgets * n_points, memory_cap // first_chunk_workers, len(devices))
     # run-steps each policy's compiled program will do over the whole sweep (all chunks and tracks)
     n_chunks = -(-n_episodes // size)
-    work = {name: n_chunks * size * n_budgets * encoded.n_steps * sum(name in names for names in plan.values())
+    chunk_size_here = size if cluster is None else cluster.share_size(size, len(devices))
+    work = {name: n_chunks * chunk_size_here * n_budgets * encoded.n_steps * sum(name in names for names in plan.values())
             for names in plan.values() for name in names}
     for start in range(0, n_episodes, size):
         real = np.arange(start, min(start + size, n_episodes))
-        padded = np.concatenate([real, np.full(size - len(real), real[-1])])  # one shape for every chunk
+        if cluster is not None:
+            real = cluster.share(real)
+            if len(real) == 0:  # more processes than this chunk's episodes: nothing to run here
+                gathered = cluster.gather(None)
+                if gathered is not None:
+                    yield _in_order(gathered, param_columns)
+                continue
+        padded = np.concatenate([real, np.full(chunk_size_here - len(real), real[-1])])  # one shape for every chunk
         batches = {}
         for track in plan:
             batch = encoded.host_batch(cost_track(track), padded)  # feedback and oracle pay unprivileged costs
@@ -152,12 +163,24 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
                         progress.advance(len(frame), f"{track} {name}")
         frames = [by_policy[name][track] for track in plan for name in plan[track]]
         table = pd.concat(frames, ignore_index=True)
-        for column in param_columns:  # NaN where a policy has no such param
-            if column not in table:
-                table[column] = np.nan
-        sort_keys = ["_set", "_budget", "_episode", "_order"] + (["_point"] if "_point" in table else [])
-        table = table.sort_values(sort_keys, kind="stable")
-        yield table[list(COLUMNS) + param_columns].reset_index(drop=True)
+        if cluster is not None:
+            table = cluster.gather(table)  # every process's share, in process order, on process 0
+            if table is None:
+                continue
+            if progress is not None:  # the other processes' runs
+                progress.advance(len(table) - sum(len(frame) for frame in frames), "other processes")
+        yield _in_order(table, param_columns)
+
+
+def _in_order(table: pd.DataFrame, param_columns: list[str]) -> pd.DataFrame:
+    """A chunk's rows in the published order (set, budget, episode, track and policy, grid point),
+    with the published columns and one column per swept param (NaN where a policy has no such param)."""
+    for column in param_columns:
+        if column not in table:
+            table[column] = np.nan
+    sort_keys = ["_set", "_budget", "_episode", "_order"] + (["_point"] if "_point" in table else [])
+    table = table.sort_values(sort_keys, kind="stable")
+    return table[list(COLUMNS) + param_columns].reset_index(drop=True)
 
 
 def parse_param_values(text: str) -> list[float]:
