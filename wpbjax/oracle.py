@@ -80,13 +80,39 @@ def exact_batch(weights: np.ndarray, values: np.ndarray, lengths: np.ndarray, bu
     quantum = value_grid(positive)
     if quantum is not None:
         units = np.round(positive / quantum).astype(np.int64)
-        n_values = int(units.sum(axis=1).max()) + 1
+        # Value totals above what the largest budget can reach are never read: the table stops at
+        # the fractional-knapsack bound (O(T·V) with V bounded by the budget, not by Σu: a
+        # 200,000-step episode at 10 KB needs ~1,000 cells, not ~500,000). Rounded up to one of a
+        # few sizes per power of two, so that chunks of a sweep share the compiled DP.
+        reachable = np.minimum(units.sum(axis=1), value_bound(weights, units, valid, int(budgets.max())))
+        n_values = _bucket(int(reachable.max()) + 1)
         if n_values * weights.shape[0] <= MAX_VALUE_CELLS * 16 and n_values <= MAX_VALUE_CELLS:
             least = np.asarray(_least_weight_by_value(weights.astype(np.int32), units.astype(np.int32), valid, n_values))
             # best value at budget b = the largest v whose least weight fits (least is non-decreasing)
             best_units = np.stack([np.searchsorted(row, budgets, side="right") - 1 for row in least])
             return best_units * quantum
     return np.stack([exact(weights[n, :lengths[n]], values[n, :lengths[n]], budgets) for n in range(len(weights))])
+
+
+def value_bound(weights: np.ndarray, units: np.ndarray, valid: np.ndarray, budget: int) -> np.ndarray:
+    """[N] int64 upper bound on the value (grid units) of any subset weighing <= ``budget``: the
+    fractional knapsack (items by value density, the last one cut), plus one unit against rounding.
+    ``weights``, ``units``: [N, T] (value 0 beyond each episode's length via ``valid`` [N, T])."""
+    weights = np.where(valid, weights, 0).astype(np.float64)
+    units = np.where(valid, units, 0).astype(np.float64)
+    density = np.where(units > 0, units / np.maximum(weights, 1e-9), -1.0)
+    order = np.argsort(-density, axis=1, kind="stable")
+    weights, units = np.take_along_axis(weights, order, 1), np.take_along_axis(units, order, 1)
+    weight_before = np.cumsum(weights, axis=1) - weights  # weight of the denser items
+    room = np.clip(budget - weight_before, 0, None)
+    taken = np.where(weights <= room, 1.0, room / np.maximum(weights, 1e-9))  # whole, or the cut fraction
+    return np.floor((units * taken).sum(axis=1)).astype(np.int64) + 1
+
+
+def _bucket(n: int) -> int:
+    """``n`` rounded up to a multiple of 1/8 of its power of two (at most 12.5% more)."""
+    step = max(1 << max(n.bit_length() - 4, 0), 1)
+    return -(-n // step) * step
 
 
 def exact(weights: np.ndarray, values: np.ndarray, budgets) -> np.ndarray:
