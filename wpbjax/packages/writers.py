@@ -35,32 +35,30 @@ _H_JAX = {"min": lambda z: jnp.minimum(1.0, z), "log1p": jnp.log1p, "linear": la
 _UNROLL_UNITS = 64
 
 
-def _ordered_sum(terms: jax.Array) -> jax.Array:
-    """sum over the last axis, one unit after another (bit-equal to the artifact's loop): [..., R] -> [...]."""
-    n_units = terms.shape[-1]
-    if n_units <= _UNROLL_UNITS:
-        total = jnp.zeros(terms.shape[:-1], terms.dtype)
-        for r in range(n_units):
-            total = total + terms[..., r]
+def _ordered_sum(terms: jax.Array, axis: int = -1) -> jax.Array:
+    """Sum over ``axis``, one unit after another (bit-equal to the artifact's loop)."""
+    terms = jnp.moveaxis(terms, axis, 0)
+    if terms.shape[0] <= _UNROLL_UNITS:
+        total = jnp.zeros(terms.shape[1:], terms.dtype)
+        for r in range(terms.shape[0]):
+            total = total + terms[r]
         return total
-    total, _ = jax.lax.scan(lambda acc, t: (acc + t, None), jnp.zeros(terms.shape[:-1], terms.dtype),
-                            jnp.moveaxis(terms, -1, 0))
-    return total
+    return jax.lax.scan(lambda acc, t: (acc + t, None), jnp.zeros(terms.shape[1:], terms.dtype), terms)[0]
 
 
-def _objective(weight, totals, h):
-    """F from totals: weight [R], totals [..., R] -> [...]."""
-    return _ordered_sum(weight * _H_JAX[h](totals))
+def _objective(weight, totals, h, axis: int = -1):
+    """F from totals along the unit ``axis``: weight and totals broadcast -> one axis fewer."""
+    return _ordered_sum(weight * _H_JAX[h](totals), axis)
 
 
-def _lex_argmax(ok, keys):
-    """Along the last axis: index of the largest candidate under lexicographic ``keys`` among ``ok``,
-    and whether there is any. ok: [..., N] bool, keys: broadcastable to it -> ([...] int32, [...] bool)."""
+def _lex_argmax(ok, keys, axis: int = -1):
+    """Along ``axis``: index of the largest candidate under lexicographic ``keys`` among ``ok``, and
+    whether there is any. ok: bool, keys broadcastable to it -> (int32, bool), ``axis`` removed."""
     mask = ok
     for key in keys:
-        best = jnp.max(jnp.where(mask, key, -jnp.inf), axis=-1, keepdims=True)
+        best = jnp.max(jnp.where(mask, key, -jnp.inf), axis=axis, keepdims=True)
         mask = mask & (key == best)
-    return jnp.argmax(mask, axis=-1).astype(jnp.int32), jnp.any(ok, axis=-1)
+    return jnp.argmax(mask, axis=axis).astype(jnp.int32), jnp.any(ok, axis=axis)
 
 
 def _add_picked(values, onehot, axes):
@@ -69,37 +67,39 @@ def _add_picked(values, onehot, axes):
 
 
 def _stream(pkgs, budget, threshold, rule, h):
-    """Streaming passes, M per package: budget [1, M] int32, threshold [P, M] float64 ->
-    (F of each store [P, M], its cost [P, M], chosen [P, M, G]). One ``lax.scan`` over groups."""
-    weight = pkgs["weight"][:, None, :]                                   # [P, 1, R]
+    """Streaming passes, M per package: budget [1, M] int32, threshold [P|1, M] float64 ->
+    (F of each store [P, M], its cost [P, M], chosen [P, M, G]). One ``lax.scan`` over groups.
+
+    Runs are the minor axis (state [P, R, M]): the unit-by-unit sums then add contiguous
+    vectors (1.4x less CPU than units minor, measured on 4,000 packages)."""
+    weight = pkgs["weight"][:, :, None]                                   # [P, R, 1]
     n_cand = pkgs["cost"].shape[2]
 
     def step(carry, group):
-        totals, used = carry                                              # [P, M, R], [P, M]
+        totals, used = carry                                              # [P, R, M], [P, M]
         cov, cost, valid, rank = group                                    # [P, C, R], [P, C] x3
-        after = totals[:, :, None, :] + cov[:, None]                      # [P, M, C, R]
-        marginal = _objective(weight[:, :, None, :], after, h) - _objective(weight, totals, h)[..., None]
-        fcost = cost[:, None, :].astype(marginal.dtype)
+        after = totals[:, None] + cov[:, :, :, None]                      # [P, C, R, M]
+        marginal = _objective(weight[:, None], after, h, 2) - _objective(weight, totals, h, 1)[:, None]   # [P, C, M]
+        fcost = cost[:, :, None].astype(marginal.dtype)
         density = marginal / jnp.maximum(fcost, 1e-12)
-        ok = valid[:, None, :] & (used[..., None] + cost[:, None, :] <= budget[..., None]) & (marginal > TIE)
-        frank = rank[:, None, :].astype(marginal.dtype)
+        ok = valid[:, :, None] & (used[:, None] + cost[:, :, None] <= budget[:, None]) & (marginal > TIE)
+        frank = rank[:, :, None].astype(marginal.dtype)
         if rule == "threshold":   # admissible by density, then the largest raw marginal
-            ok = ok & (density + TIE >= threshold[..., None])
+            ok = ok & (density + TIE >= threshold[:, None])
             keys = (marginal, -fcost, frank)
         else:                     # density_only: the largest marginal density
             keys = (density, marginal, -fcost, frank)
-        pick, any_ok = _lex_argmax(ok, keys)                              # [P, M]
-        onehot = (jnp.arange(n_cand) == pick[..., None]) & any_ok[..., None]
-        totals = totals + _add_picked(cov[:, None], onehot[..., None], 2)
-        used = used + _add_picked(cost[:, None, :], onehot, 2)
+        pick, any_ok = _lex_argmax(ok, keys, 1)                           # [P, M]
+        onehot = (jnp.arange(n_cand)[None, :, None] == pick[:, None]) & any_ok[:, None]   # [P, C, M]
+        totals = totals + _add_picked(cov[:, :, :, None], onehot[:, :, None], 1)
+        used = used + _add_picked(cost[:, :, None], onehot, 1)
         return (totals, used), jnp.where(any_ok, pick, -1)
 
     n_runs = max(budget.shape[1], threshold.shape[1])
-    init = (jnp.zeros(weight.shape[:1] + (n_runs,) + weight.shape[2:], weight.dtype),
-            jnp.zeros((weight.shape[0], n_runs), jnp.int32))
+    init = (jnp.zeros(weight.shape[:2] + (n_runs,), weight.dtype), jnp.zeros((weight.shape[0], n_runs), jnp.int32))
     xs = tuple(jnp.moveaxis(pkgs[k], 1, 0) for k in ("coverage", "cost", "valid", "rank"))
     (totals, used), chosen = jax.lax.scan(step, init, xs)
-    return _objective(weight, totals, h), used, jnp.moveaxis(chosen, 0, -1)
+    return _objective(weight, totals, h, 1), used, jnp.moveaxis(chosen, 0, -1)
 
 
 def _best_over_grid(values, costs, chosen, live):
@@ -119,13 +119,13 @@ def _best_over_grid(values, costs, chosen, live):
 
 
 @functools.partial(jax.jit, static_argnames=("h",), compiler_options=COMPILER_OPTIONS)
-def _gvt_program(pkgs, budgets, thresholds, live, h):
-    """thresholds, live: [P, B, K] (descending, masked) -> chosen [P, B, G]."""
-    n_pkg, n_budgets, n_taus = thresholds.shape
-    budget_runs = jnp.repeat(budgets, n_taus)[None, :]                     # [1, B*K]
-    values, costs, chosen = _stream(pkgs, budget_runs, thresholds.reshape(n_pkg, -1), "threshold", h)
-    shape = (n_pkg, n_budgets, n_taus)
-    return _best_over_grid(values.reshape(shape), costs.reshape(shape), chosen.reshape(shape + (-1,)), live)
+def _gvt_program(pkgs, budget_runs, thresholds, live, fold_index, h):
+    """One streaming pass per run (budget_runs [M], thresholds/live [P, M]); then per budget the
+    best run over its thresholds (fold_index [B, K]) -> chosen [P, B, G]."""
+    values, costs, chosen = _stream(pkgs, budget_runs[None, :], thresholds, "threshold", h)
+    index = jnp.maximum(fold_index, 0)
+    ok = (fold_index >= 0)[None] & live[:, index]
+    return _best_over_grid(values[:, index], costs[:, index], chosen[:, index], ok)
 
 
 @functools.partial(jax.jit, static_argnames=("h",), compiler_options=COMPILER_OPTIONS)
@@ -190,28 +190,38 @@ def _device_arrays(batch: PackageBatch) -> dict:
             "rank": np.asarray(batch.rank, np.int32)}
 
 
-def gvt_thresholds(batch: PackageBatch, budgets, h: str = "min") -> tuple[np.ndarray, np.ndarray]:
-    """The threshold grid per package and budget, descending: ([P, B, K] float64, [P, B, K] live)."""
+def gvt_thresholds(batch: PackageBatch, budgets, h: str = "min"):
+    """The distinct thresholds {F({u})/c_u : c_u <= B} U {0} per package and budget, descending,
+    laid out as runs: (thresholds [P, M] float64, live [P, M] bool, budget of each run [M] int32,
+    fold_index [B, K] int32: budget b's runs in M, -1 padding). Each budget's block is as wide as
+    its most thresholds in the batch (budget 1 has a few, budget 16 all)."""
     from wpbjax.packages.opt import singleton_values
 
-    density = singleton_values(batch, h) / np.maximum(batch.cost, 1e-12)
-    density = density.reshape(density.shape[0], -1)
-    cost = np.asarray(batch.cost).reshape(len(density), -1)
-    valid = np.asarray(batch.valid).reshape(len(density), -1)
-    grids, lives = [], []
+    n_pkg = batch.cost.shape[0]
+    density = (singleton_values(batch, h) / np.maximum(batch.cost, 1e-12)).reshape(n_pkg, -1)
+    cost = np.asarray(batch.cost).reshape(n_pkg, -1)
+    valid = np.asarray(batch.valid).reshape(n_pkg, -1)
+    blocks, lives, budget_of_run, fold = [], [], [], []
     for budget in budgets:
-        live = valid & (cost <= budget)
-        taus = np.concatenate([np.where(live, density, -np.inf), np.zeros((len(density), 1))], axis=1)
-        taus = -np.sort(-taus, axis=1)
-        grids.append(taus)
-        lives.append(np.isfinite(taus))
-    thresholds, live = np.stack(grids, 1), np.stack(lives, 1)
-    width = int(live.sum(axis=2).max())          # trim the padding every package shares
-    return np.where(live, thresholds, 0.0)[..., :width], live[..., :width]
+        candidate = valid & (cost <= budget)
+        taus = -np.sort(-np.concatenate([np.where(candidate, density, -np.inf), np.zeros((n_pkg, 1))], 1), 1)
+        live = np.isfinite(taus) & np.concatenate([np.ones((n_pkg, 1), bool), taus[:, 1:] != taus[:, :-1]], 1)
+        order = np.argsort(~live, axis=1, kind="stable")              # distinct thresholds first, still descending
+        taus, live = np.take_along_axis(taus, order, 1), np.take_along_axis(live, order, 1)
+        width = int(live.sum(axis=1).max())
+        start = sum(len(block) for block in blocks)
+        blocks.append(np.where(live, taus, 0.0)[:, :width].T)
+        lives.append(live[:, :width].T)
+        budget_of_run.extend([int(budget)] * width)
+        fold.append(list(range(start, start + width)))
+    n_taus = max(len(f) for f in fold)
+    fold_index = np.array([f + [-1] * (n_taus - len(f)) for f in fold], np.int32)
+    return (np.concatenate(blocks, 0).T.copy(), np.concatenate(lives, 0).T.copy(),
+            np.asarray(budget_of_run, np.int32), fold_index)
 
 
-def _run_chunks(program, batch: PackageBatch, budgets, extra, chunk: int):
-    """Run ``program(pkgs, budgets, *extra[rows])`` over package chunks: chosen [P, B, G] int32."""
+def _run_chunks(program, batch: PackageBatch, budgets, extra, chunk: int, shared=()):
+    """Run ``program(pkgs, budgets, *extra[rows], *shared)`` over package chunks: chosen [P, B, G] int32."""
     out = []
     n_pkg = batch.cost.shape[0]
     devices = local_devices()
@@ -220,7 +230,7 @@ def _run_chunks(program, batch: PackageBatch, budgets, extra, chunk: int):
         real = np.arange(start, min(n_pkg, start + chunk))
         rows = np.concatenate([real, np.full(chunk - len(real), real[-1])])  # one shape: one compile
         inputs = place((_device_arrays(batch.take(rows)), *[np.asarray(e[rows]) for e in extra]), devices)
-        result = program(inputs[0], jnp.asarray(budgets, jnp.int32), *inputs[1:])
+        result = program(inputs[0], jnp.asarray(budgets, jnp.int32), *inputs[1:], *[jnp.asarray(x) for x in shared])
         out.append(np.asarray(result)[: len(real)])
     return np.concatenate(out, axis=0)
 
@@ -253,9 +263,9 @@ def write(method: str, batch: PackageBatch, budgets, h: str = "min", reservoir_k
         batch = batch.only_kinds(kind_mask(batch.kind, ("atomic_fact",) if method == "fact_only" else ("summary",)))
     with jax.enable_x64(True):
         if method in ("oracle_gvt", "no_tombstone_gvt"):
-            thresholds, live = gvt_thresholds(batch, budgets, h)
-            chosen = _run_chunks(functools.partial(_gvt_program, h=h), batch, budgets, (thresholds, live),
-                                 max(1, chunk // max(1, thresholds.shape[-1]) * 8))
+            thresholds, live, budget_runs, fold_index = gvt_thresholds(batch, budgets, h)
+            chosen = _run_chunks(functools.partial(_gvt_program, h=h), batch, budget_runs, (thresholds, live),
+                                 max(1, chunk * len(budgets) // max(1, thresholds.shape[-1]) * 4), (fold_index,))
         elif method == "density_only":
             chosen = _run_chunks(functools.partial(_density_program, h=h), batch, budgets, (), chunk)
         elif method in ("greedy", "fact_only", "summary_only", "no_tombstone_greedy"):
