@@ -21,6 +21,15 @@ INTERRUPT_GRACE_S = 2.0  # after Ctrl-C, time to clean up (temporary files) befo
 _interrupt_reported = threading.Event()
 
 
+def _fresh_line() -> str:
+    """On a terminal, return to the start of the line and clear it: a progress line (written with
+    a carriage return and no newline) may be showing."""
+    try:
+        return "\r\x1b[K" if sys.stderr.isatty() else ""
+    except (AttributeError, ValueError):  # a replaced or closed stderr
+        return ""
+
+
 def one_line(text) -> str:
     """``text`` with its lines joined by spaces (an error message must stay one line)."""
     return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
@@ -37,7 +46,7 @@ def report_interrupt(prog: str) -> int:
     """Print the one 'interrupted' line (once per process) and return status 130."""
     if not _interrupt_reported.is_set():
         _interrupt_reported.set()
-        print(f"{prog}: interrupted", file=sys.stderr, flush=True)
+        print(f"{_fresh_line()}{prog}: interrupted", file=sys.stderr, flush=True)
     return INTERRUPTED
 
 
@@ -48,16 +57,16 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         return report_interrupt(prog)
     except (ValueError, OSError) as err:  # EpisodeFormatError is a ValueError
-        print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
+        print(f"{_fresh_line()}{prog}: error: {one_line(err)}", file=sys.stderr)
         return BAD_INPUT
     except MemoryError as err:
-        print(f"{prog}: error: out of memory ({one_line(err) or 'no details'}); use a smaller --memory-cap or "
+        print(f"{_fresh_line()}{prog}: error: out of memory ({one_line(err) or 'no details'}); use a smaller --memory-cap or "
               "fewer episodes", file=sys.stderr)
         return BAD_INPUT
     except Exception as err:
         if os.environ.get("WPBJAX_TRACEBACK"):
             raise
-        print(f"{prog}: internal error: {type(err).__name__}: {one_line(err)} (a bug: please report it; "
+        print(f"{_fresh_line()}{prog}: internal error: {type(err).__name__}: {one_line(err)} (a bug: please report it; "
               "WPBJAX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return BUG
 

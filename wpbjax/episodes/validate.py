@@ -30,15 +30,23 @@ def _finite_float32(value: Any) -> bool:
     return abs(value) <= FLOAT32_MAX  # exact for Python ints of any size; NaN compares False
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = (dict, list, tuple)  # tuples: dict episodes built in Python (the encoder treats them as lists)
+
+
 def nesting_depth_exceeds(value: Any, limit: int = MAX_NESTING) -> bool:
-    """Whether lists/dicts nest more than ``limit`` levels deep (iterative: no recursion limit)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
+    """Whether lists/dicts nest more than ``limit`` levels deep. Level by level, without recursion;
+    a container of scalars only costs one C-level type scan (a fifth of loading a file, not half)."""
+    level, depth = ([value] if type(value) in _CONTAINERS else []), 1
+    while level:
         if depth > limit:
             return True
-        children = item.values() if type(item) is dict else item if type(item) is list else ()
-        stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
+        deeper = []
+        for item in level:
+            children = item.values() if type(item) is dict else item
+            if not _SCALARS.issuperset(map(type, children)):
+                deeper.extend(child for child in children if type(child) in _CONTAINERS)
+        level, depth = deeper, depth + 1
     return False
 
 
