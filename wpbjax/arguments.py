@@ -7,9 +7,11 @@ import sys
 from typing import Callable
 
 # Host bytes per episode-step of an encoded episode set (measured: 87 for the published modes with
-# their 3 observation fields); generating holds the whole set, so a set past the machine's memory
-# is refused up front rather than failing on an allocation minutes later.
+# their 3 observation fields) and of episodes as Python dicts (measured with tracemalloc: ~800);
+# a command holds its whole set, so a set past the machine's memory is refused up front rather
+# than failing on an allocation (or the kernel's OOM killer) minutes later.
 ENCODED_BYTES_PER_STEP = 87
+DICT_BYTES_PER_STEP = 800
 
 
 def _stderr_warning(message: str) -> None:
@@ -58,13 +60,17 @@ def _size(n_bytes: float) -> str:
         n_bytes /= 1024
 
 
+def refuse_past_memory(what: str, needed: int, memory: int | None = None) -> None:
+    """ValueError when ``needed`` bytes exceed this machine's memory; ``what`` names the arguments."""
+    memory = physical_memory() if memory is None else memory
+    if memory is not None and needed > memory:
+        raise ValueError(f"{what} need about {_size(needed)} of memory, more than this machine's {_size(memory)}; "
+                         "use fewer episodes or steps per run")
+
+
 def check_generated_size(args, memory: int | None = None) -> None:
     """Refuse ``--n-episodes`` x ``--steps`` x modes that could not be held in this machine's memory."""
-    if args.episodes:
-        return
-    memory = physical_memory() if memory is None else memory
-    needed = len(args.modes) * args.n_episodes * args.steps * ENCODED_BYTES_PER_STEP
-    if memory is not None and needed > memory:
-        raise ValueError(f"--n-episodes {args.n_episodes}: {len(args.modes)} modes x {args.n_episodes:,} episodes x "
-                         f"{args.steps:,} steps need about {_size(needed)} of memory to generate, more than this "
-                         f"machine's {_size(memory)}; use fewer episodes or steps per sweep")
+    if not args.episodes:
+        refuse_past_memory(f"--n-episodes {args.n_episodes}: {len(args.modes)} modes x {args.n_episodes:,} episodes x "
+                           f"{args.steps:,} steps", len(args.modes) * args.n_episodes * args.steps * ENCODED_BYTES_PER_STEP,
+                           memory)

@@ -106,6 +106,9 @@ def cmd_generate(args) -> int:
     from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
 
     _check_engine_mode(args.engine, args.mode, "--mode")
+    from wpbjax.arguments import DICT_BYTES_PER_STEP, refuse_past_memory
+
+    refuse_past_memory(f"--episodes {args.episodes:,} x --steps {args.steps:,}", args.episodes * args.steps * DICT_BYTES_PER_STEP)
     if args.engine == "jax":
         from wpbjax.episodes.decode import generate_episodes as generate_jax
         from wpbjax.episodes.jax_gen import JaxGenConfig
@@ -261,7 +264,10 @@ def cmd_bench(args) -> int:
     import json
 
     enable_compilation_cache() if args.cache else None
+    from wpbjax.arguments import ENCODED_BYTES_PER_STEP, refuse_past_memory
     from wpbjax.bench import run_bench
+
+    refuse_past_memory(f"--episodes {args.episodes:,} x --steps {args.steps:,}", args.episodes * args.steps * ENCODED_BYTES_PER_STEP)
 
     report = run_bench(n_episodes=args.episodes, n_steps=args.steps, policies=args.policies, budgets=args.budgets,
                        repeats=args.repeats)
