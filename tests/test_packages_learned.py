@@ -22,9 +22,9 @@ def small_set():
 
 @pytest.fixture(scope="module")
 def tiny_writer(tmp_path_factory):
-    """Weights after a few seconds of training (2 shapes, 48 packages each)."""
-    config = learned_train.WriterTrainConfig(shapes=((3, 2), (2, 1)), packages=48, check_packages=16, steps=60,
-                                             batch=64, hidden=8, eval_every=20, budgets=(1, 2, 4, 8))
+    """Weights after a few seconds of training (2 shapes, 32 packages each)."""
+    config = learned_train.WriterTrainConfig(shapes=((3, 2), (2, 1)), packages=32, check_packages=12, steps=40,
+                                             batch=64, hidden=8, eval_every=20, budgets=(1, 4, 8))
     result = learned_train.train_writer(config)
     path = tmp_path_factory.mktemp("writer") / "writer.npz"
     learned.save_writer(str(path), result["params"], result["kinds"], {"history": result["history"]})
