@@ -9,6 +9,7 @@ STREAMING = ("oracle_gvt", "density_only", "recency_raw", "reservoir_raw", "no_t
 OFFLINE = ("greedy", "fact_only", "summary_only", "no_tombstone_greedy")
 WRITERS = STREAMING + OFFLINE
 METHODS = EXACT + WRITERS
+LEARNED_PREFIX = "learned:"  # method learned:PATH runs a writer trained by `wpbjax packages train`
 # The eight methods of the paper's base-sweep figure.
 PAPER_METHODS = ("opt", "oracle_gvt", "greedy", "density_only", "recency_raw", "fact_only",
                  "summary_only", "no_tombstone_opt")

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -13,7 +14,7 @@ import pandas as pd
 
 from wpbjax.packages import opt as opt_mod
 from wpbjax.packages import writers
-from wpbjax.packages.catalog import EXACT, METHODS, PAPER_METHODS
+from wpbjax.packages.catalog import EXACT, LEARNED_PREFIX, METHODS, PAPER_METHODS
 from wpbjax.packages.model import TIE, TOMBSTONE_KINDS, PackageBatch, PackageSet, check_feasible, cost, \
     invalidation_covered, kind_mask, value
 
@@ -23,9 +24,13 @@ COLUMNS = ["distribution", "package", "seed", "budget", "method", "value", "opt"
 
 def check_methods(methods) -> list[str]:
     methods = list(methods)
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if m not in METHODS and not m.startswith(LEARNED_PREFIX)]
     if unknown:
-        raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+        raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)} "
+                         f"or {LEARNED_PREFIX}PATH (a writer from `wpbjax packages train`)")
+    for method in methods:
+        if method.startswith(LEARNED_PREFIX) and not os.path.isfile(method[len(LEARNED_PREFIX):]):
+            raise ValueError(f"method {method}: no such learned writer file {method[len(LEARNED_PREFIX):]!r}")
     return methods
 
 
@@ -50,6 +55,9 @@ def stores(pset: PackageSet, budgets, methods, h: str = "min", verify: str | Non
             filtered = batch.only_kinds(~kind_mask(batch.kind, TOMBSTONE_KINDS))
             result = opt_mod.solve(filtered, budgets, h, verify=verify)
             out[method] = (filtered, result.chosen, result.method)
+        elif method.startswith(LEARNED_PREFIX):
+            from wpbjax.packages import learned
+            chosen_batch, chosen = learned.write(method[len(LEARNED_PREFIX):], batch, budgets, h)
         else:
             chosen_batch, chosen = writers.write(method, batch, budgets, h, reservoir_key=pset.reservoir_key)
             out[method] = (chosen_batch, chosen, None)
