@@ -83,7 +83,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     generate.add_argument("--out", required=True, help="directory; one sub-directory per package")
     generate.add_argument("--quiet", action="store_true")
     generate.set_defaults(run=cmd_generate)
-    for hook in EXTRA_SUBCOMMANDS:
+    from wpbjax.packages.cli_learned import add_parsers as add_train_and_score  # packages train / score
+
+    for hook in (add_train_and_score, *EXTRA_SUBCOMMANDS):
         hook(sub)
     return packages
 
