@@ -5,6 +5,7 @@
 ``recall_at_budget.csv``, ``utility_per_kb.json``, ``confusion_matrix.csv``,
 ``f1_vs_budget_<mode>_<track>.png`` (and all of them in ``f1_vs_budget_grid.png``), ``utility_per_kb_vs_budget.png``, ``regret_vs_budget.png``,
 ``regret_curve.png`` (+ ``regret_curve.csv``) and ``run_metadata.json`` when the run has a sidecar.
+A package sweep's table gets its own report instead (:mod:`wpbjax.report.packages`).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from wpbjax.report import metadata, tables  # plots (matplotlib) only when drawing: sweeps import this
+from wpbjax.report import metadata, packages, tables  # plots (matplotlib) only when drawing: sweeps import this
 
 MAX_CURVE_EPISODES = 1000  # the per-step regret curve re-runs the policies with traces: cap its cost
 
@@ -27,6 +28,8 @@ def load_results(path: str | os.PathLike) -> pd.DataFrame:
 
     path = os.fspath(path)
     results = read_results(path)
+    if packages.is_package_table(results):  # a `wpbjax packages sweep` table
+        return packages.check_package_results(results, path)
     return tables.check_results(results, path)
 
 
@@ -39,6 +42,8 @@ def write_report(results: pd.DataFrame, out_dir: str | os.PathLike, meta: dict |
     the regret curve is skipped with a note. ``budget``: the leaderboard's and diagnostics' budget
     (nearest run budget if absent); ``curve_budget``: the regret curve's (default the same).
     """
+    if packages.is_package_table(results):
+        return packages.write_package_report(results, out_dir)
     results = tables.check_results(results)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
