@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from wpbjax.cli import main
 from wpbjax.packages import learned, learned_train
 from wpbjax.packages.distributions import generate
 from wpbjax.packages.model import KINDS, check_feasible
@@ -22,13 +23,13 @@ def small_set():
 
 @pytest.fixture(scope="module")
 def tiny_writer(tmp_path_factory):
-    """Weights after a few seconds of training (2 shapes, 32 packages each)."""
-    config = learned_train.WriterTrainConfig(shapes=((3, 2), (2, 1)), packages=32, check_packages=12, steps=40,
-                                             batch=64, hidden=8, eval_every=20, budgets=(1, 4, 8))
-    result = learned_train.train_writer(config)
+    """A writer after a few seconds of training (2 shapes, 32 packages each), through the CLI."""
     path = tmp_path_factory.mktemp("writer") / "writer.npz"
-    learned.save_writer(str(path), result["params"], result["kinds"], {"history": result["history"]})
-    return path, result
+    assert main(["packages", "train", "--out", str(path), "--shapes", "3x2,2x1", "--packages", "32",
+                 "--check-packages", "12", "--steps", "40", "--batch", "64", "--hidden", "8", "--eval-every", "20",
+                 "--budgets", "1,4,8", "--quiet"]) == 0
+    params, info = learned.load_writer(str(path))
+    return path, {"params": params, "history": info["history"], "config": info["config"]}
 
 
 def test_group_features_by_hand():
@@ -94,7 +95,7 @@ def test_training_beats_its_initial_weights(tiny_writer):
 def test_checkpoint_round_trip_and_errors(tmp_path, tiny_writer):
     path, result = tiny_writer
     params, info = learned.load_writer(str(path))
-    assert info["kinds"] == list(KINDS)
+    assert info["kinds"] == list(KINDS) and info["config"]["shapes"] == [[3, 2], [2, 1]]
     for head in learned.HEADS:
         for name in learned.LAYERS:
             np.testing.assert_array_equal(params[head][name], result["params"][head][name])
@@ -112,3 +113,18 @@ def test_unknown_kinds_read_as_unknown(small_set, tiny_writer):
     assert (np.delete(lookup, [KINDS.index("raw_span"), KINDS.index("atomic_fact")]) == -1).all()
     onehot = learned.kind_onehot(jnp.asarray([0, 1, -1, 5]), 2)
     np.testing.assert_array_equal(onehot, [[1, 0], [0, 1], [0, 0], [0, 0]])
+
+
+def test_sweep_method_learned_path(tiny_writer, tmp_path, capsys):
+    path, _ = tiny_writer
+    out = tmp_path / "pk.csv"
+    assert main(["packages", "sweep", "--seeds", "20", "--budgets", "2,8", "--methods", f"opt,oracle_gvt,learned:{path}",
+                 "--out", str(out), "--quiet"]) == 0
+    import pandas as pd
+
+    rows = pd.read_csv(out)
+    learned_rows = rows[rows.method == f"learned:{path}"]
+    assert len(learned_rows) == 40 and (learned_rows.ratio <= 1 + 1e-12).all()
+    assert (learned_rows.cost <= learned_rows.budget).all()
+    assert main(["packages", "sweep", "--seeds", "2", "--methods", f"learned:{tmp_path / 'none.npz'}", "--quiet"]) == 2
+    assert "no such learned writer file" in capsys.readouterr().err

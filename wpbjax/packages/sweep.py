@@ -58,6 +58,7 @@ def stores(pset: PackageSet, budgets, methods, h: str = "min", verify: str | Non
         elif method.startswith(LEARNED_PREFIX):
             from wpbjax.packages import learned
             chosen_batch, chosen = learned.write(method[len(LEARNED_PREFIX):], batch, budgets, h)
+            out[method] = (chosen_batch, chosen, None)
         else:
             chosen_batch, chosen = writers.write(method, batch, budgets, h, reservoir_key=pset.reservoir_key)
             out[method] = (chosen_batch, chosen, None)
