@@ -188,14 +188,19 @@ def parse_param_values(text: str) -> list[float]:
     try:
         if ":" in text:
             start, stop, count = text.split(":")
-            if int(count) < 1:
+            if int(count) < 1 or not np.isfinite([float(start), float(stop)]).all():
                 raise ValueError
-            return np.linspace(float(start), float(stop), int(count)).tolist()
-        values = [float(part) for part in text.split(",") if part.strip()]
+            values = np.linspace(float(start), float(stop), int(count)).tolist()
+        else:
+            values = [float(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise ValueError(f"expected start:stop:count or comma-separated numbers, got {text!r}") from None
     if not values:
         raise ValueError(f"expected at least one value, got {text!r}")
+    if not np.all(np.isfinite(values)):  # a NaN or inf param would give NaN metrics, not an error
+        raise ValueError(f"expected finite numbers, got {text!r}")
+    if len(set(values)) < len(values):  # repeated grid points would give duplicate rows
+        raise ValueError(f"values repeat in {text!r}; list each grid point once")
     return values
 
 
