@@ -14,7 +14,7 @@ import pytest
 
 from helpers import make_episode
 from wpbjax import failures
-from wpbjax.arguments import check_generated_size, drop_repeats
+from wpbjax.arguments import check_generator_size, drop_repeats
 from wpbjax.cli import main
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError, load_jsonl
@@ -169,6 +169,9 @@ CLI_CASES = {
                          "--n-episodes 1000000000: 4 modes x 1,000,000,000 episodes x 200 steps need about"),
     "generate --episodes 1e9": (["generate", "--episodes", "1000000000", "--out", lambda tmp: str(tmp / "e.jsonl")],
                                 "--episodes 1,000,000,000 x --steps 200 need about"),
+    "--api-pool 1e12": (SWEEP + ["--api-pool", "999999999999"], "--api-pool 999,999,999,999 x --max-params 6 need about"),
+    "generate --max-params 1e12": (["generate", "--max-params", "999999999999", "--out", lambda tmp: str(tmp / "e.jsonl")],
+                                   "--api-pool 8 x --max-params 999,999,999,999 need about"),
     "bench --episodes 1e9": (["bench", "--episodes", "1000000000", "--steps", "1000"], "--episodes 1,000,000,000 x --steps 1,000 need about"),
     "--param nan": (SWEEP + ["--param", "threshold=0,nan"], "argument --param: threshold: expected finite numbers"),
     "--param inf stop": (SWEEP + ["--param", "threshold=0:inf:3"], "argument --param: threshold: expected start:stop:count"),
@@ -244,10 +247,14 @@ def test_repeated_values_are_dropped_with_one_warning_each(tmp_path):
 
 
 def test_generated_sets_past_memory_are_refused_up_front():
-    args = argparse.Namespace(episodes=None, modes=["default", "redundancy"], n_episodes=1000, steps=200)
-    check_generated_size(args, memory=2000 * 200 * 87)  # exactly fits
+    args = argparse.Namespace(command="sweep", episodes=None, modes=["default", "redundancy"], n_episodes=1000,
+                              steps=200, api_pool=8, max_params=6)
+    check_generator_size(args, memory=2000 * 200 * 87)  # exactly fits
     with pytest.raises(ValueError, match=r"--n-episodes 1000: 2 modes x 1,000 episodes x 200 steps need about 33.2 MiB"):
-        check_generated_size(args, memory=2000 * 200 * 87 - 1)
+        check_generator_size(args, memory=2000 * 200 * 87 - 1)
+    args.max_params = 10**12
+    with pytest.raises(ValueError, match=r"--api-pool 8 x --max-params 1,000,000,000,000 need about 465.7 TiB"):
+        check_generator_size(args, memory=1 << 40)
 
 
 def _raise(error):

@@ -12,6 +12,7 @@ from typing import Callable
 # than failing on an allocation (or the kernel's OOM killer) minutes later.
 ENCODED_BYTES_PER_STEP = 87
 DICT_BYTES_PER_STEP = 800
+PARAM_BYTES = 64  # one endpoint param of the generator's state: a short str and its list slot
 
 
 def _stderr_warning(message: str) -> None:
@@ -68,9 +69,16 @@ def refuse_past_memory(what: str, needed: int, memory: int | None = None) -> Non
                          "use fewer episodes or steps per run")
 
 
-def check_generated_size(args, memory: int | None = None) -> None:
-    """Refuse ``--n-episodes`` x ``--steps`` x modes that could not be held in this machine's memory."""
-    if not args.episodes:
+def check_generator_size(args, memory: int | None = None) -> None:
+    """Refuse generator knobs whose state or episodes could not be held in memory: the published
+    generator keeps ``--max-params`` params for each of ``--api-pool`` endpoints, and a step's
+    observation lists its endpoint's params."""
+    refuse_past_memory(f"--api-pool {args.api_pool:,} x --max-params {args.max_params:,}",
+                       args.api_pool * args.max_params * PARAM_BYTES, memory)
+    if args.command == "generate":
+        refuse_past_memory(f"--episodes {args.episodes:,} x --steps {args.steps:,}",
+                           args.episodes * args.steps * (DICT_BYTES_PER_STEP + 8 * args.max_params), memory)
+    elif not args.episodes:  # sweep: generated and encoded in-process
         refuse_past_memory(f"--n-episodes {args.n_episodes}: {len(args.modes)} modes x {args.n_episodes:,} episodes x "
                            f"{args.steps:,} steps", len(args.modes) * args.n_episodes * args.steps * ENCODED_BYTES_PER_STEP,
                            memory)

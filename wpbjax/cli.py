@@ -106,9 +106,9 @@ def cmd_generate(args) -> int:
     from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
 
     _check_engine_mode(args.engine, args.mode, "--mode")
-    from wpbjax.arguments import DICT_BYTES_PER_STEP, refuse_past_memory
+    from wpbjax.arguments import check_generator_size
 
-    refuse_past_memory(f"--episodes {args.episodes:,} x --steps {args.steps:,}", args.episodes * args.steps * DICT_BYTES_PER_STEP)
+    check_generator_size(args)
     if args.engine == "jax":
         from wpbjax.episodes.decode import generate_episodes as generate_jax
         from wpbjax.episodes.jax_gen import JaxGenConfig
@@ -197,7 +197,7 @@ def cmd_sweep(args) -> int:
     started = time.perf_counter()
     enable_compilation_cache()
     from wpbjax import devices as devices_lib
-    from wpbjax.arguments import check_generated_size, drop_repeats
+    from wpbjax.arguments import check_generator_size, drop_repeats
     from wpbjax.distributed import initialize as initialize_distributed
     from wpbjax.progress import Progress
     from wpbjax.results_io import ResultsWriter, check_output
@@ -206,7 +206,7 @@ def cmd_sweep(args) -> int:
     # every argument and input is checked before --out is touched (a failing sweep leaves an
     # existing results file and its sidecar as they were)
     drop_repeats(args)  # repeated budgets, policies, files ... would give duplicate rows
-    check_generated_size(args)
+    check_generator_size(args)
     plan = resolve_policies(args.policies, args.tracks)
     params = dict(args.param or [])
     if len(params) < len(args.param or []):
