@@ -176,6 +176,7 @@ CLI_CASES = {
     "--param nan": (SWEEP + ["--param", "threshold=0,nan"], "argument --param: threshold: expected finite numbers"),
     "--param inf stop": (SWEEP + ["--param", "threshold=0:inf:3"], "argument --param: threshold: expected start:stop:count"),
     "--param repeats": (SWEEP + ["--param", "threshold=0.5:0.5:3"], "threshold: values repeat in '0.5:0.5:3'"),
+    "train --learning-rate nan": (["train", "--learning-rate", "nan"], "argument --learning-rate: expected a finite number > 0"),
     "--budgets 1k": (["sweep", "--budgets", "1k"], "argument --budgets: expected comma-separated integers"),
     "unknown flag": (SWEEP + ["--frobnicate"], "unrecognized arguments: --frobnicate"),
     "unknown command": (["frobnicate"], "argument command: invalid choice: 'frobnicate'"),
@@ -283,8 +284,10 @@ def test_ctrl_c_mid_sweep_ends_in_one_line_with_status_130(tmp_path):
     sweep = subprocess.Popen([sys.executable, "-m", "wpbjax.cli", "sweep", "--n-episodes", "64", "--steps", "100",
                               "--out", str(out)], stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     try:
-        header = sweep.stderr.readline()  # printed once the episodes are generated, before any run
-        assert header.startswith("wpbjax sweep: "), header + sweep.stderr.read()
+        before = [sweep.stderr.readline()]  # the header: printed once the episodes are generated, before any run
+        while before[-1] and not before[-1].startswith("wpbjax sweep: "):  # (past any warning of the platform's)
+            before.append(sweep.stderr.readline())
+        assert before[-1], "".join(before)
         sweep.send_signal(signal.SIGINT)
         rest = sweep.stderr.read()
         assert sweep.wait(timeout=30) == 130

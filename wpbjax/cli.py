@@ -53,6 +53,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 < value < float("inf"):  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
 def _probability(text: str) -> float:
     try:
         value = float(text)
@@ -335,7 +345,7 @@ def _add_train_parser(commands) -> None:
     train.add_argument("--pool-per-mode", type=_positive_int, default=d.pool_per_mode, help=f"training episodes per mode (default {d.pool_per_mode})")
     train.add_argument("--calibration-per-mode", type=_positive_int, default=d.calibration_per_mode, help=f"held-back episodes per mode that calibrate the afford threshold (default {d.calibration_per_mode})")
     train.add_argument("--hidden", type=_positive_int, default=d.hidden, help=f"MLP width (default {d.hidden})")
-    train.add_argument("--learning-rate", type=float, default=d.learning_rate, help=f"peak adam rate (default {d.learning_rate})")
+    train.add_argument("--learning-rate", type=_positive_float, default=d.learning_rate, help=f"peak adam rate (default {d.learning_rate})")
     train.add_argument("--log-every", type=_positive_int, default=d.log_every, help=f"progress line every k steps (default {d.log_every})")
     train.add_argument("--quiet", action="store_true", help="no progress lines")
     train.set_defaults(run=cmd_train)
