@@ -146,33 +146,75 @@ def memaudit_small(seeds, normal_count: int = 3, update_count: int = 2, with_met
         raise ValueError("memaudit_small needs normal_count + update_count >= 1 (both >= 0)")
     seeds = [int(s) for s in seeds]
     tpl = template(normal_count, update_count)
-    cost0, valid, kind, coverage, weight0, invalidation, rank, time = _static_arrays(normal_count, update_count)
     draws = [draw_seed(s, normal_count, update_count) for s in seeds]
     n = len(seeds)
     fact_pick = np.array([d[0] for d in draws], np.int64).reshape(n, normal_count)
     raw_extra = np.array([d[1] for d in draws], np.int32).reshape(n, normal_count)
     update_pick = np.array([d[2] for d in draws], np.int64).reshape(n, update_count, 2)
-    weight = np.repeat(weight0[None], n, axis=0)
-    cost = np.repeat(cost0[None], n, axis=0)
-    for i, (unit, group, raw) in enumerate(tpl.fact_slots):
-        weight[:, unit] = np.asarray(FACT_WEIGHTS)[fact_pick[:, i]]
-        cost[:, group, raw] += raw_extra[:, i]
-    for i, (current, invalid) in enumerate(tpl.update_units):
-        weight[:, current] = 2.0 + 0.25 * update_pick[:, i, 0]
-        weight[:, invalid] = 2.0 + 0.25 * update_pick[:, i, 1]
+    batch = build_batch(np, fact_pick, raw_extra, update_pick, normal_count, update_count)
+    meta = _meta(seeds, tpl) if with_meta else PackageMeta((), (), (), (), tuple(seeds))
+    return PackageSet(batch, meta, reservoir_keys(seeds, normal_count, update_count))
+
+
+@functools.lru_cache(maxsize=16)
+def _placement(normal_count: int, update_count: int):
+    """Where the draws land: fact units [N], raw span slots in the flat [G*C] cost [N], current
+    units [U], invalidation units [U] (int64 index arrays)."""
+    tpl = template(normal_count, update_count)
+    n_cand = _static_arrays(normal_count, update_count)[0].shape[1]
+    fact_unit = np.array([unit for unit, _, _ in tpl.fact_slots], np.int64)
+    raw_slot = np.array([group * n_cand + raw for _, group, raw in tpl.fact_slots], np.int64)
+    current_unit = np.array([current for current, _ in tpl.update_units], np.int64)
+    invalid_unit = np.array([invalid for _, invalid in tpl.update_units], np.int64)
+    return fact_unit, raw_slot, current_unit, invalid_unit
+
+
+def _put(xp, base, index, values, add=False):
+    """``base[:, index] = values`` (or ``+=``) for numpy or jax.numpy, without mutating ``base``."""
+    if xp is np:
+        out = np.array(base, copy=True)
+        if add:
+            out[:, index] += values
+        else:
+            out[:, index] = values
+        return out
+    return base.at[:, index].add(values) if add else base.at[:, index].set(values)
+
+
+def drawn_arrays(xp, fact_pick, raw_extra, update_pick, cost0, weight0, placement):
+    """(cost [S, G, C] int32, weight [S, R] float64) from the draws (numpy or jax.numpy)."""
+    fact_unit, raw_slot, current_unit, invalid_unit = placement
+    n = fact_pick.shape[0]
+    weight = xp.broadcast_to(weight0[None], (n,) + weight0.shape)
+    weight = _put(xp, weight, fact_unit, xp.asarray(FACT_WEIGHTS)[fact_pick])
+    weight = _put(xp, weight, current_unit, 2.0 + 0.25 * update_pick[..., 0])
+    weight = _put(xp, weight, invalid_unit, 2.0 + 0.25 * update_pick[..., 1])
+    cost = xp.broadcast_to(cost0.reshape(1, -1), (n, cost0.size))
+    cost = _put(xp, cost, raw_slot, raw_extra.astype(cost0.dtype), add=True)
+    return cost.reshape((n,) + cost0.shape).astype(xp.int32), weight
+
+
+def reservoir_keys(seeds, normal_count: int = 3, update_count: int = 2) -> np.ndarray:
+    """The artifact's stable hash of every candidate id "s{seed}_<suffix>": [S, G, C] int64 (-1 padding)."""
+    tpl, valid = template(normal_count, update_count), _static_arrays(normal_count, update_count)[1]
+    suffixes = [c.suffix for _, cands in tpl.groups for c in cands]
+    keys = np.full((len(seeds), valid.size), -1, np.int64)
+    keys[:, np.flatnonzero(valid.reshape(-1))] = hash_prefixed([f"s{s}_" for s in seeds], suffixes)
+    return keys.reshape((len(seeds),) + valid.shape)
+
+
+def build_batch(xp, fact_pick, raw_extra, update_pick, normal_count: int, update_count: int) -> PackageBatch:
+    """memaudit_small arrays from the draws (``xp`` = numpy or jax.numpy; shapes [S, N], [S, N], [S, U, 2])."""
+    cost0, valid, kind, coverage, weight0, invalidation, rank, time = _static_arrays(normal_count, update_count)
+    n = fact_pick.shape[0]
+    cost, weight = drawn_arrays(xp, fact_pick, raw_extra, update_pick, cost0, weight0,
+                                _placement(normal_count, update_count))
 
     def tile(a):
-        return np.broadcast_to(a[None], (n,) + a.shape)
+        return xp.broadcast_to(xp.asarray(a)[None], (n,) + a.shape)
 
-    batch = PackageBatch(cost=cost, valid=tile(valid), kind=tile(kind), coverage=tile(coverage), weight=weight,
-                         invalidation=tile(invalidation), rank=tile(rank), time=tile(time))
-    meta = _meta(seeds, tpl) if with_meta else PackageMeta((), (), (), (), tuple(seeds))
-    suffixes = [c.suffix for _, cands in tpl.groups for c in cands]
-    hashes = hash_prefixed([f"s{s}_" for s in seeds], suffixes)            # [S, candidates]
-    slot = np.flatnonzero(valid.reshape(-1))                               # groups' candidates in order
-    reservoir_key = np.full((n, valid.size), -1, np.int64)
-    reservoir_key[:, slot] = hashes
-    return PackageSet(batch, meta, reservoir_key.reshape((n,) + valid.shape))
+    return PackageBatch(cost=cost, valid=tile(valid), kind=tile(kind), coverage=tile(coverage), weight=weight,
+                        invalidation=tile(invalidation), rank=tile(rank), time=tile(time))
 
 
 def _meta(seeds: list[int], tpl: Template) -> PackageMeta:
