@@ -166,6 +166,7 @@ def command_lines(draw) -> list:
                            "--modes", "default", "--out", "OUT/r.csv"] + argv[1:]
     if command == "generate":
         argv = argv[:1] + ["--steps", "6", "--episodes", "1", "--out", "OUT/e.jsonl"] + argv[1:]
+    argv += draw(st.lists(st.one_of(st.text(max_size=10), st.sampled_from(sorted(flags))), max_size=2))  # stray tokens
     return argv + (["--quiet"] if draw(st.booleans()) else [])
 
 

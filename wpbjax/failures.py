@@ -2,6 +2,7 @@
 
     2    bad input (an argument, a file, a line of a file): the line names it
     130  interrupted (Ctrl-C / SIGINT)
+    141  stdout closed by its reader (``wpbjax sweep | head``): silent, like a program SIGPIPE ends
     1    a bug in wpbjax: the exception in one line (``WPBJAX_TRACEBACK=1`` re-raises it)
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Callable
 BAD_INPUT = 2
 INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)
 BUG = 1
+CLOSED_PIPE = 141  # 128 + SIGPIPE: what the shell reports for `yes | head`
 INTERRUPT_GRACE_S = 2.0  # after Ctrl-C, time to clean up (temporary files) before the process ends anyway
 
 _interrupt_reported = threading.Event()
@@ -56,6 +58,8 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
         return command()
     except KeyboardInterrupt:
         return report_interrupt(prog)
+    except BrokenPipeError:  # every file was written; only the reader of stdout went away
+        return CLOSED_PIPE
     except (ValueError, OSError) as err:  # EpisodeFormatError is a ValueError
         print(f"{_fresh_line()}{prog}: error: {one_line(err)}", file=sys.stderr)
         return BAD_INPUT
