@@ -75,7 +75,8 @@ def heterogeneous_episodes(seed: int, count: int):
         t_values = sorted(rng.sample(range(0, 80), length))
         observations = [observation() for _ in t_values]
         utilities = [rng.choice([0.0, 0.5, 1.0, 2.75, 6.0]) for _ in t_values]
-        critical = [t for t in t_values if rng.random() < 0.3] + ([999] if rng.random() < 0.2 else [])
+        # Only steps the episode has: labels naming absent steps are refused at load (tests/test_errors.py).
+        critical = [t for t in t_values if rng.random() < 0.3]
         episode = make_episode(observations, metadata=[metadata() for _ in t_values], utilities=utilities,
                                critical=critical, episode_id=index, mode=rng.choice(["hand", "mixed"]),
                                t_values=t_values)
