@@ -210,8 +210,10 @@ def cmd_sweep(args) -> int:
     from wpbjax.arguments import check_generator_size, drop_repeats
     from wpbjax.distributed import initialize as initialize_distributed
     from wpbjax.progress import Progress
+    from wpbjax import resume as resume_lib
     from wpbjax.results_io import ResultsWriter, check_output
-    from wpbjax.sweep import check_budgets, iter_sweep, leaderboard_from_sums, param_grids, resolve_policies, total_runs
+    from wpbjax.sweep import (check_budgets, iter_sweep, leaderboard_from_sums, leaderboard_sums, param_grids,
+                              resolve_policies, total_runs)
 
     # every argument and input is checked before --out is touched (a failing sweep leaves an
     # existing results file and its sidecar as they were)
@@ -228,8 +230,9 @@ def cmd_sweep(args) -> int:
     args.quiet = args.quiet or not writes
     if writes:
         check_output(args.out, inputs=args.episodes or ())
-    encoded, set_index = _encoded_sets(args)
     devices = devices_lib.local_devices()
+    checkpoint, identity = _resume_point(args, cluster, len(devices))
+    encoded, set_index = _encoded_sets(args)
     progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks, params), enabled=not args.quiet)
     if not args.quiet:
         print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
@@ -238,28 +241,40 @@ def cmd_sweep(args) -> int:
     if not writes:  # its share of every chunk goes to process 0
         for _ in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
                             oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap, devices=devices,
-                            params=params, cluster=cluster):
+                            params=params, cluster=cluster, first_chunk=checkpoint.chunks):
             pass
         return 0
-    sums, written = [], None
-    with ResultsWriter(args.out) as writer:
+    sums, written = [checkpoint.sums] if checkpoint.sums is not None else [], None
+    progress.advance(checkpoint.rows, "on disk") if checkpoint.rows else None
+
+    def save(chunk, sums):
+        """Append ``chunk``, then record it in the resume manifest (after its bytes are on disk)."""
+        writer.write(chunk)
+        if writer.format == "csv":  # a cut parquet file has no footer: it cannot be continued
+            resume_lib.record(args.out, identity, resume_lib.Checkpoint(checkpoint.chunks + writer.chunks, writer.rows,
+                                                                        writer.size, sums))
+
+    with ResultsWriter(args.out, append_at=checkpoint.size if checkpoint.chunks else None) as writer:
+        writer.rows = checkpoint.rows
         # Each chunk is written on a thread while the next one is computed (pyarrow's writer leaves
         # the GIL); at most one chunk waits to be written. The pool finishes before the writer
         # commits or (on an error) removes its temporary file.
         with concurrent.futures.ThreadPoolExecutor(1) as background:
             for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
                                     oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
-                                    devices=devices, progress=progress, params=params, cluster=cluster):
+                                    devices=devices, progress=progress, params=params, cluster=cluster,
+                                    first_chunk=checkpoint.chunks):
                 if written is not None:
                     written.result()  # raises if that write failed
-                written = background.submit(writer.write, chunk)
-                sums.append(chunk.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"]))
+                sums = [leaderboard_sums(sums + [chunk])]  # running totals: a few rows per (track, policy, budget)
+                written = background.submit(save, chunk, sums[0])
             if written is not None:
                 written.result()
         progress.close()
         from wpbjax.report.metadata import sweep_metadata
 
         writer.commit(sweep_metadata(args, plan, devices, writer.rows))
+        resume_lib.finish(args.out)
     if not args.quiet:
         import pandas as pd
 
@@ -268,6 +283,25 @@ def cmd_sweep(args) -> int:
             print(leaderboard_from_sums(sums).to_string(float_format=lambda v: f"{v:.3f}"))
         print(f"wrote {writer.rows:,} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0
+
+
+def _resume_point(args, cluster, n_devices: int):
+    """(checkpoint, identity): where this sweep starts (chunks, rows and bytes already on disk when
+    ``--resume`` finds an interrupted run of the same arguments) and the run's identity. With
+    several processes, process 0 decides and tells the others how many chunks to skip."""
+    from wpbjax import resume as resume_lib
+
+    identity = checkpoint = None
+    if cluster is None or cluster.writes:
+        identity = resume_lib.run_identity(args, n_devices)
+        checkpoint = resume_lib.start(args.out, identity, args.resume)
+        if checkpoint is not None and not args.quiet:
+            print(f"wpbjax sweep: resuming {args.out} after {checkpoint.chunks} chunks ({checkpoint.rows:,} rows) "
+                  f"on disk", file=sys.stderr)
+    checkpoint = checkpoint or resume_lib.Checkpoint()
+    if cluster is not None and args.resume:
+        checkpoint.chunks = cluster.broadcast(checkpoint.chunks)
+    return checkpoint, identity
 
 
 def cmd_bench(args) -> int:
@@ -386,6 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--param", type=_param_spec, action="append", metavar="NAME=SPEC",
                        help="sweep a policy param: NAME=start:stop:count (inclusive) or NAME=v1,v2,...; repeatable "
                             "(Cartesian product); adds a param_NAME column (see docs/policies.md)")
+    sweep.add_argument("--resume", action="store_true",
+                       help="finish an interrupted sweep of the same arguments from the chunks already in --out's "
+                            "temporary file (.csv only); without one, run from the start")
     sweep.add_argument("--coordinator", metavar="HOST:PORT", default=None,
                        help="several processes (hosts): process 0's address, where jax.distributed coordinates "
                             "(default $JAX_COORDINATOR_ADDRESS; srun / mpirun tasks are detected); see README")

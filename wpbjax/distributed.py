@@ -46,6 +46,12 @@ class Cluster:
         largest = -(-chunk_episodes // self.num_processes)
         return -(-largest // n_devices) * n_devices
 
+    def broadcast(self, value: int) -> int:
+        """Process 0's ``value`` on every process (a collective)."""
+        from jax.experimental import multihost_utils
+
+        return int(multihost_utils.broadcast_one_to_all(np.asarray(value, np.int64)))
+
     def gather(self, table: pd.DataFrame) -> pd.DataFrame | None:
         """Every process's rows of one chunk, concatenated in process order on process 0 (None on the
         others). Every process must call it once per chunk (a collective)."""

@@ -88,11 +88,16 @@ class ResultsWriter:
     existing temporary file) before the first :meth:`write`.
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, append_at: int | None = None):
+        """``append_at``: continue an interrupted run's temporary CSV, cut back to its first
+        ``append_at`` bytes (the header and whole chunks; see :mod:`wpbjax.resume`)."""
         self.path = os.fspath(path)
         self.format = results_format(self.path)
         self.temporary = partial_path(self.path)
-        self.rows, self.chunks, self._writer, self._opened = 0, 0, None, False
+        if append_at is not None and self.format != "csv":
+            raise ValueError(f"--resume: {self.path}: only .csv results can be resumed")
+        self.append_at = append_at
+        self.rows, self.chunks, self._writer, self._sink, self._opened = 0, 0, None, None, False
 
     def __enter__(self) -> "ResultsWriter":
         return self
@@ -115,21 +120,37 @@ class ResultsWriter:
             else:
                 import pyarrow.csv as pcsv
 
-                self._writer = pcsv.CSVWriter(self.temporary, batch.schema,
-                                              write_options=pcsv.WriteOptions(quoting_style="needed"))
+                appending = self.append_at is not None
+                if appending:
+                    os.truncate(self.temporary, self.append_at)  # drop a chunk cut off by the kill
+                # our own sink, so that each chunk reaches the file (and ``size``) when written
+                self._sink = pa.OSFile(self.temporary, "ab" if appending else "wb")
+                self._writer = pcsv.CSVWriter(self._sink, batch.schema, write_options=pcsv.WriteOptions(
+                    quoting_style="needed", include_header=not appending))
         self._writer.write_table(batch)
         self.rows += len(table)
         self.chunks += 1
+
+    @property
+    def size(self) -> int:
+        """Bytes in the temporary file so far (every written chunk included)."""
+        return os.path.getsize(self.temporary)
 
     def close(self) -> None:
         """Close the temporary file (idempotent)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
 
     def commit(self, meta: dict | None = None) -> str:
         """Finish: close the table, write the sidecar (``meta`` + ``rows`` and ``results`` = {file,
         format, rows, sha256}) and rename both into place. Returns the sidecar's path."""
+        if not self._opened and self.append_at is not None:  # resumed with every chunk on disk
+            os.truncate(self.temporary, self.append_at)
+            self._opened = True
         if not self._opened:
             raise ValueError(f"{self.path}: no rows were written")
         self.close()

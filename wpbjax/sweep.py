@@ -93,10 +93,11 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
                policies: str | Sequence[str] = "reference", tracks: Sequence[str] = ("unprivileged", "privileged"),
                oracle: str = "exact", set_index: Sequence[int] | None = None, memory_cap: int = DEFAULT_MEMORY_CAP,
                devices=None, progress: Progress | None = None, params: dict | None = None,
-               cluster=None) -> Iterator[pd.DataFrame]:
+               cluster=None, first_chunk: int = 0) -> Iterator[pd.DataFrame]:
     """Yield the results table chunk by chunk (see :func:`run_sweep`). ``cluster``: this process's
     place among several (``wpbjax.distributed``): it runs its share of every chunk, and only process 0
-    yields, the whole chunk's rows."""
+    yields, the whole chunk's rows. ``first_chunk``: skip the chunks before it (a resumed sweep;
+    the chunk plan depends only on the arguments, the devices and the core count)."""
     budgets = check_budgets(budgets)
     if oracle not in oracle_lib.ORACLE_MODES:
         raise ValueError(f"unknown oracle mode {oracle!r}; expected one of {', '.join(oracle_lib.ORACLE_MODES)}")
@@ -120,7 +121,7 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     chunk_size_here = size if cluster is None else cluster.share_size(size, len(devices))
     work = {name: n_chunks * chunk_size_here * n_budgets * encoded.n_steps * sum(name in names for names in plan.values())
             for names in plan.values() for name in names}
-    for start in range(0, n_episodes, size):
+    for start in range(first_chunk * size, n_episodes, size):
         real = np.arange(start, min(start + size, n_episodes))
         if cluster is not None:
             real = cluster.share(real)
@@ -148,7 +149,7 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
             return frames
 
         by_policy = {}
-        with concurrent.futures.ThreadPoolExecutor(first_chunk_workers if start == 0 else 1) as pool:
+        with concurrent.futures.ThreadPoolExecutor(first_chunk_workers if start == first_chunk * size else 1) as pool:
             # the oracle first (the policies' rows wait on it); one task for every cost track, so that
             # its program compiles once (two threads would both compile it)
             oracles = pool.submit(lambda: {costs: oracle_table(encoded, costs, budgets, oracle, real)
@@ -319,6 +320,14 @@ def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
                              params=params))
     progress.close()
     return pd.concat(chunks, ignore_index=True)
+
+
+def leaderboard_sums(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """One ``(track, policy, budget_bytes)`` -> ``sum``, ``count`` (of f1) frame from result chunks
+    and/or earlier such frames, in first-seen order."""
+    sums = [part if "sum" in part else part.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"])
+            for part in parts]
+    return pd.concat(sums).groupby(level=[0, 1, 2], sort=False).sum()
 
 
 def leaderboard_from_sums(sums: list[pd.DataFrame]) -> pd.DataFrame:
