@@ -331,6 +331,7 @@ def cmd_bench(args) -> int:
 def cmd_report(args) -> int:
     enable_compilation_cache()  # the regret curve compiles a traced rollout per policy
     from wpbjax.report import load_results, write_report
+    from wpbjax.report.checks import check_table
     from wpbjax.report.metadata import read_sidecar, sidecar_path
 
     results = load_results(args.results)
@@ -338,6 +339,7 @@ def cmd_report(args) -> int:
     if args.meta is not None and not os.path.exists(args.meta):
         raise ValueError(f"--meta {args.meta}: no such file")
     meta = read_sidecar(meta_path) if os.path.exists(meta_path) else None
+    check_table(args.results, results, meta, meta_path)  # complete, and the table its sidecar describes
     written = write_report(results, args.out, meta=meta, budget=args.budget, curve_budget=args.curve_budget)
     if not args.quiet:
         print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
