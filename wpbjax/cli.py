@@ -231,8 +231,8 @@ def cmd_sweep(args) -> int:
     if writes:
         check_output(args.out, inputs=args.episodes or ())
     devices = devices_lib.local_devices()
+    encoded, set_index = _encoded_sets(args)  # (the episode files' own errors first)
     checkpoint, identity = _resume_point(args, cluster, len(devices))
-    encoded, set_index = _encoded_sets(args)
     progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks, params), enabled=not args.quiet)
     if not args.quiet:
         print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
