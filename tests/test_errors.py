@@ -268,6 +268,8 @@ def test_interrupts_and_bugs_end_in_one_line(capsys, monkeypatch):
     assert capsys.readouterr().err == "wpbjax sweep: interrupted\n"
     assert failures.run_command("wpbjax sweep", lambda: _raise(MemoryError("Unable to allocate 3.27 TiB"))) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    assert failures.run_command("wpbjax sweep", lambda: _raise(RuntimeError("RESOURCE_EXHAUSTED: Out of memory\n" * 99))) == 2
+    assert capsys.readouterr().err.startswith("wpbjax sweep: error: out of memory (RESOURCE_EXHAUSTED: Out of memory")
     assert failures.run_command("wpbjax sweep", lambda: _raise(BrokenPipeError())) == 141  # `wpbjax ... | head`
     assert capsys.readouterr().err == ""
     monkeypatch.delenv("WPBJAX_TRACEBACK", raising=False)

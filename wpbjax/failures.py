@@ -63,16 +63,22 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
     except (ValueError, OSError) as err:  # EpisodeFormatError is a ValueError
         print(f"{_fresh_line()}{prog}: error: {one_line(err)}", file=sys.stderr)
         return BAD_INPUT
-    except MemoryError as err:
-        print(f"{_fresh_line()}{prog}: error: out of memory ({one_line(err) or 'no details'}); use a smaller --memory-cap or "
-              "fewer episodes", file=sys.stderr)
-        return BAD_INPUT
     except Exception as err:
+        if isinstance(err, MemoryError) or str(err).startswith("RESOURCE_EXHAUSTED"):  # host, or device (XLA)
+            print(f"{_fresh_line()}{prog}: error: out of memory ({_brief(err) or 'no details'}); use a smaller "
+                  "--memory-cap or fewer episodes", file=sys.stderr)
+            return BAD_INPUT
         if os.environ.get("WPBJAX_TRACEBACK"):
             raise
-        print(f"{_fresh_line()}{prog}: internal error: {type(err).__name__}: {one_line(err)} (a bug: please report it; "
+        print(f"{_fresh_line()}{prog}: internal error: {type(err).__name__}: {_brief(err)} (a bug: please report it; "
               "WPBJAX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return BUG
+
+
+def _brief(err: BaseException, limit: int = 300) -> str:
+    """A foreign exception's message in one line of at most ``limit`` characters (XLA's run long)."""
+    text = one_line(err)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def exit_promptly_on_interrupt(prog: Callable[[], str]) -> None:
