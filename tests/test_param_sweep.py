@@ -63,8 +63,8 @@ def test_sweep_rows_carry_param_columns_and_compile_once_over_chunks():
 
 
 def test_param_specs_and_errors():
-    assert parse_param_values("0:1:5") == [0.0, 0.25, 0.5, 0.75, 1.0]
-    assert parse_param_values("2,5,10") == [2.0, 5.0, 10.0]
+    assert parse_param_values("0:1:5").tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert parse_param_values("2,5,10").tolist() == [2.0, 5.0, 10.0]
     for bad in ("0:1", "a,b", "0:1:0", ""):
         with pytest.raises(ValueError):
             parse_param_values(bad)

@@ -209,10 +209,11 @@ def cmd_sweep(args) -> int:
     from wpbjax import devices as devices_lib
     from wpbjax.arguments import check_generator_size, drop_repeats
     from wpbjax.distributed import initialize as initialize_distributed
+    from wpbjax.output_size import check_disk_space
     from wpbjax.progress import Progress
     from wpbjax import resume as resume_lib
     from wpbjax.results_io import ResultsWriter, check_output
-    from wpbjax.sweep import (check_budgets, iter_sweep, leaderboard_from_sums, leaderboard_sums, param_grids,
+    from wpbjax.sweep import (check_budgets, iter_sweep, leaderboard_from_sums, leaderboard_sums, check_params,
                               resolve_policies, total_runs)
 
     # every argument and input is checked before --out is touched (a failing sweep leaves an
@@ -223,7 +224,7 @@ def cmd_sweep(args) -> int:
     params = dict(args.param or [])
     if len(params) < len(args.param or []):
         raise ValueError("--param: each param may be given once")
-    param_grids(params, [name for names in plan.values() for name in names])
+    check_params(params, [name for names in plan.values() for name in names])  # (the grid is built per chunk)
     check_budgets(args.budgets)
     cluster = initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     writes = cluster is None or cluster.writes  # only process 0 writes (and reports)
@@ -232,8 +233,11 @@ def cmd_sweep(args) -> int:
         check_output(args.out, inputs=args.episodes or ())
     devices = devices_lib.local_devices()
     encoded, set_index = _encoded_sets(args)  # (the episode files' own errors first)
+    n_runs = total_runs(encoded, len(args.budgets), args.policies, args.tracks, params)
+    if writes:
+        check_disk_space(args.out, n_runs, len(params))  # one row per run
     checkpoint, identity = _resume_point(args, cluster, len(devices))
-    progress = Progress(total_runs(encoded, len(args.budgets), args.policies, args.tracks, params), enabled=not args.quiet)
+    progress = Progress(n_runs, enabled=not args.quiet)
     if not args.quiet:
         print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
               f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import itertools
 import os
 from typing import Iterator, Sequence
 
@@ -184,51 +183,68 @@ def _in_order(table: pd.DataFrame, param_columns: list[str]) -> pd.DataFrame:
     return table[list(COLUMNS) + param_columns].reset_index(drop=True)
 
 
-def parse_param_values(text: str) -> list[float]:
-    """``start:stop:count`` (inclusive linspace) or ``v1,v2,...`` as a list of numbers."""
+def parse_param_values(text: str) -> np.ndarray:
+    """``start:stop:count`` (inclusive linspace) or ``v1,v2,...`` as a [P] float64 array (an array,
+    not a list: a 100-million-point range is 800 MB here, not 3 GB of Python floats)."""
     try:
         if ":" in text:
             start, stop, count = text.split(":")
             if int(count) < 1 or not np.isfinite([float(start), float(stop)]).all():
                 raise ValueError
-            values = np.linspace(float(start), float(stop), int(count)).tolist()
+            values = np.linspace(float(start), float(stop), int(count))
         else:
-            values = [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
+            values = np.asarray([float(part) for part in text.split(",") if part.strip()], np.float64)
+    except (ValueError, MemoryError):
         raise ValueError(f"expected start:stop:count or comma-separated numbers, got {text!r}") from None
-    if not values:
+    if not values.size:
         raise ValueError(f"expected at least one value, got {text!r}")
     if not np.all(np.isfinite(values)):  # a NaN or inf param would give NaN metrics, not an error
         raise ValueError(f"expected finite numbers, got {text!r}")
-    if len(set(values)) < len(values):  # repeated grid points would give duplicate rows
+    # repeated grid points would give duplicate rows (a range repeats only where float64 runs out
+    # of resolution: neighbours compare equal)
+    repeats = np.any(values[1:] == values[:-1]) if ":" in text else np.unique(values).size < values.size
+    if repeats:
         raise ValueError(f"values repeat in {text!r}; list each grid point once")
     return values
+
+
+def check_params(params: dict | None, names: Sequence[str]) -> dict:
+    """Policy name -> its swept params (names), checking that every swept param belongs to some
+    policy in ``names`` and that integer params get whole numbers."""
+    params = {name: np.asarray(values) for name, values in (params or {}).items()}
+    for param, values in params.items():
+        owners = [name for name in dict.fromkeys(names) if param in make(name).params]
+        if not owners:
+            known = "; ".join(f"{name}: {', '.join(make(name).params) or 'none'}" for name in dict.fromkeys(names))
+            raise ValueError(f"--param {param}: no selected policy has a param {param!r} (their params: {known})")
+        if not values.size:
+            raise ValueError(f"--param {param}: give at least one value")
+        for name in owners:
+            default = make(name).params[param]
+            if isinstance(default, int) and np.any(values.astype(np.float64) != np.round(values.astype(np.float64))):
+                raise ValueError(f"--param {param}: {name}'s {param} is an integer; got {values.tolist()[:20]}")
+    return {name: [param for param in params if param in make(name).params] for name in dict.fromkeys(names)}
+
+
+def grid_points(params: dict | None, names: Sequence[str]) -> dict[str, int]:
+    """Policy name -> grid points it runs (the product of its swept params' value counts; 1 if none),
+    without building the grid."""
+    swept = check_params(params, names)
+    return {name: int(np.prod([len(params[param]) for param in swept[name]], dtype=np.int64)) for name in swept}
 
 
 def param_grids(params: dict | None, names: Sequence[str]) -> dict:
     """Policy name -> ``{param: [P] values}`` over the Cartesian product of the swept params it has
     (P points, the first param varying slowest), or None if it has none of them. A swept param that
     no policy in ``names`` has is an error, as is a non-integral value for an integer param."""
-    params = {name: list(values) for name, values in (params or {}).items()}
-    for param, values in params.items():
-        owners = [name for name in dict.fromkeys(names) if param in make(name).params]
-        if not owners:
-            known = "; ".join(f"{name}: {', '.join(make(name).params) or 'none'}" for name in dict.fromkeys(names))
-            raise ValueError(f"--param {param}: no selected policy has a param {param!r} (their params: {known})")
-        if not values:
-            raise ValueError(f"--param {param}: give at least one value")
-        for name in owners:
-            default = make(name).params[param]
-            if isinstance(default, int) and any(float(value) != int(value) for value in values):
-                raise ValueError(f"--param {param}: {name}'s {param} is an integer; got {values}")
+    swept = check_params(params, names)
     grids = {}
-    for name in dict.fromkeys(names):
-        swept = [param for param in params if param in make(name).params]
-        if not swept:
+    for name, its_params in swept.items():
+        if not its_params:
             grids[name] = None
             continue
-        points = list(itertools.product(*(params[param] for param in swept)))
-        grids[name] = {param: np.asarray([point[i] for point in points]) for i, param in enumerate(swept)}
+        axes = np.meshgrid(*(np.asarray(params[param]) for param in its_params), indexing="ij")
+        grids[name] = {param: axis.ravel() for param, axis in zip(its_params, axes)}
     return grids
 
 
@@ -299,8 +315,7 @@ def confusion_counts(host: dict, critical: np.ndarray, valid: np.ndarray, n_crit
 def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks, params: dict | None = None) -> int:
     """Runs of a sweep (a policy with swept params counts once per grid point)."""
     plan = resolve_policies(policies, tracks)
-    grids = param_grids(params, [name for names in plan.values() for name in names])
-    points = {name: len(next(iter(grid.values()))) if grid else 1 for name, grid in grids.items()}
+    points = grid_points(params, [name for names in plan.values() for name in names])
     return encoded.n_episodes * n_budgets * sum(points[name] for names in plan.values() for name in names)
 
 
