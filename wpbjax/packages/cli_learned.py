@@ -22,6 +22,17 @@ def _shapes(text: str) -> tuple:
     return shapes
 
 
+def _distributions(text: str) -> tuple:
+    from wpbjax.packages.catalog import DISTRIBUTIONS
+
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in DISTRIBUTIONS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"unknown distribution(s) {', '.join(unknown) or text!r}; "
+                                         f"choose from {', '.join(DISTRIBUTIONS)}")
+    return names
+
+
 def add_parsers(sub) -> None:
     """Register ``train`` and ``score`` on the ``packages`` sub-parsers."""
     from wpbjax.packages.catalog import DISTRIBUTIONS
@@ -31,8 +42,9 @@ def add_parsers(sub) -> None:
     d = WriterTrainConfig()
     train = sub.add_parser("train", help="train a learned streaming package writer; sweep it as method learned:PATH")
     train.add_argument("--out", default="writer.npz", help="checkpoint file (default writer.npz)")
-    train.add_argument("--distribution", choices=DISTRIBUTIONS, default=d.distribution,
-                       help=f"training packages (default {d.distribution})")
+    train.add_argument("--distributions", type=_distributions, default=d.distributions,
+                       help=f"comma-separated training distributions (default {','.join(d.distributions)}; "
+                            f"any of {','.join(DISTRIBUTIONS)})")
     train.add_argument("--shapes", type=_shapes, default=d.shapes,
                        help="comma-separated NORMALxUPDATE counts of the training packages (default 3x2)")
     train.add_argument("--packages", type=int, default=d.packages, help=f"training packages per shape (default {d.packages})")
@@ -66,7 +78,7 @@ def cmd_train(args) -> int:
     from wpbjax.packages.learned_train import WriterTrainConfig, train_writer
 
     config = WriterTrainConfig(
-        seed=args.seed, distribution=args.distribution, shapes=args.shapes, packages=args.packages,
+        seed=args.seed, distributions=args.distributions, shapes=args.shapes, packages=args.packages,
         check_packages=args.check_packages, budgets=tuple(args.budgets), h=args.h, steps=args.steps,
         batch=args.batch, hidden=args.hidden, learning_rate=args.learning_rate, tau_start=args.tau_start,
         tau_end=args.tau_end, eval_every=args.eval_every, relaxation=args.relaxation)

@@ -33,10 +33,10 @@ class WriterTrainConfig:
     """Defaults are what ``wpbjax packages train`` uses."""
 
     seed: int = 0
-    distribution: str = "memaudit_small"
+    distributions: tuple = ("memaudit_small",)
     shapes: tuple = ((3, 2),)   # (normal_count, update_count) of the training packages
-    packages: int = 1500        # training packages per shape (seeds TRAIN_SEED_BASE + 100_000 * seed + i)
-    check_packages: int = 300   # held-back training-range packages per shape that pick the kept weights
+    packages: int = 1500        # training packages per (distribution, shape), seeds from TRAIN_SEED_BASE
+    check_packages: int = 300   # held-back training-range packages per (distribution, shape): pick the kept weights
     budgets: tuple = (1, 2, 3, 4, 6, 8, 12, 16)
     h: str = "min"
     steps: int = 1000
@@ -52,6 +52,8 @@ class WriterTrainConfig:
     def __post_init__(self):
         if self.packages > 50_000 or self.check_packages > 50_000:
             raise ValueError("--packages and --check-packages must be <= 50000 (seed blocks stay disjoint)")
+        if not self.distributions:
+            raise ValueError("--distributions must name at least one distribution")
         if not self.shapes or any(len(shape) != 2 or min(shape) < 0 or sum(shape) < 1 for shape in self.shapes):
             raise ValueError(f"--shapes must be NORMALxUPDATE pairs of counts >= 0 (not both 0); got {self.shapes}")
         if not self.budgets or min(self.budgets) < 1:
@@ -211,15 +213,15 @@ def train(config: WriterTrainConfig, train_pool, check_pool, n_kinds: int, h_nam
     return jax.device_get(best[1]), history
 
 
-def training_sets(config: WriterTrainConfig, shape: tuple[int, int]):
-    """``(train, check)`` PackageSets of ``config.distribution`` at one (normal, update) shape, from
-    disjoint seed blocks far from the evaluation seeds (0.. in the paper's sweep)."""
+def training_sets(config: WriterTrainConfig, distribution: str, shape: tuple[int, int]):
+    """``(train, check)`` PackageSets of a distribution at one (normal, update) shape, from disjoint
+    seed blocks far from the evaluation seeds (0.. in the paper's sweep)."""
     from wpbjax.packages.distributions import generate
 
     base = TRAIN_SEED_BASE + 100_000 * config.seed
     counts = {"normal_count": shape[0], "update_count": shape[1]}
-    train_set = generate(config.distribution, range(base, base + config.packages), **counts)
-    check_set = generate(config.distribution, range(base + 50_000, base + 50_000 + config.check_packages), **counts)
+    train_set = generate(distribution, range(base, base + config.packages), **counts)
+    check_set = generate(distribution, range(base + 50_000, base + 50_000 + config.check_packages), **counts)
     return train_set, check_set
 
 
@@ -251,13 +253,15 @@ def train_writer(config: WriterTrainConfig = WriterTrainConfig(), log: Callable[
 
     started = time.perf_counter()
     train_pools, check_pools = [], []
-    for shape in config.shapes:
-        train_set, check_set = training_sets(config, shape)
-        train_pools.append(labelled_pairs(train_set, config, len(KINDS)))
-        check_pools.append(labelled_pairs(check_set, config, len(KINDS)))
+    for distribution in config.distributions:
+        for shape in config.shapes:
+            train_set, check_set = training_sets(config, distribution, shape)
+            train_pools.append(labelled_pairs(train_set, config, len(KINDS)))
+            check_pools.append(labelled_pairs(check_set, config, len(KINDS)))
     if log is not None:
-        log(f"packages train: {config.packages} + {config.check_packages} {config.distribution} packages per shape "
-            f"({', '.join(f'{n}x{u}' for n, u in config.shapes)}) labelled with OPT at budgets "
+        log(f"packages train: {config.packages} + {config.check_packages} packages per distribution "
+            f"({', '.join(config.distributions)}) and shape ({', '.join(f'{n}x{u}' for n, u in config.shapes)}) "
+            f"labelled with OPT at budgets "
             f"{','.join(map(str, config.budgets))} ({time.perf_counter() - started:.0f} s)")
     params, history = train(config, join_pools(train_pools), join_pools(check_pools), len(KINDS), config.h, log)
     return {"params": params, "kinds": KINDS, "history": history,
