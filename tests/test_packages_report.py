@@ -41,4 +41,9 @@ def test_package_table_checks(package_table, tmp_path):
     bad.loc[3, "ratio"] = "high"
     with pytest.raises(ValueError, match="row 4: column 'ratio'"):
         check_package_results(bad, "pk.csv")
+    with pytest.raises(ValueError, match="1 duplicate rows"):
+        check_package_results(pd.concat([table, table.iloc[:1]]), "pk.csv")
+    with pytest.raises(ValueError, match="density_only at budget 8 .* has 29 rows where others have 30"):
+        check_package_results(table.drop(index=table.index[(table.method == "density_only") & (table.budget == 8)][:1]),
+                              "pk.csv")
     assert "oracle_gvt" in summary_markdown(sweep.summary(table, n_boot=10))

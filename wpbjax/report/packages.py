@@ -28,6 +28,17 @@ def check_package_results(results: pd.DataFrame, source: str = "results") -> pd.
     bad = pd.to_numeric(results["ratio"], errors="coerce").isna() & results["ratio"].notna()
     if bad.any():
         raise ValueError(f"{source}: row {int(bad.to_numpy().argmax()) + 1}: column 'ratio' is not a number")
+    keys = ["distribution", "package" if "package" in results else "seed", "budget", "method"]
+    duplicated = results.duplicated(keys)
+    if duplicated.any():
+        first = results[duplicated].iloc[0]
+        raise ValueError(f"{source}: {int(duplicated.sum()):,} duplicate rows (the first: "
+                         + ", ".join(f"{key} {first[key]}" for key in keys) + "): a table glued from two runs?")
+    counts = results.groupby(["distribution", "method", "budget"], dropna=False).size()
+    if counts.nunique() > 1:
+        odd = counts[counts != counts.max()].index[0]
+        raise ValueError(f"{source}: {odd[1]} at budget {odd[2]} ({odd[0]}) has {counts[odd]:,} rows where others "
+                         f"have {counts.max():,}: an incomplete or merged table")
     results = results.copy()
     results["distribution"] = results["distribution"].fillna("").astype(str)
     results["ratio"] = pd.to_numeric(results["ratio"])
