@@ -20,6 +20,28 @@ SKIP, WRITE, MERGE, CONTINUE = 0, 1, 2, 3
 WRITE_PAST = 4
 
 
+# What a policy declares in ``kinds`` (checked when the Policy is made: a typo must not silently
+# compile store code out). The store compiles code only for the declared kinds (wpbjax.store.apply).
+KIND_WRITE, KIND_EXPIRE, KIND_MERGE = "write", "expire", "merge"  # the actions it can emit
+ORDER = "order"            # it reads the store's oldest-first links (``oldest``/``newer``/``older``) after expiring
+FIFO = "fifo"              # instead of ORDER: it only ever expires the oldest item (a cheaper forward chain)
+KIND_WRITE_PAST = "write_past"  # it emits actions.write_past (needs multi_action)
+KINDS = (KIND_WRITE, KIND_EXPIRE, KIND_MERGE, ORDER, FIFO, KIND_WRITE_PAST)
+ALL_KINDS = frozenset({KIND_WRITE, KIND_EXPIRE, KIND_MERGE, ORDER})  # the default: every store feature a policy may use
+
+
+def check_kinds(kinds, name: str = "policy") -> frozenset:
+    """``kinds`` as a frozenset of known kinds; a ValueError names any other (e.g. a typo)."""
+    if isinstance(kinds, str):
+        raise ValueError(f"{name}: kinds must be a set of kind names, not the string {kinds!r}")
+    kinds = frozenset(kinds)
+    unknown = sorted(kinds - set(KINDS))
+    if unknown:
+        raise ValueError(f"{name}: unknown action kind(s) {', '.join(map(repr, unknown))}; "
+                         f"kinds are {', '.join(KINDS)}")
+    return kinds
+
+
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Action:

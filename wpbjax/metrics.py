@@ -55,6 +55,16 @@ def count(store: StoreState, episode: EpisodeBatch) -> Counts:
     )
 
 
+def f1_from_counts(hits, retained, n_critical):
+    """F1 = 2·|W ∩ R| / (|W| + |R|), the harmonic mean of precision and recall, from counts (0 when
+    both sets are empty). numpy (float64) or JAX arrays, exact or expected (soft) counts: hits <= |R|
+    and |R| is a whole number, so the floor of 1 only ever meets a zero numerator."""
+    xp = jnp if any(isinstance(value, jax.Array) for value in (hits, retained, n_critical)) else np
+    if xp is np:
+        hits, retained, n_critical = (np.asarray(value, np.float64) for value in (hits, retained, n_critical))
+    return 2.0 * hits / xp.maximum(retained + n_critical, 1)
+
+
 def _ratio(numerator, denominator):
     numerator, denominator = np.asarray(numerator, np.float64), np.asarray(denominator, np.float64)
     return np.divide(numerator, denominator, out=np.zeros(np.broadcast(numerator, denominator).shape),
@@ -75,7 +85,7 @@ def score(counts: dict, utility: np.ndarray, oracle: np.ndarray, n_critical, tot
     bytes_used = np.asarray(counts["bytes_used"], np.int64)
     recall = _ratio(n_hit, n_critical)
     precision = _ratio(n_hit, n_retained)
-    f1 = _ratio(2 * precision * recall, precision + recall)
+    f1 = f1_from_counts(n_hit, n_retained, n_critical)
     regret = np.maximum(0.0, np.asarray(oracle, np.float64) - utility)
     return {
         "avg_staleness": _ratio(counts["staleness_sum"], n_retained),

@@ -34,8 +34,8 @@ def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, s
     return action, store_lib.apply(store, action, episode, pos, budget, policy.kinds), state
 
 
-def _step(policy: Policy, params, episode: EpisodeBatch, budget, store, state, pos):
-    """One step of the rollout: (store, state) before step ``pos`` -> after it."""
+def step(policy: Policy, params, episode: EpisodeBatch, budget, store, state, pos):
+    """One step of the rollout: (store, state) before step ``pos`` -> after it (one episode, one budget)."""
     store = store_lib.flush(store, pos, policy.kinds)  # last step's item, before any read
     action, store, state = _act_and_apply(policy, params, episode, pos, budget, store, state)
     if policy.multi_action:
@@ -75,11 +75,11 @@ def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_tra
     n_steps = episode.valid.shape[0]
     budget = jnp.asarray(budget, jnp.int32)
 
-    def step(carry, pos):
-        return _step(policy, params, episode, budget, *carry, pos), None
+    def scan_step(carry, pos):
+        return step(policy, params, episode, budget, *carry, pos), None
 
     initial = _initial(policy, params, episode, budget, key, fast_trace)
-    (final, _), _ = jax.lax.scan(step, initial, jnp.arange(n_steps))
+    (final, _), _ = jax.lax.scan(scan_step, initial, jnp.arange(n_steps))
     return store_lib.flush(final, n_steps, policy.kinds)
 
 
@@ -220,7 +220,7 @@ def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None
 
 
 # --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
-def _run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key) -> metrics.Counts:
+def run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key) -> metrics.Counts:
     return run_counts(policy, {**params, **run_inputs}, episode, budget, key)
 
 
@@ -229,7 +229,7 @@ def _simulate_grid(policy: Policy, mesh, per_pass: int, params, run_inputs, batc
                    key, episode_index) -> metrics.Counts:
     """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
     keys = episode_keys(key, episode_index)
-    over_budgets = jax.vmap(_run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
+    over_budgets = jax.vmap(run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
     over_params = jax.vmap(over_budgets, in_axes=(None, 0, None, None, None, None))
     over_episodes = jax.vmap(over_params, in_axes=(None, None, 0, 0, None, 0))  # [N, P, B]: episodes lead
 
@@ -289,15 +289,15 @@ def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) ->
     n_steps = episode.valid.shape[0]
     budget = jnp.asarray(budget, jnp.int32)
 
-    def step(carry, pos):
-        store, state = _step(policy, params, episode, budget, *carry, pos)
+    def traced_step(carry, pos):
+        store, state = step(policy, params, episode, budget, *carry, pos)
         settled = store_lib.flush(store, pos + 1, policy.kinds)  # this step's item in place (not carried)
         kept = metrics.retained_mask(settled, episode)
         trace = Trace(retained=jnp.packbits(kept), bytes_used=settled.used,
                       n_hit=(kept & episode.critical).sum(dtype=jnp.int32))
         return (store, state), trace
 
-    (final, _), trace = jax.lax.scan(step, _initial(policy, params, episode, budget, key), jnp.arange(n_steps))
+    (final, _), trace = jax.lax.scan(traced_step, _initial(policy, params, episode, budget, key), jnp.arange(n_steps))
     return store_lib.flush(final, n_steps, policy.kinds), trace
 
 

@@ -29,19 +29,19 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax.actions import MERGE, WRITE, WRITE_PAST, Action
+from wpbjax.actions import ALL_KINDS, MERGE, WRITE, WRITE_PAST, Action
+from wpbjax.constants import NONE
 from wpbjax.episodes.batch import EpisodeBatch
 
 INDEX_BYTES = 16
 EMPTY_DELTA_BYTES = 2  # "{}"
-NONE = -1
-BASE = -1  # ``held`` of a present base item (it costs its step's write cost); 0: no item; > 0: a delta's bytes
+HELD_BASE = -1  # ``held`` of a present base item (it costs its step's write cost); 0: no item; > 0: a delta's bytes
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class StoreState:
-    held: jax.Array            # [T] int32 the item keyed by this step: 0 none, BASE (-1) a base item
+    held: jax.Array            # [T] int32 the item keyed by this step: 0 none, HELD_BASE (-1) a base item
                                #           (costs its step's write_cost), > 0 a delta of that many bytes
                                #           (a delta costs >= 19)
     parent: jax.Array          # [T] int32 a delta's parent slot (-1 for base items)
@@ -76,6 +76,13 @@ def empty(n_steps: int) -> StoreState:
                       pending=zero, pending_older=none)
 
 
+def fits(used, cost, budget) -> jax.Array:
+    """The budget rule, for every item the store adds (WRITE, MERGE, WRITE_PAST): ``cost`` more bytes
+    fit iff ``used + cost <= budget``. Code that tracks bytes outside a StoreState (REINFORCE's
+    rollouts) asks here too, so the rule lives in one place."""
+    return used + cost <= budget
+
+
 def remaining(store: StoreState, budget) -> jax.Array:
     """``max(budget - used, 0)``: the bytes a policy may still fill."""
     return jnp.maximum(budget - store.used, 0)
@@ -92,7 +99,7 @@ def holds(store: StoreState, slot) -> jax.Array:
 
 def _item_cost(held, write_cost) -> jax.Array:
     """Bytes of an item from its ``held`` entry and its step's write cost (0 where none)."""
-    return jnp.where(held > 0, held, jnp.where(held == BASE, write_cost, 0))
+    return jnp.where(held > 0, held, jnp.where(held == HELD_BASE, write_cost, 0))
 
 
 def cost_of(store: StoreState, episode: EpisodeBatch, slot, deltas: bool = True) -> jax.Array:
@@ -156,7 +163,7 @@ def _put_at(array, pos, value, condition):
     return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, array[pos]), pos, 0)
 
 
-def flush(store: StoreState, pos, kinds=frozenset({"write", "expire", "merge", "order"})) -> StoreState:
+def flush(store: StoreState, pos, kinds=ALL_KINDS) -> StoreState:
     """Put the item added at step ``pos - 1`` into ``held`` and the links. Call at the start of
     step ``pos`` (and once after the last step), before anything reads the store.
 
@@ -218,10 +225,10 @@ def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, b
     safe = jnp.maximum(source, 0)
     cost = episode.write_cost[safe]
     ok = ((action.kind == WRITE_PAST) & (source >= 0) & (source <= pos) & episode.valid[safe]
-          & (store.held[safe] == 0) & (store.newest != source) & (store.used + cost <= budget))
+          & (store.held[safe] == 0) & (store.newest != source) & fits(store.used, cost, budget))
     newest = store.newest
     store = dataclasses.replace(
-        store, held=set_where(store.held, source, BASE, ok), used=store.used + jnp.where(ok, cost, 0),
+        store, held=set_where(store.held, source, HELD_BASE, ok), used=store.used + jnp.where(ok, cost, 0),
         write_actions=store.write_actions + (action.kind == WRITE_PAST),
         oldest=jnp.where(ok & (store.oldest < 0), source, store.oldest), newest=jnp.where(ok, source, newest))
     if "merge" in kinds:  # a re-written slot may have held an (expired) delta
@@ -231,9 +238,6 @@ def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, b
         if "order" in kinds:
             store = dataclasses.replace(store, older=set_where(store.older, source, newest, ok))
     return store
-
-
-ALL_KINDS = frozenset({"write", "expire", "merge", "order"})
 
 
 def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, kinds=ALL_KINDS) -> StoreState:
@@ -264,13 +268,13 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
 
     write_cost = episode.write_cost[pos]
     vacant = store.newest != pos  # at most one item per step, even if a policy acts twice
-    write_ok = ("write" in kinds) & (action.kind == WRITE) & vacant & (store.used + write_cost <= budget)
+    write_ok = ("write" in kinds) & (action.kind == WRITE) & vacant & fits(store.used, write_cost, budget)
     merge_ok, merge_cost = jnp.zeros((), bool), action.merge_cost
     if merges:
         # the quote (action.merge_cost > 0) covered the episode's conditions; these are the store's
         target = jnp.maximum(action.target, 0)
-        merge_ok = ((action.kind == MERGE) & vacant & (merge_cost > 0) & (store.held[target] == BASE)
-                    & (store.used + merge_cost <= budget))
+        merge_ok = ((action.kind == MERGE) & vacant & (merge_cost > 0) & (store.held[target] == HELD_BASE)
+                    & fits(store.used, merge_cost, budget))
         # A delta's parent goes in at once (not deferred like ``held``): every read of it in this step
         # is an ancestor of ``merge_ok``, so XLA still updates it in place.
         store = dataclasses.replace(store, parent=_put_at(store.parent, pos, target, merge_ok))
@@ -281,5 +285,5 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
         oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
         newest=jnp.where(added, pos, store.newest),
         used=store.used + jnp.where(write_ok, write_cost, 0) + jnp.where(merge_ok, merge_cost, 0),
-        pending=jnp.where(write_ok, BASE, jnp.where(merge_ok, merge_cost, 0)), pending_older=store.newest,
+        pending=jnp.where(write_ok, HELD_BASE, jnp.where(merge_ok, merge_cost, 0)), pending_older=store.newest,
     )

@@ -19,9 +19,9 @@ from typing import Sequence
 import jax
 import numpy as np
 
+from wpbjax.constants import NONE
 from wpbjax.tracks import TRACKS, check_track, sees_priority
 
-NO_ID = -1  # sentinel of every id/index array: no api, no endpoint, table padding
 NULL_VALUE_ID = 0  # id of JSON null: the value ``old.get(key)`` compares with when the key is absent
 
 
@@ -47,10 +47,10 @@ class EpisodeBatch:
     valid: jax.Array = column()           # [N, T] bool   real step (False on padding)
     step_t: jax.Array = column()          # [N, T] int32  the step's own ``t``
     write_cost: jax.Array = column()      # [N, T] int32  bytes of a WRITE under this track's view (SEMANTICS §2)
-    api_id: jax.Array = column()          # [N, T] int32  id of obs["api"] under Python equality; NO_ID if absent/null/not a dict
+    api_id: jax.Array = column()          # [N, T] int32  id of obs["api"] under Python equality; NONE if absent/null/not a dict
     api_is_str: jax.Array = column()      # [N, T] bool   obs["api"] is a string (scoring of deltas, §4)
-    api_index: jax.Array = column()       # [N, T] int32  the api's index among the episode's distinct apis (NO_ID as api_id)
-    api_ids: jax.Array = column(align="pad", fill=NO_ID)  # [N, A] int32 api_id of each index (NO_ID padding)
+    api_index: jax.Array = column()       # [N, T] int32  the api's index among the episode's distinct apis (NONE as api_id)
+    api_ids: jax.Array = column(align="pad", fill=NONE)  # [N, A] int32 api_id of each index (NONE padding)
     field_value: jax.Array = column(align="fields", fill=NULL_VALUE_ID)  # [N, T, F] int32 id of obs[key_f] under
                                           #   Python equality; NULL_VALUE_ID when absent
     field_present: jax.Array = column(align="fields", fill=False)  # [N, T, F] bool key_f is a key of obs (a dict)
@@ -67,7 +67,7 @@ class EpisodeBatch:
     # What an observer reads of a string api "<...>.v<k>.<...>" (wpbjax.learn's gates use them;
     # None where an episode source does not provide them):
     endpoint_index: jax.Array | None = column(default=None)  # [N, T] int32 per-episode index of the api with its
-                                                              #   version segment removed (NO_ID: no string api)
+                                                              #   version segment removed (NONE: no string api)
     version_number: jax.Array | None = column(default=None)  # [N, T] int32 k of that segment (else an int
                                                               #   obs["version"], else 0)
 

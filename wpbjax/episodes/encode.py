@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from wpbjax.episodes.batch import NO_ID, NULL_VALUE_ID, EncodedEpisodes, concat, round_up_float32  # noqa: F401
+from wpbjax.constants import NONE
+from wpbjax.episodes.batch import NULL_VALUE_ID, EncodedEpisodes, concat, round_up_float32  # noqa: F401
 from wpbjax.episodes.jsonl import EpisodeFormatError, validate_episode
 from wpbjax.tracks import TRACK_VIEW_KEYS, TRACKS, view_metadata
 
@@ -141,10 +142,10 @@ def _field_slots(episodes: Sequence[dict]) -> dict:
 
 
 def _empty_columns(n_episodes: int, n_steps: int, n_fields: int) -> dict:
-    """The encoder's output arrays, filled as padding (invalid steps, absent fields, NO_ID apis)."""
+    """The encoder's output arrays, filled as padding (invalid steps, absent fields, NONE apis)."""
     shape, fields = (n_episodes, n_steps), (n_episodes, n_steps, n_fields)
     return dict(valid=np.zeros(shape, bool), step_t=np.zeros(shape, np.int32),
-                write_cost=np.zeros(shape + (len(TRACKS),), np.int32), api_id=np.full(shape, NO_ID, np.int32),
+                write_cost=np.zeros(shape + (len(TRACKS),), np.int32), api_id=np.full(shape, NONE, np.int32),
                 api_is_str=np.zeros(shape, bool), field_value=np.full(fields, NULL_VALUE_ID, np.int32),
                 field_present=np.zeros(fields, bool), field_frag_len=np.zeros(fields, np.int32),
                 priority64=np.zeros(shape, np.float64), utility64=np.zeros(shape, np.float64),
@@ -199,8 +200,8 @@ class _StepEncoder:
         if not isinstance(observation, dict):
             observation_len = json_len(observation)
             self.values.canonical(observation)  # rejects non-JSON values early
-            return observation_len, NO_ID, False, None, 0
-        api, api_str, endpoint, version = NO_ID, False, None, 0
+            return observation_len, NONE, False, None, 0
+        api, api_str, endpoint, version = NONE, False, None, 0
         # json.dumps(obs, sort_keys=True) is '{' + ', '.join('"key": value') + '}': its
         # length follows from the fragments (all keys are strings; else dumps it)
         fragments = 0
@@ -275,22 +276,22 @@ def _write_rows(columns: dict, n: int, rows: list, fields: list) -> None:
 def _api_tables(api_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-episode dense api index ([N, T], tables indexed by api stay small) and the api id of each
     index ([N, A]); A is static through api_ids' shape."""
-    api_index = np.full(api_id.shape, NO_ID, np.int32)
+    api_index = np.full(api_id.shape, NONE, np.int32)
     local_apis = [list(dict.fromkeys(row[row >= 0].tolist())) for row in api_id]
-    api_ids = np.full((len(api_id), max(max(len(apis) for apis in local_apis), 1)), NO_ID, np.int32)
+    api_ids = np.full((len(api_id), max(max(len(apis) for apis in local_apis), 1)), NONE, np.int32)
     for n, apis in enumerate(local_apis):
         lookup = {api: index for index, api in enumerate(apis)}
         api_ids[n, :len(apis)] = apis
-        api_index[n] = [lookup.get(api, NO_ID) for api in api_id[n].tolist()]
+        api_index[n] = [lookup.get(api, NONE) for api in api_id[n].tolist()]
     return api_index, api_ids
 
 
 def _endpoint_indices(endpoint_key: np.ndarray) -> np.ndarray:
-    """[N, T] int32 per-episode index of each step's endpoint string (NO_ID where it has none)."""
-    endpoint_index = np.full(endpoint_key.shape, NO_ID, np.int32)
+    """[N, T] int32 per-episode index of each step's endpoint string (NONE where it has none)."""
+    endpoint_index = np.full(endpoint_key.shape, NONE, np.int32)
     for n, row in enumerate(endpoint_key):
         lookup: dict = {}
-        endpoint_index[n] = [NO_ID if key is None else lookup.setdefault(key, len(lookup)) for key in row]
+        endpoint_index[n] = [NONE if key is None else lookup.setdefault(key, len(lookup)) for key in row]
     return endpoint_index
 
 

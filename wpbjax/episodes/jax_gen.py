@@ -38,7 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.episodes.batch import NO_ID, EncodedEpisodes, concat
+from wpbjax.constants import NONE
+from wpbjax.episodes.batch import EncodedEpisodes, concat
 from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES, json_len
 from wpbjax.episodes.reference_gen import MODES as REFERENCE_MODES, DriftConfig
 from wpbjax.tracks import TRACKS, view_metadata
@@ -520,7 +521,7 @@ def to_encoded(config: JaxGenConfig, generated: dict, start: int = 0) -> Encoded
                    critical=host["critical"], t_last=np.full(n_episodes, n_steps - 1, np.int32),
                    length=np.full(n_episodes, n_steps, np.int32),
                    # what an observer reads of "api.v{v}.endpoint_{j}" (api_id = v * P + j): endpoint j, version v
-                   endpoint_index=np.where(is_api, host["api_id"] % config.api_pool, NO_ID).astype(np.int32),
+                   endpoint_index=np.where(is_api, host["api_id"] % config.api_pool, NONE).astype(np.int32),
                    version_number=np.where(is_api, host["api_id"] // config.api_pool, 0).astype(np.int32))
     critical = host["critical"].sum(axis=1).astype(np.int32)
     changes = host["n_changes"].astype(np.int32)

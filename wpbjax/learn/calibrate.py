@@ -15,6 +15,7 @@ import numpy as np
 from wpbjax import simulate
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.learn.gate_policy import BUDGET_BLIND, gate_policy
+from wpbjax.metrics import f1_from_counts
 
 CALIBRATION_BUDGETS = (1024, 2048, 4096, 8192, 10240, 16384)
 THRESHOLDS = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0)
@@ -24,7 +25,7 @@ def mean_f1_by_mode(counts, encoded: EncodedEpisodes) -> np.ndarray:
     """[modes, B] mean exact F1 from simulate counts ([N, B])."""
     hits, retained = np.asarray(counts.n_hit, np.float64), np.asarray(counts.n_retained, np.float64)
     n_critical = encoded.n_critical[:, None].astype(np.float64)
-    f1 = np.where(retained + n_critical > 0, 2 * hits / np.maximum(retained + n_critical, 1), 0.0)
+    f1 = f1_from_counts(hits, retained, n_critical)
     modes = np.asarray(encoded.mode)
     return np.stack([f1[modes == mode].mean(axis=0) for mode in dict.fromkeys(encoded.mode)])
 

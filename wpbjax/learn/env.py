@@ -25,7 +25,9 @@ import jax.numpy as jnp
 
 from wpbjax import actions, store as store_lib
 from wpbjax.episodes.batch import EpisodeBatch
-from wpbjax.learn.features import N_FEATURES, FeatureState, check_batch, init_state, step_features
+from wpbjax.learn.features import N_FEATURES, FeatureState, check_batch, init_state, steps_since_write
+from wpbjax.learn.gate import gate_step
+from wpbjax.metrics import f1_from_counts
 from wpbjax.tracks import check_track
 
 SKIP, WRITE = 0, 1
@@ -68,9 +70,9 @@ class WriteEnv:
         return jax.tree_util.tree_map(lambda leaf: leaf[index], self.episodes)
 
     def _observe(self, episode, features, store, pos, budget):
-        since_write = jnp.where(store.newest >= 0, pos - store.newest, pos + 1)
-        return step_features(features, episode, pos, budget, store_lib.remaining(store, budget), since_write,
-                             self.track == "privileged")
+        gate, features = gate_step(None, self.track, features, episode, pos, budget,
+                                   store_lib.remaining(store, budget), steps_since_write(store.newest, pos))
+        return gate.features, features
 
     def reset(self, key, params: EnvParams):
         """``(observation [D], state)`` at step 0 of an episode drawn uniformly from the pool."""
@@ -101,7 +103,7 @@ class WriteEnv:
         n_critical = episode.critical.sum()
 
         def f1(hits, retained):
-            return 2.0 * hits / jnp.maximum(retained + n_critical, 1)
+            return f1_from_counts(hits, retained, n_critical)
 
         reward = f1(hits, retained) - f1(state.hits, state.retained)
         next_pos = jnp.minimum(pos + 1, self.episodes.n_steps - 1)

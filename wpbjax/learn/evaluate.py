@@ -12,6 +12,7 @@ import pandas as pd
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.episodes.parallel import generate_encoded
 from wpbjax.episodes.reference_gen import MODES, DriftConfig
+from wpbjax.metrics import f1_from_counts
 from wpbjax.sweep import PAPER_BUDGETS, run_sweep
 
 HELD_OUT_SEED = 10_000  # held-out evaluation episodes (training uses seeds >= 100_000)
@@ -32,7 +33,7 @@ def f1_optimal(encoded: EncodedEpisodes, track: str, budgets) -> np.ndarray:
         prefix = np.cumsum(np.sort(costs[n][critical[n]]))
         fitting = np.searchsorted(prefix, np.asarray(budgets), side="right")
         n_critical = encoded.n_critical[n]
-        out[n] = np.where(n_critical > 0, 2 * fitting / np.maximum(fitting + n_critical, 1), 0.0)
+        out[n] = f1_from_counts(fitting, fitting, n_critical)  # every fitting critical step is a hit
     return out
 
 

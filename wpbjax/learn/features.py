@@ -71,6 +71,11 @@ def init_state(episode: EpisodeBatch) -> FeatureState:
                         n_version_up=jnp.zeros((), jnp.float32))
 
 
+def steps_since_write(last_stored, pos) -> jax.Array:
+    """[] int32 steps since the last stored item (``last_stored``: its position, NONE before any)."""
+    return jnp.where(last_stored >= 0, pos - last_stored, pos + 1)
+
+
 def step_features(state: FeatureState, episode: EpisodeBatch, pos, budget, remaining, since_write,
                   privileged: bool):
     """Features of step ``pos`` and the running state after it: ``([N_FEATURES] float32, FeatureState)``.

@@ -9,6 +9,7 @@ budget trade-off. The hard policy writes iff p > sigmoid(threshold), i.e. logit(
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import zipfile
@@ -17,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.learn.features import BUDGET_FEATURES, DETECT_FEATURES, FEATURE_NAMES, N_FEATURES
+from wpbjax.learn.features import BUDGET_FEATURES, DETECT_FEATURES, FEATURE_NAMES, N_FEATURES, FeatureState, step_features
 
 GATE_TRACKS = ("unprivileged", "privileged")
 HEADS = ("detect", "afford")
@@ -61,8 +62,40 @@ def afford_logit(weights: dict, features, track: str) -> jax.Array:
 
 def gate_log_prob(weights: dict, features, track: str) -> jax.Array:
     """log p(write) = log sigmoid(detect) + log sigmoid(afford), for ``features: [..., D]``."""
-    return jax.nn.log_sigmoid(detect_logit(weights, features, track)) + jax.nn.log_sigmoid(
-        afford_logit(weights, features, track))
+    return _log_prob(detect_logit(weights, features, track), afford_logit(weights, features, track))
+
+
+def _log_prob(detect, afford) -> jax.Array:
+    return jax.nn.log_sigmoid(detect) + jax.nn.log_sigmoid(afford)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class GateOutput:
+    """What the gate makes of one step."""
+
+    features: jax.Array  # [D] float32 the step's features
+    detect: jax.Array    # []  float32 detection logit
+    afford: jax.Array    # []  float32 afford logit
+
+    @property
+    def log_prob(self) -> jax.Array:
+        """[] log p(write)."""
+        return _log_prob(self.detect, self.afford)
+
+
+def gate_step(weights: dict, track: str, state: FeatureState, episode, pos, budget, remaining, since_write):
+    """One step of a gate: the step's features (and the running state after it) and both heads'
+    logits. ``(GateOutput, FeatureState)``. The one gate step of the hard policy, the soft
+    relaxation and REINFORCE; ``remaining``/``since_write`` come from whichever store they run
+    (exact bytes, or the soft store's expectation). ``weights=None`` gives the features alone
+    (the RL environment's observation; logits 0)."""
+    features, state = step_features(state, episode, pos, budget, remaining, since_write, track == "privileged")
+    if weights is None:
+        zero = jnp.zeros((), jnp.float32)
+        return GateOutput(features=features, detect=zero, afford=zero), state
+    return GateOutput(features=features, detect=detect_logit(weights, features, track),
+                      afford=afford_logit(weights, features, track)), state
 
 
 def gate_prob(weights: dict, features, track: str) -> jax.Array:

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import os
 
-import jax.numpy as jnp
-
 from wpbjax import actions, store as store_lib
-from wpbjax.learn.features import init_state, step_features
-from wpbjax.learn.gate import afford_logit, detect_logit, load_gate
+from wpbjax.learn.features import init_state, steps_since_write
+from wpbjax.learn.gate import gate_step, load_gate
 from wpbjax.policies.base import Policy
 
 PREFIX = "learned_gate:"
@@ -31,11 +29,9 @@ def gate_policy(weights: dict, track: str, name: str = "learned_gate", afford_th
         return init_state(episode)
 
     def act(params, state, store, episode, pos, budget):
-        remaining = store_lib.remaining(store, budget)
-        since_write = jnp.where(store.newest >= 0, pos - store.newest, pos + 1)
-        features, state = step_features(state, episode, pos, budget, remaining, since_write, privileged)
-        write = ((detect_logit(weights, features, track) > params["threshold"])
-                 & (afford_logit(weights, features, track) > params["afford_threshold"]))
+        gate, state = gate_step(weights, track, state, episode, pos, budget, store_lib.remaining(store, budget),
+                                steps_since_write(store.newest, pos))
+        write = (gate.detect > params["threshold"]) & (gate.afford > params["afford_threshold"])
         return actions.write_if(write), state
 
     tracks = ("privileged",) if privileged else ("unprivileged", "privileged")

@@ -12,9 +12,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from wpbjax import store as store_lib
+from wpbjax.constants import NONE
 from wpbjax.episodes.batch import EpisodeBatch
-from wpbjax.learn.features import init_state, step_features
-from wpbjax.learn.gate import gate_log_prob
+from wpbjax.learn.features import init_state, steps_since_write
+from wpbjax.learn.gate import gate_step
+from wpbjax.metrics import f1_from_counts
 
 
 def hard_rollout(weights: dict, episode: EpisodeBatch, budget, track: str, key, greedy: bool):
@@ -24,31 +27,28 @@ def hard_rollout(weights: dict, episode: EpisodeBatch, budget, track: str, key, 
     over real steps, the features the gate saw ``[T, D]`` and the bytes left before each step ``[T]``.
     """
     budget = jnp.asarray(budget, jnp.int32)
-    privileged = track == "privileged"
     n_steps = episode.valid.shape[0]
     uniforms = jax.random.uniform(key, (n_steps,))
 
     def step(carry, pos):
         features_state, used, last_stored = carry
         remaining = jnp.maximum(budget - used, 0)
-        since_write = jnp.where(last_stored >= 0, pos - last_stored, pos + 1)
-        features, features_state = step_features(features_state, episode, pos, budget, remaining, since_write,
-                                                 privileged)
-        log_p = gate_log_prob(weights, features, track)
+        gate, features_state = gate_step(weights, track, features_state, episode, pos, budget, remaining,
+                                         steps_since_write(last_stored, pos))
+        log_p = gate.log_prob
         log_not_p = jnp.log(-jnp.expm1(jnp.minimum(log_p, -1e-7)))
         write = (log_p > jnp.log(0.5)) if greedy else (uniforms[pos] < jnp.exp(log_p))
         real = episode.valid[pos]
         cost = episode.write_cost[pos]
-        stored = real & write & (used + cost <= budget)  # the store's WRITE rule (SEMANTICS §3)
+        stored = real & write & store_lib.fits(used, cost, budget)  # the store's WRITE rule (SEMANTICS §3)
         log_prob = jnp.where(real, jnp.where(write, log_p, log_not_p), 0.0)
         carry = (features_state, used + jnp.where(stored, cost, 0), jnp.where(stored, pos, last_stored))
-        return carry, (stored, log_prob, features, remaining)
+        return carry, (stored, log_prob, gate.features, remaining)
 
-    initial = (init_state(episode), jnp.zeros((), jnp.int32), jnp.full((), -1, jnp.int32))
+    initial = (init_state(episode), jnp.zeros((), jnp.int32), jnp.full((), NONE, jnp.int32))
     _, (stored, log_probs, features, remaining) = jax.lax.scan(step, initial, jnp.arange(n_steps))
     hits = (stored & episode.critical).sum()
-    n_critical = (episode.critical & episode.valid).sum()
-    f1 = 2.0 * hits / jnp.maximum(stored.sum() + n_critical, 1)
+    f1 = f1_from_counts(hits, stored.sum(), (episode.critical & episode.valid).sum())
     return f1, log_probs.sum(), features, remaining
 
 

@@ -16,8 +16,9 @@ import jax
 import jax.numpy as jnp
 
 from wpbjax.episodes.batch import EpisodeBatch
-from wpbjax.learn.features import init_state, step_features
-from wpbjax.learn.gate import gate_prob
+from wpbjax.learn.features import init_state
+from wpbjax.learn.gate import gate_step
+from wpbjax.metrics import f1_from_counts
 
 BYTE_TEMPERATURE = 32.0  # bytes: how soft the budget edge is (default; wider edges give smoother gradients)
 
@@ -32,22 +33,20 @@ class SoftOutcome:
 
     @property
     def f1(self) -> jax.Array:
-        return 2.0 * self.hits / jnp.maximum(self.written + self.n_critical, 1e-6)
+        return f1_from_counts(self.hits, self.written, self.n_critical)
 
 
 def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str,
                  byte_temperature=BYTE_TEMPERATURE) -> SoftOutcome:
     """Expected counts of the soft gate on one episode (arrays without the N axis) at one budget."""
     budget = jnp.asarray(budget, jnp.float32)
-    privileged = track == "privileged"
 
     def step(carry, pos):
         features_state, used, since_write = carry
         remaining = jnp.maximum(budget - used, 0.0)
-        features, features_state = step_features(features_state, episode, pos, budget, remaining, since_write,
-                                                 privileged)
+        gate, features_state = gate_step(weights, track, features_state, episode, pos, budget, remaining, since_write)
         cost = episode.write_cost[pos].astype(jnp.float32)
-        write = gate_prob(weights, features, track)
+        write = jnp.exp(gate.log_prob)
         fits = jax.nn.sigmoid((remaining - cost) / byte_temperature)
         stored = jnp.where(episode.valid[pos], write * fits, 0.0)
         since_write = (1.0 - stored) * (since_write + 1.0) + stored  # expected steps since the last item

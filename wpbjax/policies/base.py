@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from wpbjax.actions import ALL_KINDS, FIFO, KINDS, KIND_WRITE_PAST, ORDER, check_kinds  # noqa: F401 (re-exported)
+
 
 def no_state(params, episode, key):
     """``init`` for stateless policies."""
@@ -31,14 +33,31 @@ class Policy:
     # True if the policy may emit CONTINUE (several EXPIREs of different items in one step); the
     # rollout then loops within the step. Off by default: a single call per step is cheaper.
     multi_action: bool = False
-    # The action kinds the policy can emit ("write", "expire", "merge"), plus "order" if it reads the
-    # store's oldest-first links, or "fifo" if it only ever expires the oldest item (see
-    # wpbjax.store.apply). The compiled step leaves out store code for the rest, so declare all it needs.
-    kinds: frozenset = frozenset({"write", "expire", "merge", "order"})
+    # The action kinds the policy can emit (WRITE, EXPIRE, MERGE, WRITE_PAST), plus ORDER if it reads
+    # the store's oldest-first links, or FIFO if it only ever expires the oldest item (see KINDS and
+    # wpbjax.store.apply). The compiled step leaves out store code for the rest, so declare all it needs;
+    # wpbjax.testing.check_policy checks that the declared kinds give the rows all kinds give.
+    kinds: frozenset = ALL_KINDS  # validated by check_kinds (any iterable of names becomes a frozenset)
     # Hindsight policies (oracle track): a host function ``plan(write_cost [n, T] int, utility [n, T]
     # float64, length [n], budgets [B]) -> {name: [n, B, ...] array}`` whose outputs reach ``act`` as
     # extra per-run params (see wpbjax.simulate.simulate_grid). None for every causal policy.
     plan: Callable[..., Any] | None = None
+
+    def __post_init__(self):
+        from wpbjax.tracks import ALL_TRACKS
+
+        where = f"policy {self.name!r}"
+        object.__setattr__(self, "kinds", check_kinds(self.kinds, where))
+        if KIND_WRITE_PAST in self.kinds and not self.multi_action:
+            raise ValueError(f"{where}: kind 'write_past' needs multi_action=True (the policy acts again after it)")
+        tracks = (self.tracks,) if isinstance(self.tracks, str) else tuple(self.tracks)
+        unknown = [track for track in tracks if track not in ALL_TRACKS]
+        if unknown or not tracks:
+            raise ValueError(f"{where}: unknown track(s) {unknown or '(none given)'}; tracks are {', '.join(ALL_TRACKS)}")
+        object.__setattr__(self, "tracks", tracks)
+        for param, default in self.params.items():
+            if not isinstance(default, (int, float)):
+                raise ValueError(f"{where}: param {param!r} must default to an int or a float; got {default!r}")
 
     def default_params(self) -> dict:
         """The default params as a pytree of arrays (int32 for int defaults, else float32)."""

@@ -14,10 +14,11 @@ import jax
 import jax.numpy as jnp
 
 from wpbjax import actions, store as store_lib
+from wpbjax.constants import NONE
 from wpbjax.policies.base import no_state
 
-NONE = -1
 RECENCY_KINDS = frozenset({"write", "expire", "fifo"})  # writes, and expires only the oldest item
+FEEDBACK_ONLY, ORACLE_ONLY = ("feedback",), ("oracle",)
 RECENCY_EXPIRES_PER_CALL = 2                           # longer walks CONTINUE at the same step
 
 # Step types an unprivileged policy can tell apart (bandits keep one estimate per type).

@@ -13,7 +13,9 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax.policies.common import N_STEP_TYPES, NONE, gated_recency, step_type
+from wpbjax.constants import NONE
+from wpbjax.policies.base import Policy
+from wpbjax.policies.common import FEEDBACK_ONLY, N_STEP_TYPES, RECENCY_KINDS, gated_recency, step_type
 
 
 def revealed_utility(episode, pos):
@@ -73,4 +75,13 @@ def bandit_ucb_gate(params, state, store, episode, pos, budget):
 
 
 epsilon_greedy_act, epsilon_greedy_init = gated_recency(epsilon_greedy_gate, bandit_init)
+
+
+EPSILON_GREEDY = Policy("epsilon_greedy", epsilon_greedy_act, FEEDBACK_ONLY, {"epsilon": 0.1}, init=epsilon_greedy_init,
+                        multi_action=True, kinds=RECENCY_KINDS,
+                        doc="per step-type utility estimates from revealed utility; explores with probability epsilon")
 bandit_ucb_act, bandit_ucb_init = gated_recency(bandit_ucb_gate, bandit_init)
+
+
+BANDIT_UCB = Policy("bandit_ucb", bandit_ucb_act, FEEDBACK_ONLY, {"c": 1.0}, init=bandit_ucb_init, multi_action=True,
+                    kinds=RECENCY_KINDS, doc="per step-type UCB on revealed utility; recency eviction")

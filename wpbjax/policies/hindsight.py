@@ -13,7 +13,10 @@ import jax
 import jax.numpy as jnp
 
 from wpbjax import actions, oracle
-from wpbjax.policies.reference import NONE, GreedyState, priority_greedy_act
+from wpbjax.constants import NONE
+from wpbjax.policies.base import Policy
+from wpbjax.policies.common import ORACLE_ONLY
+from wpbjax.policies.published import WRITES, GreedyState, priority_greedy_act
 
 
 @jax.tree_util.register_dataclass
@@ -42,6 +45,10 @@ def utility_greedy_act(params, state, store, episode, pos, budget):
     return action, UtilityGreedyState(greedy=greedy, rank=state.rank)
 
 
+UTILITY_GREEDY = Policy("utility_greedy", utility_greedy_act, ORACLE_ONLY, init=utility_greedy_init, multi_action=True,
+                        kinds=frozenset({"write", "expire"}), doc="priority_greedy on the hidden utility (cheating reference)")
+
+
 def oracle_optimal_plan(write_cost, utility, length, budgets):
     """Per-run input: the exact oracle's chosen steps, ``plan``: [n, B, T] bool."""
     return {"plan": oracle.exact_choice_batch(write_cost, utility, length, budgets)}
@@ -50,3 +57,7 @@ def oracle_optimal_plan(write_cost, utility, length, budgets):
 def oracle_optimal_act(params, state, store, episode, pos, budget):
     """WRITE exactly the planned steps (they fit the budget together, so every WRITE is accepted)."""
     return actions.write_if(params["plan"][pos]), state
+
+
+ORACLE_OPTIMAL = Policy("oracle_optimal", oracle_optimal_act, ORACLE_ONLY, kinds=WRITES, plan=oracle_optimal_plan,
+                        doc="writes an exact knapsack solution chosen in hindsight (regret 0)")

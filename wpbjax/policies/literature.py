@@ -9,7 +9,10 @@ import jax
 import jax.numpy as jnp
 
 from wpbjax import actions, store as store_lib
-from wpbjax.policies.common import NONE, fields_equal, gated_recency
+from wpbjax.constants import NONE
+from wpbjax.policies.base import Policy
+from wpbjax.policies.common import RECENCY_KINDS, fields_equal, gated_recency
+from wpbjax.policies.published import UNPRIVILEGED
 
 
 # --- dedupe_gate ------------------------------------------------------------------------------------
@@ -63,6 +66,15 @@ novelty_gate_act, novelty_gate_init = gated_recency(novelty_gate, novelty_init)
 token_bucket_act, token_bucket_init = gated_recency(token_bucket_gate, token_bucket_init)
 
 
+DEDUPE_GATE = Policy("dedupe_gate", dedupe_gate_act, UNPRIVILEGED, init=dedupe_gate_init, multi_action=True,
+                     kinds=RECENCY_KINDS, doc="skips exact repeats of the latest stored item of the same api; else recency")
+NOVELTY_GATE = Policy("novelty_gate", novelty_gate_act, UNPRIVILEGED, init=novelty_gate_init, multi_action=True,
+                      kinds=RECENCY_KINDS, doc="writes steps whose api was not seen before; recency eviction")
+TOKEN_BUCKET = Policy("token_bucket", token_bucket_act, UNPRIVILEGED, {"rate": 0.25, "burst": 4.0}, init=token_bucket_init,
+                      multi_action=True, kinds=RECENCY_KINDS,
+                      doc="admits steps at most at `rate` per step with bursts of `burst`; recency eviction")
+
+
 # --- memorybank_decay -------------------------------------------------------------------------------
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +120,11 @@ def memorybank_decay_act(params, state, store, episode, pos, budget):
                             actions.select(go, walk_on, actions.skip()))
     latest = store_lib.set_where(state.latest, api, pos, fresh & go)
     return action, MemoryBankState(strength=strength, recalled=recalled, latest=latest, at=jnp.asarray(pos, jnp.int32))
+
+
+MEMORYBANK_DECAY = Policy("memorybank_decay", memorybank_decay_act, UNPRIVILEGED, {"strength0": 10.0, "growth": 10.0},
+                          init=memorybank_init, multi_action=True, kinds=frozenset({"write", "expire"}),
+                          doc="writes every step; evicts the lowest retention exp(-age/S), S growing on recall")
 
 
 # --- deferred_batch ---------------------------------------------------------------------------------
@@ -156,3 +173,8 @@ def deferred_batch_act(params, state, store, episode, pos, budget):
                             actions.skip())
     return action, DeferredState(score=score, latest_seen=latest_seen, considered=considered,
                                  at=jnp.asarray(pos, jnp.int32))
+
+
+DEFERRED_BATCH = Policy("deferred_batch", deferred_batch_act, UNPRIVILEGED, {"window": 10}, init=deferred_init,
+                        multi_action=True, kinds=frozenset({"write_past"}),
+                        doc="at each window's end writes the best-scoring buffered steps that fit")

@@ -1,28 +1,108 @@
-"""Name → Policy. ``make("priority_greedy")``; ``register(policy)`` adds your own."""
+"""Name → Policy.
+
+* ``get("priority_greedy")`` (or ``make``): a registered policy; ``get("uniform_sample", every_n=5)``
+  the same policy with other default params (one Policy object per distinct set, so it compiles once).
+* ``register(policy)`` adds your own; ``register_factory("learned_gate", loader)`` makes every name
+  ``learned_gate:ARG`` resolve to ``loader(ARG)``.
+* A name that is neither resolves as a spec of a user's module: ``"my_pkg.my_policies:MY_POLICY"``
+  (an importable module and an attribute) or ``"path/to/file.py:MY_POLICY"`` (``:POLICY`` when the
+  attribute is left out), so the CLI's ``--policies`` sweeps your own policy with no CLI change.
+"""
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Callable
+
 from wpbjax.policies.base import Policy
-from wpbjax.policies.reference import REFERENCE_POLICIES, TRACK_LINEUP
+from wpbjax.policies.published import PUBLISHED_POLICIES, TRACK_LINEUP
 
 _REGISTRY: dict[str, Policy] = {}
+_FACTORIES: dict[str, Callable[[str], Policy]] = {}
+_VARIANTS: dict[tuple, Policy] = {}  # (name, params) -> Policy with those defaults (one object: one compile)
+_FILE_MODULES: dict[tuple, object] = {}  # (path, mtime, size) -> module loaded from a .py file
 
 
 def register(policy: Policy, replace: bool = False) -> Policy:
+    """Add ``policy`` under its name (a ValueError if the name is taken, unless ``replace``)."""
+    if not isinstance(policy, Policy):
+        raise TypeError(f"register: expected a wpbjax.policies.Policy; got {type(policy).__name__}")
+    if ":" in policy.name:
+        raise ValueError(f"policy names may not contain ':' (it separates a factory or module from its "
+                         f"argument); got {policy.name!r}")
     if policy.name in _REGISTRY and not replace:
         raise ValueError(f"a policy named {policy.name!r} is already registered")
     _REGISTRY[policy.name] = policy
     return policy
 
 
-def make(name: str) -> Policy:
-    if name not in _REGISTRY and name.startswith("learned_gate:"):  # a trained gate checkpoint (wpbjax.learn)
-        from wpbjax.learn.gate_policy import load_gate_policy
+def register_factory(prefix: str, loader: Callable[[str], Policy], replace: bool = False) -> None:
+    """Resolve every name ``PREFIX:ARG`` to ``loader(ARG)`` (a Policy; cache it if it is costly:
+    an equal Policy made twice compiles twice)."""
+    if prefix in _FACTORIES and not replace:
+        raise ValueError(f"a policy factory {prefix!r} is already registered")
+    _FACTORIES[prefix] = loader
 
-        return load_gate_policy(name[len("learned_gate:"):])
-    try:
+
+def get(name: str, **params) -> Policy:
+    """The policy called ``name`` (registered, ``FACTORY:ARG`` or ``module:ATTR``), with ``params``
+    overriding its default params (unknown names raise)."""
+    policy = make(name)
+    if not params:
+        return policy
+    policy.resolve_params(params)  # checks the names and that the values cast
+    key = (name, tuple(sorted(params.items())))
+    if key not in _VARIANTS:
+        import dataclasses
+
+        _VARIANTS[key] = dataclasses.replace(policy, params={**policy.params, **params})
+    return _VARIANTS[key]
+
+
+def make(name: str) -> Policy:
+    """The policy called ``name`` (see :func:`get`, without param overrides)."""
+    if name in _REGISTRY:
         return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    prefix, colon, arg = name.partition(":")
+    if colon and prefix in _FACTORIES:
+        return _FACTORIES[prefix](arg)
+    if colon or name.endswith(".py"):
+        return _from_module(name)
+    raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(_REGISTRY))} (or FACTORY:ARG with a "
+                     f"factory among {', '.join(sorted(_FACTORIES))}, or module.path:ATTR, or file.py:ATTR)")
+
+
+def _from_module(spec: str) -> Policy:
+    """The Policy at ``module.path:ATTR`` or ``file.py[:ATTR]`` (ATTR defaults to ``POLICY``)."""
+    where, _, attr = spec.rpartition(":") if not spec.endswith(".py") else (spec, ":", "")
+    attr = attr or "POLICY"
+    try:
+        module = _load_file(where) if where.endswith(".py") else importlib.import_module(where)
+    except (ImportError, OSError, SyntaxError) as err:
+        raise ValueError(f"policy {spec!r}: cannot load {where!r} ({type(err).__name__}: {err})") from None
+    policy = getattr(module, attr, None)
+    if not isinstance(policy, Policy):
+        found = "nothing" if policy is None else f"a {type(policy).__name__}"
+        raise ValueError(f"policy {spec!r}: {where}:{attr} must be a wpbjax.policies.Policy; found {found}")
+    return policy
+
+
+def _load_file(path: str):
+    """The module of a .py file, loaded once per file version (so its Policy objects stay the same)."""
+    if not os.path.isfile(path):
+        raise OSError(f"no such file {path!r}")
+    stat = os.stat(path)
+    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _FILE_MODULES:
+        module_name = f"wpbjax_user_policy_{len(_FILE_MODULES)}"
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+        loader_spec.loader.exec_module(module)
+        _FILE_MODULES[key] = module
+    return _FILE_MODULES[key]
 
 
 def names() -> list[str]:
@@ -34,8 +114,15 @@ def lineup(track: str) -> tuple[str, ...]:
     return TRACK_LINEUP[track]
 
 
-for _policy in REFERENCE_POLICIES:
+def _load_learned_gate(path: str) -> Policy:
+    from wpbjax.learn.gate_policy import load_gate_policy  # wpbjax.learn loads only when asked
+
+    return load_gate_policy(path)
+
+
+for _policy in PUBLISHED_POLICIES:
     register(_policy)
+register_factory("learned_gate", _load_learned_gate)
 
 
 # The policy zoo (spec and literature baselines, docs/policies.md): registered after the published seven.

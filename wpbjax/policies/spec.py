@@ -8,7 +8,10 @@ import jax
 import jax.numpy as jnp
 
 from wpbjax import actions, store as store_lib
-from wpbjax.policies.common import NONE, RECENCY_KINDS, gated_recency
+from wpbjax.constants import NONE
+from wpbjax.policies.base import Policy
+from wpbjax.policies.common import RECENCY_KINDS, gated_recency
+from wpbjax.policies.published import UNPRIVILEGED, WRITES
 
 
 def always_write_act(params, state, store, episode, pos, budget):
@@ -16,13 +19,24 @@ def always_write_act(params, state, store, episode, pos, budget):
     return actions.write(), state
 
 
+ALWAYS_WRITE = Policy("always_write", always_write_act, UNPRIVILEGED, kinds=WRITES,
+                      doc="writes every step; the store rejects what does not fit")
+
+
 def never_write_act(params, state, store, episode, pos, budget):
     return actions.skip(), state
+
+
+NEVER_WRITE = Policy("never_write", never_write_act, UNPRIVILEGED, kinds=frozenset(), doc="never writes")
 
 
 recency_act, recency_init = gated_recency(lambda params, state, store, episode, pos, budget: (jnp.ones((), bool), state))
 recency_act.__doc__ = """The spec's RecencyBias done right: expire the oldest items until the write fits, then
 WRITE; SKIP a step that would not fit an empty store. Keeps the most recent suffix of steps that fits."""
+
+
+RECENCY = Policy("recency", recency_act, UNPRIVILEGED, init=recency_init, multi_action=True, kinds=RECENCY_KINDS,
+                 doc="expires the oldest items until the write fits, then writes (the spec's RecencyBias)")
 
 
 def random_init(params, episode, key):
@@ -34,6 +48,10 @@ def random_act(params, state, store, episode, pos, budget):
     rejects what does not fit."""
     draw = jax.random.uniform(jax.random.fold_in(state, pos))
     return actions.write_if(draw < params["p"]), state
+
+
+RANDOM = Policy("random", random_act, UNPRIVILEGED, {"p": 0.2}, init=random_init, kinds=WRITES,
+                doc="writes with probability p (per-episode PRNG key); the store rejects what does not fit")
 
 
 def expire_oldest_act(params, state, store, episode, pos, budget):
@@ -58,3 +76,5 @@ def expire_oldest_act(params, state, store, episode, pos, budget):
 
 
 EXPIRE_OLDEST_KINDS = RECENCY_KINDS
+EXPIRE_OLDEST = Policy("expire_oldest", expire_oldest_act, UNPRIVILEGED, {"max_age": 50}, multi_action=True,
+                       kinds=EXPIRE_OLDEST_KINDS, doc="expires items older than max_age steps, then writes if it fits")
