@@ -6,17 +6,17 @@ from helpers import make_episode
 from wpbjax import simulate
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies import make
+from wpbjax.testing import max_traces
 
 
 def test_new_budgets_and_params_do_not_retrace():
     batch = encode_episodes([make_episode([{"api": "a", "x": i} for i in range(6)])] * 2).batch("privileged")
     policy = make("priority_threshold")
-    simulate.simulate(policy, batch, [100, 200])
-    before = simulate.compiled_count()
-    for budgets in ([1, 2], [300, 400], [10**6, 5]):
-        for threshold in (0.1, 0.9):
-            simulate.simulate(policy, batch, budgets, params={"threshold": np.float32(threshold)})
-    assert simulate.compiled_count() == before
+    with max_traces(simulate, "_simulate_quick"), max_traces(simulate, "_simulate"):
+        simulate.simulate(policy, batch, [100, 200])
+        for budgets in ([1, 2], [300, 400], [10**6, 5]):
+            for threshold in (0.1, 0.9):
+                simulate.simulate(policy, batch, budgets, params={"threshold": np.float32(threshold)})
 
 
 def test_rollout_traces_once_per_shape():
@@ -76,6 +76,7 @@ sys.path.insert(0, {tests!r})
 from test_compile import _generated_batch
 from wpbjax import devices, simulate
 from wpbjax.policies import make
+from wpbjax.testing import max_traces
 assert len(jax.devices()) == 4
 batch = devices.place(_generated_batch(8), jax.devices())
 counts = simulate.simulate(make("merge_aggressive"), batch, [300, 1024, 4096], per_pass=1)

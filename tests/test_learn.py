@@ -2,6 +2,7 @@
 learned_gate policy in a sweep, and the gymnax-style environment. Small sizes throughout."""
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +20,7 @@ from wpbjax.learn.soft import soft_f1_loss, soft_rollout
 from wpbjax.learn.train import TrainConfig, train
 from wpbjax.policies import make
 from wpbjax.sweep import run_sweep
+from wpbjax.testing import max_traces
 
 
 def _obs(endpoint, version, params, deprecated=False):
@@ -163,9 +165,9 @@ def test_learned_gate_runs_in_a_sweep_and_bad_files_fail_clearly(tmp_path, tiny_
     # the gate's threshold is a traced param: raising it to +inf writes nothing
     counts = simulate.simulate(make(name), encoded.batch("privileged"), [4096], params={"threshold": 1e9})
     assert int(np.asarray(counts.n_retained).sum()) == 0
-    compiled = simulate._simulate._cache_size()
-    simulate.simulate(make(name), encoded.batch("privileged"), [4096], params={"afford_threshold": -1e9})
-    assert simulate._simulate._cache_size() == compiled  # thresholds are traced: no recompile
+    with max_traces(simulate, "_simulate_quick"):  # thresholds are traced: one compile for both
+        for afford_threshold in (-1e9, 3.0):
+            simulate.simulate(make(name), encoded.batch("privileged"), [4096], params={"afford_threshold": afford_threshold})
     with pytest.raises(ValueError, match="not found"):
         make(f"learned_gate:{tmp_path / 'missing.npz'}")
     junk = tmp_path / "junk.npz"
@@ -194,7 +196,7 @@ def test_env_random_policy_rollout_jitted_and_vmapped():
         (state, total), (terminated, truncated, obs) = jax.lax.scan(step, (state, 0.0), jax.random.split(key_steps, horizon))
         return state, total, terminated, truncated, obs
 
-    run = jax.jit(jax.vmap(rollout))
+    run = jax.jit(jax.vmap(chex.assert_max_traces(rollout, n=1)))  # a new budget must not retrace
     keys = jax.random.split(jax.random.key(0), n_envs)
     budgets = jnp.asarray([1024, 4096] * 4, jnp.int32)
     state, total, terminated, truncated, obs = run(keys, budgets)
@@ -206,9 +208,7 @@ def test_env_random_policy_rollout_jitted_and_vmapped():
     f1 = 2 * np.asarray(state.hits) / np.maximum(np.asarray(state.retained) + n_critical, 1)
     np.testing.assert_allclose(np.asarray(total), f1, atol=1e-5)
     assert (np.asarray(state.store.used) <= np.asarray(budgets)).all()
-    # a new budget is a traced value: no recompile
-    run(keys, budgets + 1)
-    assert run._cache_size() == 1
+    run(keys, budgets + 1)  # a new budget is a traced value: no retrace
 
 
 def test_env_always_write_matches_fifo_store_all():

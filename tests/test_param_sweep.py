@@ -10,6 +10,7 @@ from wpbjax.cli import main
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies import make
 from wpbjax.sweep import param_grids, parse_param_values, run_sweep
+from wpbjax.testing import max_traces
 
 
 def _episodes(n=6, steps=30):
@@ -21,12 +22,11 @@ def _episodes(n=6, steps=30):
 def test_a_101_value_threshold_sweep_compiles_once():
     batch = _episodes().batch("privileged")
     policy = make("priority_threshold")
-    simulate.simulate_grid(policy, batch, [1024, 4096], params={"threshold": np.linspace(0, 1, 101)})
-    before = simulate._simulate_grid._cache_size()
-    for grid in (np.linspace(0.2, 0.9, 101), np.random.default_rng(0).random(101)):
-        for budgets in ([1024, 4096], [10, 10**6]):
-            simulate.simulate_grid(policy, batch, budgets, params={"threshold": grid})
-    assert simulate._simulate_grid._cache_size() == before
+    with max_traces(simulate, "_simulate_grid"):
+        simulate.simulate_grid(policy, batch, [1024, 4096], params={"threshold": np.linspace(0, 1, 101)})
+        for grid in (np.linspace(0.2, 0.9, 101), np.random.default_rng(0).random(101)):
+            for budgets in ([1024, 4096], [10, 10**6]):
+                simulate.simulate_grid(policy, batch, budgets, params={"threshold": grid})
 
 
 def test_grid_points_equal_single_runs():
@@ -43,11 +43,11 @@ def test_grid_points_equal_single_runs():
 
 def test_sweep_rows_carry_param_columns_and_compile_once_over_chunks():
     encoded = _episodes(n=7)
-    before = simulate._simulate_grid._cache_size()
     # a small memory cap cuts 7 episodes x 2 budgets x 5 points into several chunks of one shape
-    table = run_sweep(encoded, budgets=[1024, 8192], policies=["priority_threshold", "fifo_store_all"],
-                      tracks=["privileged"], params={"threshold": [0.0, 0.25, 0.5, 0.75, 1.0]}, memory_cap=300_000)
-    assert simulate._simulate_grid._cache_size() - before <= 1
+    with max_traces(simulate, "_simulate_grid"):
+        table = run_sweep(encoded, budgets=[1024, 8192], policies=["priority_threshold", "fifo_store_all"],
+                          tracks=["privileged"], params={"threshold": [0.0, 0.25, 0.5, 0.75, 1.0]},
+                          memory_cap=300_000)
     swept = table[table.policy == "priority_threshold"]
     assert len(swept) == 7 * 2 * 5 and sorted(swept.param_threshold.unique()) == [0.0, 0.25, 0.5, 0.75, 1.0]
     assert table[table.policy == "fifo_store_all"].param_threshold.isna().all()

@@ -8,6 +8,7 @@ from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
 from wpbjax.metrics import policy_utility
 from wpbjax.policies import make
+from wpbjax.testing import max_traces
 
 BUDGETS = [300, 1000, 2048, 5000, 100000]
 
@@ -44,9 +45,8 @@ def test_trace_matches_truncated_episodes(encoded):
 
 def test_default_rollout_does_not_compile_the_trace(encoded):
     batch = encoded.batch("privileged")
-    before = simulate._simulate_trace._cache_size()
-    simulate.simulate(make("fifo_store_all"), batch, BUDGETS)
-    assert simulate._simulate_trace._cache_size() == before
+    with max_traces(simulate, "_simulate_trace", n=0):
+        simulate.simulate(make("fifo_store_all"), batch, BUDGETS)
 
 
 @pytest.mark.parametrize("jitter", [False, True])  # on a 2^-k grid (DP over value), and off it (over capacity)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from wpbjax import actions, devices as devices_lib, metrics, store as store_lib
+from wpbjax import actions, devices as devices_lib, metrics, programs, store as store_lib
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
 
@@ -154,22 +154,17 @@ def _simulate_batch(policy: Policy, mesh, per_pass: int, params, batch: EpisodeB
     return _on_devices(local, mesh, (params, budgets), (batch, keys))
 
 
-_simulate = jax.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
+_simulate = programs.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
 # The same rollouts traced faster (see _initial) and compiled with XLA's backend optimisation off:
 # 0.2-0.7 s sooner per policy, and runs 5-7x slower (measured on 2 cores: fifo_store_all 16M vs 113M
 # episode-steps/s, priority_greedy 2.2M vs 10.6M), so it wins below ~1-4M run-steps of work per
 # compile -- the paper grid (88k run-steps per policy and track) spends nearly all its time compiling.
-_simulate_quick = jax.jit(functools.partial(_simulate_batch, fast_trace=True), static_argnums=(0, 1, 2),
+_simulate_quick = programs.jit(functools.partial(_simulate_batch, fast_trace=True), static_argnums=(0, 1, 2),
                           compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0})
 QUICK_COMPILE_BELOW = 1_000_000  # run-steps
 # ... and only for episodes this short: the quick build's slower steps run one after another, so a
 # long episode pays them in full (200,000 steps of merge_aggressive: 22 s quick, 11 s full, measured)
 QUICK_MAX_STEPS = 10_000
-
-
-def compiled_count() -> int:
-    """Programs compiled so far by :func:`simulate` (both builds): tests use it to catch retracing."""
-    return _simulate._cache_size() + _simulate_quick._cache_size() + _simulate_grid._cache_size()
 
 
 def episode_keys(key, episode_index) -> jax.Array:
@@ -224,8 +219,7 @@ def run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeB
     return run_counts(policy, {**params, **run_inputs}, episode, budget, key)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
-def _simulate_grid(policy: Policy, mesh, per_pass: int, params, run_inputs, batch: EpisodeBatch, budgets,
+def _simulate_grid_batch(policy: Policy, mesh, per_pass: int, params, run_inputs, batch: EpisodeBatch, budgets,
                    key, episode_index) -> metrics.Counts:
     """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
     keys = episode_keys(key, episode_index)
@@ -239,6 +233,9 @@ def _simulate_grid(policy: Policy, mesh, per_pass: int, params, run_inputs, batc
 
     counts = _on_devices(local, mesh, (params, budgets), (run_inputs, batch, keys))
     return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
+
+
+_simulate_grid = programs.jit(_simulate_grid_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
 
 
 def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run_inputs=None, key=None,
@@ -301,8 +298,7 @@ def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) ->
     return store_lib.flush(final, n_steps, policy.kinds), trace
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _simulate_trace(policy: Policy, params, batch: EpisodeBatch, budgets, key, episode_index) -> Trace:
+def _simulate_trace_batch(policy: Policy, params, batch: EpisodeBatch, budgets, key, episode_index) -> Trace:
     keys = episode_keys(key, episode_index)
 
     def run(policy, params, episode, budget, key):
@@ -311,6 +307,9 @@ def _simulate_trace(policy: Policy, params, batch: EpisodeBatch, budgets, key, e
     over_budgets = jax.vmap(run, in_axes=(None, None, None, 0, None))
     over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0))
     return over_episodes(policy, params, batch, budgets, keys)
+
+
+_simulate_trace = programs.jit(_simulate_trace_batch, static_argnums=0)
 
 
 def simulate_trace(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None) -> Trace:

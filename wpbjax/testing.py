@@ -11,9 +11,13 @@ It checks, on a few generated episodes of every kind of the published generator:
    reuse the traced program (``chex.assert_max_traces``); params and budgets must stay traced.
 3. *O(1) per step*: the compiled step's work (XLA's flop count) does not grow with the episode
    length T, and the traced rollout does not either (no Python loop over steps).
+
+:func:`max_traces` counts the traces of one of the library's compiled programs in a block (the
+test suite's recompile checks).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 
@@ -22,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import simulate, store as store_lib
+from wpbjax import programs, simulate, store as store_lib
 from wpbjax.actions import ALL_KINDS
 from wpbjax.policies.base import Policy
 from wpbjax.tracks import cost_track, sees_utility
@@ -53,7 +57,7 @@ def check_batches(track: str, n_steps: int, n_episodes: int = 4):
     """Two device batches of the same shape with different episodes (every published mode), as a
     sweep hands them to a policy on ``track`` (utility hidden where the track may not see it)."""
     from wpbjax.episodes.encode import concat_encoded, encode_episodes
-    from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episode
+    from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episode
 
     configs = [DriftConfig(mode=mode, steps=n_steps, seed=7) for mode in MODES]
     episodes = [generate_episode(configs[i % len(configs)], i) for i in range(2 * n_episodes)]
@@ -142,3 +146,22 @@ def _check_constant_step(policy: Policy, track: str, n_steps: int) -> None:
         f"policy {policy.name!r}: a step does O(T) work ({short:.0f} flops at T={n_steps}, {long:.0f} at "
         f"T={4 * n_steps}); keep act O(1) per step (index the store and episode at a few positions, keep "
         f"running summaries in the policy state), or pass constant_step=False if that is intended")
+
+
+@contextlib.contextmanager
+def max_traces(owner, name: str, n: int = 1):
+    """Within the block, ``owner.name`` (a program made by :func:`wpbjax.programs.jit`, e.g.
+    ``simulate._simulate_quick``) is a fresh program of the same function and options under
+    ``chex.assert_max_traces(n)``: the block may trace it at most ``n`` times (compile once: n=1)."""
+    original = getattr(owner, name)
+    fn, options = programs.source(original)
+
+    def counted(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    counted.__name__ = f"{name}_{next(_CHECKS)}"  # chex counts per site and name: its own count
+    setattr(owner, name, jax.jit(chex.assert_max_traces(counted, n=n), **options))
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)

@@ -38,21 +38,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from wpbjax import programs
 from wpbjax.constants import NONE
 from wpbjax.episodes.batch import EncodedEpisodes, concat
 from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES, json_len
-from wpbjax.episodes.reference_gen import MODES as REFERENCE_MODES, DriftConfig
+from wpbjax.episodes.published_gen import MODES as PUBLISHED_MODES, DriftConfig
 from wpbjax.tracks import TRACKS, view_metadata
 
 NEW_MODES = ("delayed_relevance", "rollback", "decoy", "docs_migration")
-JAX_MODES = REFERENCE_MODES + NEW_MODES
+JAX_MODES = PUBLISHED_MODES + NEW_MODES
 
 # What each step is (obs_kind), how its endpoint's params changed (op), and which decoy it shows.
 API, DOC, GUIDE = 0, 1, 2
 NO_CHANGE, PUSH, POP, REVERT = 0, 1, 2, 3
 NO_DECOY, REORDER, DOCS_TOUCH, VERSION_STRING = 0, 1, 2, 3
 
-# Utility codes: (utility u_t, metadata priority). The reference modes use 0-3 with priority
+# Utility codes: (utility u_t, metadata priority). The published modes use 0-3 with priority
 # clamp(u/6) as the published generator; the new regimes add a change whose worth is only known
 # in hindsight (priority says "a change", utility says "not needed") and migration guides.
 UTILITY_CODES = (
@@ -215,120 +216,149 @@ def latent(shape: Shape, knobs: dict, seeds, with_ops: bool = True) -> dict:
     and ``n_initial`` [P, N]. ``seeds``: [N, 2] uint32. ``with_ops=False`` leaves ``op`` (push/pop,
     what the decoder replays) zero outside ``rollback``, where no array needs it. (Step-major keeps the scan's vectors
     contiguous; :func:`encoded_arrays` transposes only what it returns.)"""
-    n_steps, n_apis, n_classes = shape.steps, shape.api_pool, shape.version_digit_classes
+    n_steps, n_apis = shape.steps, shape.api_pool
     words = step_words(seeds, n_steps, shape.n_words)
     # Endpoint j starts with params p{j}_0 .. p{j}_{n-1}, n uniform in 2..max_params.
     n_initial = 2 + _below(step_words(seeds, 1, n_apis, salt=n_steps * shape.n_words)[0] >> 16,
                            shape.max_params - 1)  # [P, N]
-    endpoints = jnp.arange(n_apis)[:, None]
-    bounds = jnp.asarray([10**c for c in range(1, n_classes)], jnp.int32)[:, None]  # class <= c: version < 10^c
-    regime = shape.mode
-    # Each endpoint's state is one row of an [N * P, S] int32 table (one row read and one row
-    # written per episode and step, so a step costs O(S), not O(P * S)): version, list length, initial params left, api slot, and the number of
-    # elements of digit class <= c for c = 1..C-1 ("below"); rollback adds the same for the list
-    # before the endpoint's last drift, and decoy a docs revision counter.
-    names = ["version", "length", "initial_left", "slot"] + [f"below{c}" for c in range(1, n_classes)]
-    if regime == "rollback":
-        names += ["snap_length", "snap_initial_left"] + [f"snap_below{c}" for c in range(1, n_classes)] + ["revertible"]
-    if regime == "decoy":
-        names += ["docs_rev"]
-    col = {name: index for index, name in enumerate(names)}
-    state_dtype = shape.state_dtype
-    below_cols = slice(col["slot"] + 1, col["slot"] + n_classes)
+    col = {name: index for index, name in enumerate(_state_columns(shape))}
+    episode_rows = jnp.arange(seeds.shape[0], dtype=jnp.int32) * n_apis
 
     def step(carry, inputs):
         previous, n_changes, table = carry  # [N], [N], [N * P, S]
         t, w = inputs                       # [], [W, N]
-        u_drift, coin = _uniform(w[0]), (w[0] & 1) == 1
-        u_repeat = _uniform(w[1])
-        fresh = _below(w[2] >> 16, n_apis)
-        u_deprecated = (w[2] & 0xFFFF).astype(jnp.float32) * jnp.float32(2.0**-16)
-        u_regime = _uniform(w[3]) if shape.n_words > 3 else jnp.ones_like(u_drift)
-
-        endpoint = fresh
-        if shape.redundant:
-            endpoint = jnp.where((t > 0) & (u_repeat < knobs["redundancy_prob"]), previous, fresh)
-        kind = jnp.zeros_like(fresh) + API
-        if regime == "docs_migration":
-            kind = jnp.where(u_regime < knobs["docs_prob"], DOC,
-                             jnp.where(u_regime < knobs["docs_prob"] + knobs["guide_prob"], GUIDE, API))
-        in_burst = (knobs["burst_interval"] > 0) & (
-            jnp.mod(t, jnp.maximum(knobs["burst_interval"], 1)) < knobs["burst_len"])
-        drift_prob = jnp.where(in_burst, knobs["burst_drift_prob"], knobs["drift_prob"]) if shape.bursty \
-            else knobs["drift_prob"]
-        drift = (u_drift < drift_prob) & (kind == API)
-
-        rows = episode_rows + endpoint                           # [N] row of (episode, endpoint)
-        stored = table[rows].T                                    # [S, N] this endpoint's state
-        row = stored.astype(jnp.int32)
-        version, length, initial_left = row[col["version"]], row[col["length"]], row[col["initial_left"]]
-        below = row[below_cols]                                   # [C-1, N]
-
-        revert = jnp.zeros_like(drift)
-        if regime == "rollback":
-            revert = drift & (row[col["revertible"]] > 0) & (u_regime < knobs["rollback_prob"])
-        pop = drift & ~revert & coin & (length > 0)
-        push = drift & ~revert & ~pop
-        new_version = version + drift
-        new_length = length + push - pop
-        new_initial_left = jnp.where(pop, jnp.minimum(initial_left, new_length), initial_left)
-        new_below = jnp.where(new_version < bounds, new_length, jnp.minimum(below, new_length))
-        if regime == "rollback":  # a revert restores the list as it was before the endpoint's last drift
-            new_length = jnp.where(revert, row[col["snap_length"]], new_length)
-            new_initial_left = jnp.where(revert, row[col["snap_initial_left"]], new_initial_left)
-            new_below = jnp.where(revert, row[col["snap_below1"]:col["snap_below1"] + n_classes - 1], new_below)
-        new_length = jnp.where(drift, new_length, length)
-        new_initial_left = jnp.where(drift, new_initial_left, initial_left)
-        new_below = jnp.where(drift, new_below, below)
-        slot = jnp.where(drift, n_apis + n_changes, row[col["slot"]])
-
-        new_row = [new_version, new_length, new_initial_left, slot] + [new_below[c] for c in range(n_classes - 1)]
-        if regime == "rollback":
-            keep = lambda name, value: jnp.where(drift & ~revert, value, row[col[name]])  # noqa: E731
-            new_row += [keep("snap_length", length), keep("snap_initial_left", initial_left)]
-            new_row += [keep(f"snap_below{c + 1}", below[c]) for c in range(n_classes - 1)]
-            new_row += [jnp.where(drift, (~revert).astype(jnp.int32), row[col["revertible"]])]
-        decoy = jnp.zeros_like(fresh)
-        docs_rev = jnp.zeros_like(fresh)
-        if regime == "decoy":
-            decoy_kind = 1 + ((w[3] & 0xFF) * 3 >> 8).astype(jnp.int32)
-            decoy_kind = jnp.where((decoy_kind == REORDER) & (new_length < 2), DOCS_TOUCH, decoy_kind)
-            decoy = jnp.where(~drift & (u_regime < knobs["decoy_prob"]), decoy_kind, NO_DECOY)
-            docs_rev = row[col["docs_rev"]] + (decoy == DOCS_TOUCH)
-            new_row += [docs_rev]
-        changed = drift | (decoy == DOCS_TOUCH)
-        new_row = jnp.where(changed[None, :], jnp.stack(new_row).astype(state_dtype), stored)
+        draws = _step_draws(shape, knobs, t, w, previous)
+        rows = episode_rows + draws["endpoint"]  # [N] row of (episode, endpoint)
+        stored = table[rows].T                    # [S, N] this endpoint's state
+        new_row, out = _endpoint_update(shape, knobs, col, stored.astype(jnp.int32), draws, n_changes, w)
+        changed = draws["drift"] | (out["decoy"] == DOCS_TOUCH)
+        new_row = jnp.where(changed[None, :], jnp.stack(new_row).astype(shape.state_dtype), stored)
         table = table.at[rows].set(new_row.T, unique_indices=True, indices_are_sorted=True)
-        op = jnp.where(revert, REVERT, jnp.where(push, PUSH, jnp.where(pop, POP, NO_CHANGE)))
-        small = lambda x: x.astype(state_dtype)  # noqa: E731
-        out = dict(endpoint=endpoint, drift=drift, version=small(new_version), length=small(new_length),
-                   initial_left=small(new_initial_left), below=small(new_below),
-                   deprecated=drift & (u_deprecated < DEPRECATED_PROB), slot=small(slot), in_burst=in_burst)
-        # only what this regime varies (the rest is filled in after the scan: fewer stores per step)
-        if regime == "docs_migration":
-            out["kind"] = kind
-        if with_ops or regime == "rollback":
-            out["op"] = op
-        if regime == "decoy":
-            out.update(decoy=decoy, docs_rev=docs_rev)
-        return (endpoint, n_changes + drift, table), out
+        return (draws["endpoint"], n_changes + draws["drift"], table), _step_outputs(shape, draws, out, with_ops)
 
+    zeros = jnp.zeros(seeds.shape[0], jnp.int32)
+    initial = (zeros, zeros, _initial_table(shape, n_initial))
+    _, steps = jax.lax.scan(step, initial, (jnp.arange(n_steps, dtype=jnp.int32), words))
+    return _complete(shape, steps, words, n_initial)
+
+
+def _state_columns(shape: Shape) -> list:
+    """Each endpoint's state is one row of an [N * P, S] int32 table (one row read and one row
+    written per episode and step, so a step costs O(S), not O(P * S)): version, list length, initial
+    params left, api slot, and the number of elements of digit class <= c for c = 1..C-1 ("below");
+    rollback adds the same for the list before the endpoint's last drift, and decoy a docs revision counter."""
+    n_classes = shape.version_digit_classes
+    names = ["version", "length", "initial_left", "slot"] + [f"below{c}" for c in range(1, n_classes)]
+    if shape.mode == "rollback":
+        names += ["snap_length", "snap_initial_left"] + [f"snap_below{c}" for c in range(1, n_classes)] + ["revertible"]
+    if shape.mode == "decoy":
+        names += ["docs_rev"]
+    return names
+
+
+def _initial_table(shape: Shape, n_initial) -> jax.Array:
+    """[N * P, S] the endpoints' state before the first step (``n_initial``: [P, N])."""
+    names = _state_columns(shape)
+    endpoints = jnp.arange(shape.api_pool)[:, None]
     initial = {"version": jnp.ones_like(n_initial), "length": n_initial, "initial_left": n_initial,
                "slot": jnp.broadcast_to(endpoints, n_initial.shape).astype(jnp.int32), "snap_length": n_initial,
                "snap_initial_left": n_initial, "revertible": jnp.zeros_like(n_initial),
                "docs_rev": jnp.zeros_like(n_initial)}
-    table = jnp.stack([initial.get(name, n_initial) for name in names], axis=-1).astype(state_dtype)  # [P, N, S]
-    table = jnp.swapaxes(table, 0, 1).reshape(-1, len(names))  # [N * P, S]: one read and one write of a row per step
-    episode_rows = jnp.arange(seeds.shape[0], dtype=jnp.int32) * n_apis
-    zeros = jnp.zeros(seeds.shape[0], jnp.int32)
-    _, steps = jax.lax.scan(step, (zeros, zeros, table), (jnp.arange(n_steps, dtype=jnp.int32), words))
+    table = jnp.stack([initial.get(name, n_initial) for name in names], axis=-1).astype(shape.state_dtype)  # [P, N, S]
+    return jnp.swapaxes(table, 0, 1).reshape(-1, len(names))  # [N * P, S]: one read and one write of a row per step
+
+
+def _step_draws(shape: Shape, knobs: dict, t, w, previous) -> dict:
+    """What step ``t``'s words ``w`` [W, N] decide before the endpoint's state is read: the
+    endpoint, the step kind, whether it drifts, and the uniforms later decisions use."""
+    u_drift, coin = _uniform(w[0]), (w[0] & 1) == 1
+    u_repeat = _uniform(w[1])
+    fresh = _below(w[2] >> 16, shape.api_pool)
+    u_deprecated = (w[2] & 0xFFFF).astype(jnp.float32) * jnp.float32(2.0**-16)
+    u_regime = _uniform(w[3]) if shape.n_words > 3 else jnp.ones_like(u_drift)
+    endpoint = fresh
+    if shape.redundant:
+        endpoint = jnp.where((t > 0) & (u_repeat < knobs["redundancy_prob"]), previous, fresh)
+    kind = jnp.zeros_like(fresh) + API
+    if shape.mode == "docs_migration":
+        kind = jnp.where(u_regime < knobs["docs_prob"], DOC,
+                         jnp.where(u_regime < knobs["docs_prob"] + knobs["guide_prob"], GUIDE, API))
+    in_burst = (knobs["burst_interval"] > 0) & (jnp.mod(t, jnp.maximum(knobs["burst_interval"], 1)) < knobs["burst_len"])
+    drift_prob = jnp.where(in_burst, knobs["burst_drift_prob"], knobs["drift_prob"]) if shape.bursty \
+        else knobs["drift_prob"]
+    drift = (u_drift < drift_prob) & (kind == API)
+    return dict(endpoint=endpoint, kind=kind, drift=drift, coin=coin, u_regime=u_regime, u_deprecated=u_deprecated,
+                in_burst=in_burst)
+
+
+def _endpoint_update(shape: Shape, knobs: dict, col: dict, row, draws: dict, n_changes, w) -> tuple:
+    """(the endpoint's new state row, a list of [N] columns; this step's outputs) from its state
+    ``row`` [S, N] int32: a drift pushes or pops a param (or, in rollback, reverts the last drift)."""
+    n_classes, drift = shape.version_digit_classes, draws["drift"]
+    bounds = jnp.asarray([10**c for c in range(1, n_classes)], jnp.int32)[:, None]  # class <= c: version < 10^c
+    version, length, initial_left = row[col["version"]], row[col["length"]], row[col["initial_left"]]
+    below = row[col["slot"] + 1:col["slot"] + n_classes]  # [C-1, N]
+    revert = jnp.zeros_like(drift)
+    if shape.mode == "rollback":
+        revert = drift & (row[col["revertible"]] > 0) & (draws["u_regime"] < knobs["rollback_prob"])
+    pop = drift & ~revert & draws["coin"] & (length > 0)
+    push = drift & ~revert & ~pop
+    new_version = version + drift
+    new_length = length + push - pop
+    new_initial_left = jnp.where(pop, jnp.minimum(initial_left, new_length), initial_left)
+    new_below = jnp.where(new_version < bounds, new_length, jnp.minimum(below, new_length))
+    if shape.mode == "rollback":  # a revert restores the list as it was before the endpoint's last drift
+        new_length = jnp.where(revert, row[col["snap_length"]], new_length)
+        new_initial_left = jnp.where(revert, row[col["snap_initial_left"]], new_initial_left)
+        new_below = jnp.where(revert, row[col["snap_below1"]:col["snap_below1"] + n_classes - 1], new_below)
+    new_length = jnp.where(drift, new_length, length)
+    new_initial_left = jnp.where(drift, new_initial_left, initial_left)
+    new_below = jnp.where(drift, new_below, below)
+    slot = jnp.where(drift, shape.api_pool + n_changes, row[col["slot"]])
+    new_row = [new_version, new_length, new_initial_left, slot] + [new_below[c] for c in range(n_classes - 1)]
+    if shape.mode == "rollback":
+        keep = lambda name, value: jnp.where(drift & ~revert, value, row[col[name]])  # noqa: E731
+        new_row += [keep("snap_length", length), keep("snap_initial_left", initial_left)]
+        new_row += [keep(f"snap_below{c + 1}", below[c]) for c in range(n_classes - 1)]
+        new_row += [jnp.where(drift, (~revert).astype(jnp.int32), row[col["revertible"]])]
+    decoy, docs_rev = jnp.zeros_like(version), jnp.zeros_like(version)
+    if shape.mode == "decoy":
+        decoy_kind = 1 + ((w[3] & 0xFF) * 3 >> 8).astype(jnp.int32)
+        decoy_kind = jnp.where((decoy_kind == REORDER) & (new_length < 2), DOCS_TOUCH, decoy_kind)
+        decoy = jnp.where(~drift & (draws["u_regime"] < knobs["decoy_prob"]), decoy_kind, NO_DECOY)
+        docs_rev = row[col["docs_rev"]] + (decoy == DOCS_TOUCH)
+        new_row += [docs_rev]
+    op = jnp.where(revert, REVERT, jnp.where(push, PUSH, jnp.where(pop, POP, NO_CHANGE)))
+    return new_row, dict(version=new_version, length=new_length, initial_left=new_initial_left, below=new_below,
+                         slot=slot, op=op, decoy=decoy, docs_rev=docs_rev)
+
+
+def _step_outputs(shape: Shape, draws: dict, out: dict, with_ops: bool) -> dict:
+    """The per-step latent the scan stacks: only what this regime varies (the rest is filled in
+    after the scan by :func:`_complete`: fewer stores per step)."""
+    small = lambda x: x.astype(shape.state_dtype)  # noqa: E731
+    steps = dict(endpoint=draws["endpoint"], drift=draws["drift"], version=small(out["version"]),
+                 length=small(out["length"]), initial_left=small(out["initial_left"]), below=small(out["below"]),
+                 deprecated=draws["drift"] & (draws["u_deprecated"] < DEPRECATED_PROB), slot=small(out["slot"]),
+                 in_burst=draws["in_burst"])
+    if shape.mode == "docs_migration":
+        steps["kind"] = draws["kind"]
+    if with_ops or shape.mode == "rollback":
+        steps["op"] = out["op"]
+    if shape.mode == "decoy":
+        steps.update(decoy=out["decoy"], docs_rev=out["docs_rev"])
+    return steps
+
+
+def _complete(shape: Shape, steps: dict, words, n_initial) -> dict:
+    """The scan's stacked outputs with the constant arrays, hindsight and regime extras filled in."""
     for name in ("kind", "op", "decoy", "docs_rev"):
         steps.setdefault(name, jnp.zeros_like(steps["endpoint"]))  # API, NO_CHANGE, NO_DECOY, 0
-    if regime in ("delayed_relevance", "rollback"):
-        steps.update(_next_use(steps, n_apis))
+    if shape.mode in ("delayed_relevance", "rollback"):
+        steps.update(_next_use(steps, shape.api_pool))
     steps["in_burst"] = jnp.broadcast_to(steps["in_burst"][:, None], steps["drift"].shape)
     steps["n_initial"] = n_initial
-    if regime == "docs_migration":
+    if shape.mode == "docs_migration":
         steps["doc_chars"] = DOC_MIN_CHARS + _below(words[:, 4] >> 16, DOC_SPAN_CHARS)
         steps["doc_section"] = _below(words[:, 4] & 0xFFFF, len(DOC_SECTIONS))
         steps["date"] = (words[:, 3] & 0xFF).astype(jnp.int32)  # a day code, see decode
@@ -362,7 +392,7 @@ def labels(xp, shape: Shape, knobs: dict, latent: dict) -> tuple:
     ``xp`` = numpy or jax.numpy."""
     t = xp.arange(shape.steps, dtype=np.int32)[:, None]
     drift = latent["drift"]
-    if shape.mode in REFERENCE_MODES:
+    if shape.mode in PUBLISHED_MODES:
         burst_drift = (latent["in_burst"] & drift) if shape.bursty else xp.zeros_like(drift)
         # published quirk: in redundant modes every step after the first is worth 0.5
         quiet = xp.where(t > 0, 1, 0) if shape.redundant else xp.zeros_like(t)
@@ -399,20 +429,53 @@ def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool
 _COUNTERS = ("version", "length", "initial_left", "below", "slot")
 
 
-_latent_jit = jax.jit(latent, static_argnums=(0, 3))
+_latent_jit = programs.jit(latent, static_argnums=(0, 3))
 
 
 def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_latent: bool) -> dict:
     """The encoded arrays of a step-major latent (see :func:`encoded_arrays`), computed with ``xp``:
     jax.numpy on device, or numpy for latents replayed on the host from the published generator's
-    draws (:mod:`wpbjax.episodes.reference_arrays`)."""
+    draws (:mod:`wpbjax.episodes.published_arrays`)."""
     latent_arrays = {name: value.astype(np.int32) if name in _COUNTERS else value for name, value in latent_arrays.items()}
     n_steps, n_apis = shape.steps, shape.api_pool
     is_api = latent_arrays["kind"] == API
+    endpoint, version, decoy = latent_arrays["endpoint"], latent_arrays["version"], latent_arrays["decoy"]
+    obs_len, lens = _observation_bytes(xp, shape, latent_arrays)
+    code, critical = labels(xp, shape, knobs, latent_arrays)
+    write_cost = obs_len[..., None] + meta_len[code] + HEADER_BYTES + INDEX_BYTES  # [N, T, 2]
+
+    api_id = xp.where(is_api, version * n_apis + endpoint, -1)
+    reordered = (decoy == REORDER).astype(np.int32)
+    params_id = 1 + 2 * (endpoint * (n_steps + 2) + version) + reordered
+    version_id = xp.where(decoy == VERSION_STRING, 1 + n_steps + 2 + version, 1 + version)
+    field_value = [params_id, 1 + latent_arrays["deprecated"].astype(np.int32), version_id]
+    field_frag = [10 + lens["params"], 14 + lens["deprecated"], 11 + lens["version"]]
+    if shape.mode == "decoy":
+        field_value.append(1 + latent_arrays["docs_rev"])
+        field_frag.append(12 + digits(latent_arrays["docs_rev"]))
+    field_value = xp.where(is_api[..., None], xp.stack(field_value, axis=-1), 0)
+    field_frag = xp.where(is_api[..., None], xp.stack(field_frag, axis=-1), 0)
+
+    api_index = xp.where(is_api, latent_arrays["slot"], -1)
+    episode_major = lambda x: xp.swapaxes(x, 0, 1)  # noqa: E731  [T, N, ...] -> [N, T, ...]
+    out = dict(code=code, critical=critical, write_cost=write_cost.astype(np.int32), api_id=api_id.astype(np.int32),
+               api_index=api_index.astype(np.int32), field_value=field_value.astype(np.int32),
+               field_present=xp.broadcast_to(is_api[..., None], field_value.shape),
+               field_frag_len=field_frag.astype(np.int32))
+    out = {name: episode_major(value) for name, value in out.items()}
+    out.update(api_ids=_api_ids(xp, shape, is_api, api_index, api_id),
+               n_changes=xp.sum(latent_arrays["drift"], axis=0, dtype=np.int32))
+    if with_latent:
+        out["latent"] = latent_arrays
+    return out
+
+
+def _observation_bytes(xp, shape: Shape, latent_arrays: dict) -> tuple:
+    """([T, N] JSON length of each observation, {"params", "deprecated", "version"}: [T, N] lengths
+    of those values), from the latent alone (the byte model, SEMANTICS §2)."""
     endpoint, version = latent_arrays["endpoint"], latent_arrays["version"]
     endpoint_digits, version_digits = digits(endpoint), digits(version)
     length, initial_left = latent_arrays["length"], latent_arrays["initial_left"]
-
     # Σ digits of the params' numbers: initial p{j}_i for i < initial_left, then pushed versions by class.
     initial_digits = xp.concatenate([xp.zeros(1, np.int32),
                                       xp.cumsum(digits(xp.arange(shape.max_params, dtype=np.int32)))])
@@ -420,12 +483,10 @@ def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_late
     pushed_digits = sum((c + 1) * (bounds[c + 1] - bounds[c]) for c in range(shape.version_digit_classes))
     number_digits = initial_digits[initial_left] + pushed_digits
     params_len = xp.where(length == 0, 2, length * (6 + endpoint_digits) + number_digits)
-
-    decoy = latent_arrays["decoy"]
     deprecated_len = xp.where(latent_arrays["deprecated"], 4, 5)
     version_len = version_digits
     if shape.mode == "decoy":
-        version_len = xp.where(decoy == VERSION_STRING, version_digits + 4, version_digits)  # "v.0"
+        version_len = xp.where(latent_arrays["decoy"] == VERSION_STRING, version_digits + 4, version_digits)  # "v.0"
     # {"api": "...", "deprecated": b, "params": [...], "version": v}: 8 + api + 16 + b + 12 + params + 13 + v + 1
     obs_len = 50 + _api_len(version, endpoint_digits) + deprecated_len + params_len + version_len
     if shape.mode == "decoy":
@@ -438,44 +499,22 @@ def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_late
         # {"deadline": "YYYY-MM-DD", "new_api": "api.v{v+1}...", "old_api": "api.v{v}..."}
         guide_len = 52 + _api_len(version + 1, endpoint_digits) + _api_len(version, endpoint_digits)
         obs_len = xp.where(kind == DOC, doc_len, xp.where(kind == GUIDE, guide_len, obs_len))
+    return obs_len, {"params": params_len, "deprecated": deprecated_len, "version": version_len}
 
-    code, critical = labels(xp, shape, knobs, latent_arrays)
-    write_cost = obs_len[..., None] + meta_len[code] + HEADER_BYTES + INDEX_BYTES  # [N, T, 2]
 
-    api_id = xp.where(is_api, version * n_apis + endpoint, -1)
-    reordered = (decoy == REORDER).astype(np.int32)
-    params_id = 1 + 2 * (endpoint * (n_steps + 2) + version) + reordered
-    version_id = xp.where(decoy == VERSION_STRING, 1 + n_steps + 2 + version, 1 + version)
-    field_value = [params_id, 1 + latent_arrays["deprecated"].astype(np.int32), version_id]
-    field_frag = [10 + params_len, 14 + deprecated_len, 11 + version_len]
-    if shape.mode == "decoy":
-        field_value.append(1 + latent_arrays["docs_rev"])
-        field_frag.append(12 + digits(latent_arrays["docs_rev"]))
-    field_value = xp.where(is_api[..., None], xp.stack(field_value, axis=-1), 0)
-    field_frag = xp.where(is_api[..., None], xp.stack(field_frag, axis=-1), 0)
-
-    api_index = xp.where(is_api, latent_arrays["slot"], -1)
+def _api_ids(xp, shape: Shape, is_api, api_index, api_id):
+    """[N, api_slots] the api id at each per-episode api index (NONE padding), from [T, N] steps."""
     n_episodes = api_index.shape[1]
     flat_slot = xp.where(is_api, api_index + xp.arange(n_episodes, dtype=np.int32) * shape.api_slots, -1)
     if xp is np:
-        api_ids = np.full(n_episodes * shape.api_slots, -1, np.int32)
+        api_ids = np.full(n_episodes * shape.api_slots, NONE, np.int32)
         api_ids[flat_slot[is_api]] = api_id[is_api]
     else:
-        api_ids = xp.full(n_episodes * shape.api_slots, -1, np.int32).at[flat_slot].set(api_id, mode="drop")
-    episode_major = lambda x: xp.swapaxes(x, 0, 1)  # noqa: E731  [T, N, ...] -> [N, T, ...]
-    out = dict(code=code, critical=critical, write_cost=write_cost.astype(np.int32), api_id=api_id.astype(np.int32),
-               api_index=api_index.astype(np.int32), field_value=field_value.astype(np.int32),
-               field_present=xp.broadcast_to(is_api[..., None], field_value.shape),
-               field_frag_len=field_frag.astype(np.int32))
-    out = {name: episode_major(value) for name, value in out.items()}
-    out.update(api_ids=api_ids.reshape(n_episodes, shape.api_slots),
-               n_changes=xp.sum(latent_arrays["drift"], axis=0, dtype=np.int32))
-    if with_latent:
-        out["latent"] = latent_arrays
-    return out
+        api_ids = xp.full(n_episodes * shape.api_slots, NONE, np.int32).at[flat_slot].set(api_id, mode="drop")
+    return api_ids.reshape(n_episodes, shape.api_slots)
 
 
-_post_jit = jax.jit(functools.partial(post, jnp), static_argnums=(0, 4))
+_post_jit = programs.jit(functools.partial(post, jnp), static_argnums=(0, 4))
 
 
 @functools.lru_cache(maxsize=None)

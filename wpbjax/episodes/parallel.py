@@ -1,7 +1,7 @@
 """Generate and encode large episode sets, on every core (worker processes) when that pays, then join them.
 
 Configs the JAX generator can express (every published one) go straight to arrays
-(:mod:`wpbjax.episodes.reference_arrays`, ~0.35 ms per 200-step episode); others are generated as
+(:mod:`wpbjax.episodes.published_arrays`, ~0.35 ms per 200-step episode); others are generated as
 JSON and encoded (~3 ms). Worker processes cost ~1 s to start, so only large sets use them.
 """
 from __future__ import annotations
@@ -10,18 +10,18 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 
-from wpbjax.episodes import reference_arrays
+from wpbjax.episodes import published_arrays
 from wpbjax.episodes.encode import EncodedEpisodes, concat_encoded, encode_episodes
-from wpbjax.episodes.reference_gen import DriftConfig, generate_episode
+from wpbjax.episodes.published_gen import DriftConfig, generate_episode
 
 # episodes (of 200 steps) above which worker processes pay for their start: per path, measured
 PARALLEL_THRESHOLD = {"arrays": 8192, "json": 256}
 
 
 def _generate_and_encode(config: DriftConfig, start: int, count: int) -> EncodedEpisodes:
-    jax_config = reference_arrays.as_jax_config(config)
+    jax_config = published_arrays.as_jax_config(config)
     if jax_config is not None:
-        return reference_arrays.generate_encoded(jax_config, start, count)
+        return published_arrays.generate_encoded(jax_config, start, count)
     episodes = [generate_episode(config, i) for i in range(start, start + count)]
     return encode_episodes(episodes, source=f"{config.mode} episodes {start}..{start + count - 1}",
                            n_steps=config.steps, validate=False)  # our generator's output (tests validate it)
@@ -30,7 +30,7 @@ def _generate_and_encode(config: DriftConfig, start: int, count: int) -> Encoded
 def generate_encoded(configs: list[DriftConfig], n_episodes: int, workers: int | None = None) -> EncodedEpisodes:
     """Episodes 0..n_episodes-1 of each config, encoded, in config order."""
     workers = workers or os.cpu_count() or 1
-    path = "arrays" if all(reference_arrays.as_jax_config(config) for config in configs) else "json"
+    path = "arrays" if all(published_arrays.as_jax_config(config) for config in configs) else "json"
     total = len(configs) * n_episodes
     if workers == 1 or total * max(config.steps for config in configs) / 200 < PARALLEL_THRESHOLD[path]:
         return concat_encoded([_generate_and_encode(config, 0, n_episodes) for config in configs])

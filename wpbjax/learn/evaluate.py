@@ -11,7 +11,7 @@ import pandas as pd
 
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.episodes.parallel import generate_encoded
-from wpbjax.episodes.reference_gen import MODES, DriftConfig
+from wpbjax.episodes.published_gen import MODES, DriftConfig
 from wpbjax.metrics import f1_from_counts
 from wpbjax.sweep import PAPER_BUDGETS, run_sweep
 

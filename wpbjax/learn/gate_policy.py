@@ -15,6 +15,7 @@ from wpbjax import actions, store as store_lib
 from wpbjax.learn.features import init_state, steps_since_write
 from wpbjax.learn.gate import gate_step, load_gate
 from wpbjax.policies.base import Policy
+from wpbjax.policies.registry import once_per_file_version
 
 PREFIX = "learned_gate:"
 BUDGET_BLIND = -1e9  # an afford_threshold that every logit exceeds
@@ -44,12 +45,12 @@ def load_gate_policy(path: str) -> Policy:
     """The policy named ``learned_gate:PATH`` (cached per file version)."""
     if not os.path.isfile(path):
         raise ValueError(f"policy {PREFIX}{path}: checkpoint file {path!r} not found")
-    stat = os.stat(path)
-    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
-    if key not in _CACHE:
-        weights, track, info = load_gate(path)
-        afford_threshold = info.get("afford_threshold", 0.0)
-        if not isinstance(afford_threshold, (int, float)):
-            raise ValueError(f"learned gate checkpoint {path!r}: afford_threshold must be a number")
-        _CACHE[key] = gate_policy(weights, track, name=PREFIX + path, afford_threshold=afford_threshold)
-    return _CACHE[key]
+    return once_per_file_version(_CACHE, path, _gate_policy_from_file)
+
+
+def _gate_policy_from_file(path: str) -> Policy:
+    weights, track, info = load_gate(path)
+    afford_threshold = info.get("afford_threshold", 0.0)
+    if not isinstance(afford_threshold, (int, float)):
+        raise ValueError(f"learned gate checkpoint {path!r}: afford_threshold must be a number")
+    return gate_policy(weights, track, name=PREFIX + path, afford_threshold=afford_threshold)

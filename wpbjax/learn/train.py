@@ -23,7 +23,7 @@ import optax
 
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.episodes.parallel import generate_encoded
-from wpbjax.episodes.reference_gen import MODES, DriftConfig
+from wpbjax.episodes.published_gen import MODES, DriftConfig
 from wpbjax.learn.config import TrainConfig
 from wpbjax.learn.gate import init_gate
 from wpbjax.learn.hindsight import afford_loss

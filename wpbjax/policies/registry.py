@@ -89,20 +89,30 @@ def _from_module(spec: str) -> Policy:
     return policy
 
 
-def _load_file(path: str):
-    """The module of a .py file, loaded once per file version (so its Policy objects stay the same)."""
-    if not os.path.isfile(path):
-        raise OSError(f"no such file {path!r}")
+def once_per_file_version(cache: dict, path: str, load: Callable):
+    """``load(path)``, cached in ``cache`` per version of the file (path, mtime, size): a Policy made
+    from a file stays one object, so it compiles once, until the file changes."""
     stat = os.stat(path)
     key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
-    if key not in _FILE_MODULES:
-        module_name = f"wpbjax_user_policy_{len(_FILE_MODULES)}"
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
-        loader_spec.loader.exec_module(module)
-        _FILE_MODULES[key] = module
-    return _FILE_MODULES[key]
+    if key not in cache:
+        cache[key] = load(path)
+    return cache[key]
+
+
+def _load_file(path: str):
+    """The module of a .py file, loaded once per file version."""
+    if not os.path.isfile(path):
+        raise OSError(f"no such file {path!r}")
+    return once_per_file_version(_FILE_MODULES, path, _exec_file)
+
+
+def _exec_file(path: str):
+    module_name = f"wpbjax_user_policy_{len(_FILE_MODULES)}"
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+    loader_spec.loader.exec_module(module)
+    return module
 
 
 def names() -> list[str]:
