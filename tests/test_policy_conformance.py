@@ -9,7 +9,7 @@ from wpbjax.testing import check_policy
 
 
 def _write_if_fits(params, state, store, episode, pos, budget):
-    return actions.write_if(episode.write_cost[pos] <= store_lib.remaining(store, budget)), state
+    return actions.write_if(store_lib.write_fits(store, episode, pos, budget)), state
 
 
 @pytest.mark.parametrize("kinds, message", [({"wrte"}, "unknown action kind"), ("write", "not the string"),

@@ -83,6 +83,11 @@ def fits(used, cost, budget) -> jax.Array:
     return used + cost <= budget
 
 
+def write_fits(store: StoreState, episode: EpisodeBatch, pos, budget) -> jax.Array:
+    """[] bool: a WRITE of step ``pos`` fits the store as it stands (:func:`fits`)."""
+    return fits(store.used, episode.write_cost[pos], budget)
+
+
 def remaining(store: StoreState, budget) -> jax.Array:
     """``max(budget - used, 0)``: the bytes a policy may still fill."""
     return jnp.maximum(budget - store.used, 0)

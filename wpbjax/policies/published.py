@@ -29,7 +29,7 @@ NO_MEM = Policy("no_mem", no_mem_act, UNPRIVILEGED, kinds=frozenset(), doc="neve
 
 
 def fifo_store_all_act(params, state, store, episode, pos, budget):
-    return actions.write_if(episode.write_cost[pos] <= store_lib.remaining(store, budget)), state
+    return actions.write_if(store_lib.write_fits(store, episode, pos, budget)), state
 
 
 FIFO_STORE_ALL = Policy("fifo_store_all", fifo_store_all_act, UNPRIVILEGED, kinds=WRITES,
@@ -39,7 +39,7 @@ FIFO_STORE_ALL = Policy("fifo_store_all", fifo_store_all_act, UNPRIVILEGED, kind
 def uniform_sample_act(params, state, store, episode, pos, budget):
     # ``start`` shifts the grid (t ≡ start mod every_n); 0 is the published policy.
     on_grid = jnp.mod(episode.step_t[pos] - params["start"], params["every_n"]) == 0
-    fits = episode.write_cost[pos] <= store_lib.remaining(store, budget)
+    fits = store_lib.write_fits(store, episode, pos, budget)
     return actions.write_if(on_grid & fits), state
 
 
