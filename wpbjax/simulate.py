@@ -220,7 +220,7 @@ def run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeB
 
 
 def _simulate_grid_batch(policy: Policy, mesh, per_pass: int, params, run_inputs, batch: EpisodeBatch, budgets,
-                   key, episode_index) -> metrics.Counts:
+                         key, episode_index) -> metrics.Counts:
     """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
     keys = episode_keys(key, episode_index)
     over_budgets = jax.vmap(run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
