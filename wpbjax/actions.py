@@ -1,7 +1,7 @@
 """Action: what a policy emits — a few EXPIRE targets, then a main action.
 
 A step's actions are applied in the order emitted (SEMANTICS §3). Each ``Action`` carries up to K
-EXPIREs (``expire_slots``, -1 for none; K is fixed per policy, 1 unless it needs more) applied in
+EXPIREs (``expire_slots``, NONE (-1) for none; K is fixed per policy, 1 unless it needs more) applied in
 order, then its main action. ``n_expire`` counts the EXPIREs *emitted*: last_kb's quirk names the
 same item several times and only the first can succeed. ``CONTINUE`` as the main action means
 "apply the expires and call the policy again at this step", for walks longer than K.
@@ -12,6 +12,8 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+
+from wpbjax.constants import NONE
 
 SKIP, WRITE, MERGE, CONTINUE = 0, 1, 2, 3
 # WRITE_PAST(source): write the buffered step ``source`` (<= the current step; its item is keyed by
@@ -53,7 +55,7 @@ class Action:
                             #          (set only by :func:`merge`, from ``store.quote_merge``)
 
 
-def _action(kind, expire_slots=-1, n_expire=0, target=-1, merge_cost=0) -> Action:
+def _action(kind, expire_slots=NONE, n_expire=0, target=NONE, merge_cost=0) -> Action:
     return Action(expire_slots=jnp.atleast_1d(jnp.asarray(expire_slots, jnp.int32)),
                   n_expire=jnp.asarray(n_expire, jnp.int32), kind=jnp.asarray(kind, jnp.int32),
                   target=jnp.asarray(target, jnp.int32), merge_cost=jnp.asarray(merge_cost, jnp.int32))
@@ -63,11 +65,11 @@ def skip() -> Action:
     return _action(SKIP)
 
 
-def write(expire_slots=-1, n_expire=0) -> Action:
+def write(expire_slots=NONE, n_expire=0) -> Action:
     return _action(WRITE, expire_slots, n_expire)
 
 
-def merge(quote, expire_slots=-1, n_expire=0) -> Action:
+def merge(quote, expire_slots=NONE, n_expire=0) -> Action:
     """MERGE into ``quote.target``; ``quote`` from ``wpbjax.store.quote_merge`` at this step."""
     return _action(MERGE, expire_slots, n_expire, quote.target, jnp.where(quote.acceptable, quote.cost, 0))
 
@@ -77,7 +79,7 @@ def expire_and_continue(slots, n_expire=1) -> Action:
     return _action(CONTINUE, slots, n_expire)
 
 
-def write_past(source, expire_slots=-1, n_expire=0) -> Action:
+def write_past(source, expire_slots=NONE, n_expire=0) -> Action:
     """EXPIRE ``expire_slots``, WRITE the earlier (or current) step ``source``, then act again."""
     return _action(WRITE_PAST, expire_slots, n_expire, source)
 
@@ -92,22 +94,22 @@ def acts_again(kind) -> jax.Array:
     return (kind == CONTINUE) | (kind == WRITE_PAST)
 
 
-def write_if(condition, expire_slots=-1, n_expire=0) -> Action:
+def write_if(condition, expire_slots=NONE, n_expire=0) -> Action:
     """WRITE when ``condition`` holds, else SKIP (dropping the expires too)."""
     return select(condition, write(expire_slots, n_expire), skip())
 
 
 def mask(action: Action, real) -> Action:
     """The action where ``real``, else a SKIP with no expires (any K)."""
-    return Action(expire_slots=jnp.where(real, action.expire_slots, -1), n_expire=jnp.where(real, action.n_expire, 0),
-                  kind=jnp.where(real, action.kind, SKIP), target=jnp.where(real, action.target, -1),
+    return Action(expire_slots=jnp.where(real, action.expire_slots, NONE), n_expire=jnp.where(real, action.n_expire, 0),
+                  kind=jnp.where(real, action.kind, SKIP), target=jnp.where(real, action.target, NONE),
                   merge_cost=jnp.where(real, action.merge_cost, 0))
 
 
 def select(condition, if_true: Action, if_false: Action) -> Action:
     """Elementwise choice between two actions (traced ``condition``); K is the larger of the two."""
     k = max(if_true.expire_slots.shape[0], if_false.expire_slots.shape[0])
-    pad = lambda slots: jnp.pad(slots, (0, k - slots.shape[0]), constant_values=-1)  # noqa: E731
+    pad = lambda slots: jnp.pad(slots, (0, k - slots.shape[0]), constant_values=NONE)  # noqa: E731
     if_true = dataclasses.replace(if_true, expire_slots=pad(if_true.expire_slots))
     if_false = dataclasses.replace(if_false, expire_slots=pad(if_false.expire_slots))
     return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), if_true, if_false)
