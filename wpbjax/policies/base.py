@@ -55,9 +55,14 @@ class Policy:
         if unknown or not tracks:
             raise ValueError(f"{where}: unknown track(s) {unknown or '(none given)'}; tracks are {', '.join(ALL_TRACKS)}")
         object.__setattr__(self, "tracks", tracks)
+        params = {}
         for param, default in self.params.items():
+            if isinstance(default, np.generic) and default.ndim == 0:
+                default = default.item()  # numpy scalars: their Python value (int or float)
             if not isinstance(default, (int, float)):
                 raise ValueError(f"{where}: param {param!r} must default to an int or a float; got {default!r}")
+            params[param] = default
+        object.__setattr__(self, "params", params)
 
     def default_params(self) -> dict:
         """The default params as a pytree of arrays (int32 for int defaults, else float32)."""
