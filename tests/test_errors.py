@@ -102,6 +102,22 @@ def test_gzip_and_bom_files_read_like_plain_text(tmp_path):
     assert load_jsonl(packed) == load_jsonl(plain) == load_jsonl(bom)
 
 
+def test_generate_writes_gzip_when_asked(tmp_path):
+    from wpbjax.episodes.jsonl import save_jsonl
+
+    episodes = load_jsonl(_write(tmp_path / "e.jsonl", GOOD + "\n" + _labelled() + "\n"))
+    save_jsonl(episodes, tmp_path / "a.jsonl.gz")
+    first = (tmp_path / "a.jsonl.gz").read_bytes()
+    assert load_jsonl(tmp_path / "a.jsonl.gz") == episodes
+    save_jsonl(episodes, tmp_path / "a.jsonl.gz")
+    assert (tmp_path / "a.jsonl.gz").read_bytes() == first  # no timestamp in the header
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
 def test_empty_and_missing_files(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")

@@ -1,5 +1,5 @@
-"""Checks of ``wpbjax sweep`` arguments that argparse cannot make one at a time: repeated values
-(warned about and dropped) and episode sets too large to generate (refused before any work)."""
+"""Checks of command-line arguments that argparse cannot make one at a time: repeated values of a
+sweep (warned about and dropped) and episode sets too large to hold (refused before any work)."""
 from __future__ import annotations
 
 import os

@@ -25,7 +25,12 @@ def dumps_episode(episode: dict) -> str:
 
 
 def save_jsonl(episodes: Iterable[dict], path: str | os.PathLike) -> None:
-    """Write episodes one per line (byte-identical to the published generator's files)."""
+    """Write episodes one per line (byte-identical to the published generator's files); gzip-compressed
+    when ``path`` ends in ``.gz`` (no timestamp in the header: equal episodes, equal bytes)."""
+    if os.fspath(path).endswith(".gz"):
+        with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
+            packed.writelines((dumps_episode(episode) + "\n").encode("ascii") for episode in episodes)
+        return
     with open(path, "w", encoding="ascii", newline="\n") as handle:
         for episode in episodes:
             handle.write(dumps_episode(episode) + "\n")
