@@ -244,7 +244,11 @@ def test_numeric_column_error_names_column_row_and_value(tmp_path):
     table = pd.read_csv(path).astype({"f1": object})
     table.loc[2, "f1"] = "high"
     table.to_csv(path, index=False)
-    with pytest.raises(ValueError, match=r"f1.csv: column 'f1' must be numeric; data row 3 holds 'high'"):
+    with pytest.raises(ValueError, match=r"f1.csv: column 'f1' must hold finite numbers; data row 3 holds 'high'"):
+        load_results(path)
+    table.loc[2, "f1"] = "inf"
+    table.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"f1.csv: column 'f1' must hold finite numbers; data row 3 holds inf"):
         load_results(path)
 
 

@@ -23,8 +23,8 @@ TEXT_COLUMNS = ("track", "policy", "mode")  # every other required column is a n
 
 
 def _check_cells(results: pd.DataFrame, source: str) -> None:
-    """Every required cell present and every numeric column numeric: a cut line or a stray word
-    stops here with the file, column and row, not as a TypeError deep in pandas."""
+    """Every required cell present and every numeric column finite numbers: a cut line or a stray
+    word stops here with the file, column and row, not as a TypeError deep in pandas or an inf mean."""
     for column in REQUIRED + tuple(c for c in CONFUSION if c in results.columns):
         values = results[column]
         empty = values.isna() if column != "mode" else pd.Series(False, index=values.index)
@@ -32,11 +32,15 @@ def _check_cells(results: pd.DataFrame, source: str) -> None:
             row = int(np.argmax(empty.to_numpy()))
             raise ValueError(f"{source}: column '{column}' is empty in data row {row + 1} of {len(results)} "
                              "(a cut or hand-edited file?)")
-        if column in TEXT_COLUMNS or column == "episode_id" or pd.api.types.is_numeric_dtype(values):
+        if column in TEXT_COLUMNS or column == "episode_id":
             continue
-        numbers = pd.to_numeric(values, errors="coerce")
-        row = int(np.argmax(numbers.isna().to_numpy()))
-        raise ValueError(f"{source}: column '{column}' must be numeric; data row {row + 1} holds {values.iloc[row]!r}")
+        numbers = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
+        bad = ~np.isfinite(numbers)
+        if bad.any():
+            row = int(np.argmax(bad))
+            cell = values.iloc[row]
+            shown = repr(cell) if isinstance(cell, str) else str(cell)
+            raise ValueError(f"{source}: column '{column}' must hold finite numbers; data row {row + 1} holds {shown}")
 
 
 def check_results(results: pd.DataFrame, source: str = "results") -> pd.DataFrame:
