@@ -9,7 +9,10 @@ from __future__ import annotations
 import itertools
 import math
 
+from wpbjax.packages.model import KIND_ID  # kind names only
+
 TIE = 1e-12
+RAW_KIND_IDS = {KIND_ID["raw_span"], KIND_ID["raw"]}
 H = {"min": lambda z: min(1.0, z), "log1p": math.log1p, "linear": lambda z: z}
 
 
@@ -25,7 +28,8 @@ def from_batch(pset, p: int):
             if b.valid[p, g, c]:
                 cov = {f"r{r}": float(b.coverage[p, g, c, r]) for r in range(n_units) if b.coverage[p, g, c, r] > 0}
                 cands.append({"index": c, "rank": int(b.rank[p, g, c]), "kind": int(b.kind[p, g, c]),
-                              "cost": int(b.cost[p, g, c]), "cov": cov, "group": g})
+                              "cost": int(b.cost[p, g, c]), "cov": cov, "group": g, "time": int(b.time[p, g, c]),
+                              "id": pset.meta.candidate_ids[p][g][c] if pset.meta.candidate_ids else None})
         groups.append(cands)
     return groups, weights
 
@@ -103,3 +107,30 @@ def gvt(groups, weights, budget, h="min"):
         if v > best_value + TIE or (abs(v - best_value) <= TIE and cost < best_cost):
             best, best_value, best_cost = store, v, cost
     return best
+
+
+def stable_hash(text):
+    total = 0
+    for byte in text.encode("utf-8"):
+        total = (total * 131 + byte) % 1_000_000_007
+    return total
+
+
+def raw_in_order(groups, budget, order):
+    """recency_raw / reservoir_raw: raw spans sorted by ``order``, each kept if its group is free and it fits."""
+    raw = [c for g in groups for c in g if c["kind"] in RAW_KIND_IDS]
+    store, used = [], 0
+    for cand in sorted(raw, key=order):
+        if all(s["group"] != cand["group"] for s in store) and used + cand["cost"] <= budget:
+            store.append(cand)
+            used += cand["cost"]
+    return store
+
+
+def recency(cand):
+    return (-cand["time"], cand["cost"], cand["id"])
+
+
+def reservoir(cand):
+    return (stable_hash(cand["id"]), cand["cost"])
+

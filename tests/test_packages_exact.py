@@ -6,7 +6,7 @@ import pytest
 import packages_plain as plain
 from wpbjax.packages import opt, sweep, writers
 from wpbjax.packages.generate import memaudit_small
-from wpbjax.packages.model import KIND_ID, value
+from wpbjax.packages.model import KIND_ID, cost, value
 
 BUDGETS = [1, 2, 4, 8, 16]
 
@@ -25,21 +25,33 @@ def test_brute_force_opt_matches_plain_enumeration(small):
     assert set(result.method.ravel()) == {"brute_force"}
 
 
-@pytest.mark.parametrize("method", ["greedy", "density_only", "oracle_gvt", "fact_only"])
+NO_TOMBSTONE = set(KIND_ID.values()) - {KIND_ID["tombstone"], KIND_ID["compound_update"]}
+
+
+def _plain_store(method, groups, weights, budget):
+    allowed = {"fact_only": {KIND_ID["atomic_fact"]}, "summary_only": {KIND_ID["summary"]},
+               "no_tombstone_greedy": NO_TOMBSTONE}.get(method)
+    if method in ("greedy", "fact_only", "summary_only", "no_tombstone_greedy"):
+        return plain.greedy(groups, weights, budget, allowed=allowed)
+    if method == "density_only":
+        return plain.streaming(groups, weights, budget)
+    if method == "no_tombstone_gvt":
+        return plain.gvt([[c for c in g if c["kind"] in NO_TOMBSTONE] for g in groups], weights, budget)
+    if method in ("recency_raw", "reservoir_raw"):
+        return plain.raw_in_order(groups, budget, plain.recency if method == "recency_raw" else plain.reservoir)
+    return plain.gvt(groups, weights, budget)
+
+
+@pytest.mark.parametrize("method", writers.WRITERS)
 def test_writers_match_plain_definitions(small, method):
-    chosen_batch, chosen = writers.write(method, small.batch, BUDGETS)
-    allowed = {KIND_ID["atomic_fact"]} if method == "fact_only" else None
+    chosen_batch, chosen = writers.write(method, small.batch, BUDGETS, reservoir_key=small.reservoir_key)
     for p in range(12):
         groups, weights = plain.from_batch(small, p)
         for b, budget in enumerate(BUDGETS):
-            if method in ("greedy", "fact_only"):
-                store = plain.greedy(groups, weights, budget, allowed=allowed)
-            elif method == "density_only":
-                store = plain.streaming(groups, weights, budget)
-            else:
-                store = plain.gvt(groups, weights, budget)
+            store = _plain_store(method, groups, weights, budget)
             ours = value(chosen_batch.take([p]), chosen[p:p + 1, b])[0]
             assert ours == pytest.approx(plain.objective(store, weights), abs=1e-12), (method, p, budget)
+            assert cost(chosen_batch.take([p]), chosen[p:p + 1, b])[0] == sum(c["cost"] for c in store)
 
 
 def test_paper_base_sweep_numbers():

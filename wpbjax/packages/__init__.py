@@ -1,6 +1,9 @@
 """Package track: MEMAUDIT representation choice (docs/packages.md).
 
-model: PackageBatch and the exact objective; generate / distributions / jax_gen: packages;
-io: the artifact's export layout; opt: certified exact optima; writers: the artifact's writers;
-sweep: (distribution, seed, budget, method) rows; cli: ``wpbjax packages ...``.
+model: PackageBatch and the exact objective F; catalog: names; generate (memaudit_small), stress
+(the artifact's stress distributions), jax_gen (random packages drawn in JAX), distributions
+(dispatch); io: the artifact's export layout; opt (brute force), bnb (branch and bound), milp
+(HiGHS): certified exact optima; writers: the artifact's writers as batched JAX programs; sweep:
+rows per (distribution, seed, budget, method); cli: ``wpbjax packages ...``; learned / external:
+trained writers and external stores.
 """

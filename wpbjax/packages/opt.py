@@ -20,7 +20,7 @@ import dataclasses
 
 import numpy as np
 
-from wpbjax.packages.model import TIE, PackageBatch, chosen_mask, coverage_totals, h_function, value_from_totals
+from wpbjax.packages.model import TIE, PackageBatch, coverage_totals, h_function, value_from_totals
 
 BRUTE_FORCE_LIMIT = 300_000   # assignments per package enumerated at once
 _CHUNK_CELLS = 4_000_000      # packages x assignments per chunk (memory)
@@ -106,10 +106,8 @@ def brute_force(batch: PackageBatch, budgets, h: str = "min") -> OptResult:
     # Only assignments some package can afford within the largest budget, cheapest first, so
     # each budget scans a prefix (most of the 36,864 memaudit_small assignments cost > 16).
     min_cost = onehot @ np.where(batch.valid, batch.cost, 0).min(axis=0).reshape(-1).astype(np.float64)
-    keep = np.argsort(min_cost, kind="stable")[: int(np.searchsorted(np.sort(min_cost), max(budgets), "right"))]
-    keep = np.sort(keep)                                              # back to search order
-    table, onehot, min_cost = table[keep], onehot[keep], min_cost[keep]
-    by_cost = np.argsort(min_cost, kind="stable")
+    affordable = np.flatnonzero(min_cost <= max(budgets))
+    by_cost = affordable[np.argsort(min_cost[affordable], kind="stable")]
     table, onehot, min_cost = table[by_cost], onehot[by_cost], min_cost[by_cost]
     prefix = [int(np.searchsorted(min_cost, budget, "right")) for budget in budgets]
     radix = np.cumprod(np.concatenate([options[1:], [1]])[::-1])[::-1]
@@ -167,4 +165,4 @@ def rescore(batch: PackageBatch, chosen: np.ndarray, h: str = "min") -> np.ndarr
 
 
 __all__ = ["OptResult", "OptNotCertified", "solve", "brute_force", "assignments", "singleton_values",
-           "search_position", "rescore", "chosen_mask"]
+           "search_position", "rescore"]
