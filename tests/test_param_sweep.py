@@ -96,3 +96,21 @@ def test_cli_param_sweep(tmp_path, capsys):
     assert "no selected policy has a param 'threshold'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["sweep", "--param", "threshold"])
+
+
+def test_a_grid_past_the_memory_cap_runs_in_slices_with_the_same_rows():
+    """A grid whose runs would pass the memory cap in one call runs in slices of points (each slice's
+    rows in the published order): the same rows as one call, none twice."""
+    from wpbjax.episodes.parallel import generate_encoded
+    from wpbjax.episodes.reference_gen import DriftConfig
+    from wpbjax.sweep import points_per_slice
+
+    encoded = generate_encoded([DriftConfig(mode="default", seed=0, steps=30)], 3)
+    kwargs = dict(budgets=[1024, 4096], policies="no_mem,priority_threshold", tracks=["privileged"],
+                  params={"threshold": np.linspace(0, 1, 40)})
+    assert points_per_slice(encoded, 2, 40, 300_000, 2) < 40
+    sliced = run_sweep(encoded, memory_cap=300_000, **kwargs)
+    whole = run_sweep(encoded, **kwargs)
+    keys = ["episode_id", "budget_bytes", "policy", "param_threshold"]
+    assert len(sliced) == 3 * 2 * 41 and not sliced.duplicated(keys).any()
+    pd.testing.assert_frame_equal(sliced.sort_values(keys, ignore_index=True), whole.sort_values(keys, ignore_index=True))

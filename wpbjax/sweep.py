@@ -77,6 +77,20 @@ def chunk_size(encoded: EncodedEpisodes, n_budgets: int, memory_cap: int, n_devi
     return int(-(-per_device_needed // n_chunks) * n_devices)
 
 
+def points_per_slice(encoded: EncodedEpisodes, n_budgets: int, n_points: int, memory_cap: int, n_devices: int) -> int:
+    """Param grid points one call may run (with one episode per device): all ``n_points`` unless
+    that would pass the memory cap or RUNS_PER_CALL; then the grid is run in slices of this many."""
+    n_steps, n_fields = encoded.n_steps, encoded.arrays.field_value.shape[-1]
+    episode_bytes = n_steps * (BYTES_PER_EPISODE_STEP + 12 * n_fields)
+    by_memory = (memory_cap // n_devices - episode_bytes) // (n_steps * n_budgets * BYTES_PER_RUN_STEP)
+    return int(max(1, min(n_points, by_memory, RUNS_PER_CALL // n_budgets)))
+
+
+def _grid_slice(grid: dict | None, lo: int, hi: int) -> dict | None:
+    """Points ``lo:hi`` of a policy's grid ({} when it has none there; None: no grid)."""
+    return None if grid is None else {param: values[lo:hi] for param, values in grid.items()}
+
+
 def oracle_table(encoded: EncodedEpisodes, track: str, budgets: np.ndarray, mode: str, indices) -> np.ndarray:
     """[n, B] oracle utility for the episodes ``indices`` under ``track``'s write costs."""
     costs = encoded.track_costs(track)[indices]
@@ -114,13 +128,19 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     # tracing (Python) with another's compiling (XLA, outside the GIL), 10-20% off a paper-grid sweep.
     # Later chunks reuse the programs and run one call at a time. Chunks fit the cap either way.
     first_chunk_workers = min(len(names), len(os.sched_getaffinity(0)))
-    size = chunk_size(encoded, n_budgets * n_points, memory_cap // first_chunk_workers, len(devices))
+    # a grid too large for one call runs in slices of points: each (chunk, slice) is one unit of
+    # rows, in the published order within it
+    per_slice = points_per_slice(encoded, n_budgets, n_points, memory_cap // first_chunk_workers, len(devices))
+    slices = [(lo, min(lo + per_slice, n_points)) for lo in range(0, n_points, per_slice)]
+    size = chunk_size(encoded, n_budgets * per_slice, memory_cap // first_chunk_workers, len(devices))
     # run-steps each policy's compiled program will do over the whole sweep (all chunks and tracks)
     n_chunks = -(-n_episodes // size)
     chunk_size_here = size if cluster is None else cluster.share_size(size, len(devices))
     work = {name: n_chunks * chunk_size_here * n_budgets * encoded.n_steps * sum(name in names for names in plan.values())
             for names in plan.values() for name in names}
-    for start in range(first_chunk * size, n_episodes, size):
+    units = [(start, lo, hi) for start in range(0, n_episodes, size) for lo, hi in slices][first_chunk:]
+    batches, oracles, chunk_start = None, None, None
+    for unit, (start, lo, hi) in enumerate(units):
         real = np.arange(start, min(start + size, n_episodes))
         if cluster is not None:
             real = cluster.share(real)
@@ -130,38 +150,38 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
                     yield _in_order(gathered, param_columns)
                 continue
         padded = np.concatenate([real, np.full(chunk_size_here - len(real), real[-1])])  # one shape for every chunk
-        batches = {}
-        for track in plan:
-            batch = encoded.host_batch(cost_track(track), padded)  # feedback and oracle pay unprivileged costs
-            if not sees_utility(track):  # policies on these tracks cannot read the hidden utility
-                batch = dataclasses.replace(batch, utility=np.zeros_like(batch.utility))
-            batches[track] = devices_lib.place(batch, devices)
+        if start != chunk_start:  # a new chunk of episodes (its slices share batches and oracle)
+            batches, oracles, chunk_start = _chunk_batches(encoded, plan, padded, devices), None, start
+        # policies without swept params run once per chunk (in its first slice)
+        slice_grids = {name: _grid_slice(grids[name], lo, hi) for name in names if grids[name] is not None or lo == 0}
+        slice_grids = {name: grid for name, grid in slice_grids.items() if grid is None or len(next(iter(grid.values())))}
 
         def policy_frames(name: str) -> dict:
             """Track -> results frame of policy ``name`` on this chunk (every asked track it runs on)."""
             frames = {}
             for track_number, track in enumerate(plan):
                 if name in plan[track]:
-                    run = _PolicyRun(name, track, (track_number, plan[track].index(name)), grids[name])
+                    run = _PolicyRun(name, track, (track_number, plan[track].index(name)), slice_grids[name], lo)
                     frames[track] = run.frame(encoded, real, padded, budgets, batches[track],
                                               lambda costs=cost_track(track): oracles.result()[costs], set_index, work[name])
             return frames
 
         by_policy = {}
-        with concurrent.futures.ThreadPoolExecutor(first_chunk_workers if start == first_chunk * size else 1) as pool:
+        with concurrent.futures.ThreadPoolExecutor(first_chunk_workers if unit == 0 else 1) as pool:
             # the oracle first (the policies' rows wait on it); one task for every cost track, so that
             # its program compiles once (two threads would both compile it)
-            oracles = pool.submit(lambda: {costs: oracle_table(encoded, costs, budgets, oracle, real)
-                                           for costs in dict.fromkeys(map(cost_track, plan))})
+            if oracles is None:
+                oracles = pool.submit(lambda: {costs: oracle_table(encoded, costs, budgets, oracle, real)
+                                               for costs in dict.fromkeys(map(cost_track, plan))})
             # longest compiles first (multi-action walks, more action kinds), so the threads finish together
-            by_size = sorted(names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
+            by_size = sorted(slice_grids, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
             futures = {name: pool.submit(policy_frames, name) for name in by_size}
             for name, future in futures.items():
                 by_policy[name] = future.result()
                 if progress is not None:
                     for track, frame in by_policy[name].items():
                         progress.advance(len(frame), f"{track} {name}")
-        frames = [by_policy[name][track] for track in plan for name in plan[track]]
+        frames = [by_policy[name][track] for track in plan for name in plan[track] if name in by_policy]
         table = pd.concat(frames, ignore_index=True)
         if cluster is not None:
             table = cluster.gather(table)  # every process's share, in process order, on process 0
@@ -170,6 +190,17 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
             if progress is not None:  # the other processes' runs
                 progress.advance(len(table) - sum(len(frame) for frame in frames), "other processes")
         yield _in_order(table, param_columns)
+
+
+def _chunk_batches(encoded: EncodedEpisodes, plan: dict, padded: np.ndarray, devices) -> dict:
+    """Track -> the chunk's episodes ``padded`` as that track's policies see them, on ``devices``."""
+    batches = {}
+    for track in plan:
+        batch = encoded.host_batch(cost_track(track), padded)  # feedback and oracle pay unprivileged costs
+        if not sees_utility(track):  # policies on these tracks cannot read the hidden utility
+            batch = dataclasses.replace(batch, utility=np.zeros_like(batch.utility))
+        batches[track] = devices_lib.place(batch, devices)
+    return batches
 
 
 def _in_order(table: pd.DataFrame, param_columns: list[str]) -> pd.DataFrame:
@@ -256,6 +287,7 @@ class _PolicyRun:
     track: str
     order: tuple        # (track number, policy number): the published row order within an episode
     grid: dict | None   # swept params of this policy ({param: [P] values}), or None
+    first_point: int = 0  # the grid's first point in the whole grid (a slice of a large grid)
 
     def frame(self, encoded, real, padded, budgets, batch, oracle_utility, set_index, work) -> pd.DataFrame:
         """``oracle_utility()``: the [n, B] oracle utilities, asked for once the policy has run (so
@@ -281,7 +313,7 @@ class _PolicyRun:
         point = np.repeat(np.arange(n_grid), len(real) * len(budgets))
         for param, column in (self.grid or {}).items():
             frame[f"param_{param}"] = column[point]
-        frame["_point"] = point
+        frame["_point"] = point + self.first_point
         return frame
 
 
