@@ -76,3 +76,17 @@ def test_cli_sweep_rows_and_errors(tmp_path, capsys):
                  "--methods", "opt,oracle_gvt,reservoir_raw", "--out", str(again), "--quiet"]) == 0
     same = table[table.seed < 2].reset_index(drop=True)
     pd.testing.assert_frame_equal(pd.read_csv(again).drop(columns="distribution"), same.drop(columns="distribution"))
+
+
+def test_cli_stress_distribution_verified_by_milp(tmp_path, capsys):
+    out = tmp_path / "stress.csv"
+    assert main(["packages", "sweep", "--distribution", "update_chain", "--seeds", "2", "--budgets", "2,8",
+                 "--methods", "opt,greedy,no_tombstone_opt", "--verify", "milp", "--out", str(out), "--quiet"]) == 0
+    table = pd.read_csv(out)
+    assert set(table["distribution"]) == {"update_chain"}
+    assert set(table["opt_certified_by"]) == {"brute_force+milp"}
+    with pytest.raises(SystemExit) as exit_info:
+        main(["packages", "sweep", "--seeds", "0"])
+    assert exit_info.value.code == 2 and "--seeds" in capsys.readouterr().err
+    assert main(["packages", "sweep", "--packages", str(tmp_path / "missing"), "--quiet"]) == 2
+    assert "not a package directory" in capsys.readouterr().err

@@ -35,14 +35,18 @@ def _names(text: str) -> list[str]:
     return values
 
 
-def _count(text: str) -> int:
+def _count(text: str, minimum: int = 0) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
     return value
+
+
+def _positive(text: str) -> int:
+    return _count(text, 1)
 
 
 def _add_shape_args(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +54,7 @@ def _add_shape_args(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--distribution", choices=DISTRIBUTIONS, default="memaudit_small",
                         help="generated packages (default memaudit_small, the artifact's base sweep)")
-    parser.add_argument("--seeds", type=_count, default=500, help="number of seeds (default 500)")
+    parser.add_argument("--seeds", type=_positive, default=500, help="number of seeds (default 500)")
     parser.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--normal-count", type=_count, default=3, help="facts per package (default 3)")
     parser.add_argument("--update-count", type=_count, default=2, help="updates per package (default 2)")
