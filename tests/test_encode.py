@@ -94,3 +94,33 @@ def test_priorities_round_up_to_the_nearest_float32_above():
     below = np.nextafter(rounded, np.float32(-np.inf)).astype(np.float64)
     assert (below < values).all()  # and the next float32 down is below the value
     assert rounded[4] == 0.5 and rounded[3] == np.nextafter(np.float32(0.7), np.float32(1))
+
+
+def test_concat_of_typed_sets_equals_one_encoding_and_take_selects_episodes():
+    """concat aligns every column as its declaration says (field slots by key, api tables padded,
+    priority ranks over the union): joined parts equal one encoding of all their episodes, up to
+    the numbering of value ids (ids compare only within an episode)."""
+    import dataclasses
+
+    from wpbjax.episodes.batch import EpisodeBatch, concat
+
+    def episode(keys, priority, episode_id):
+        observations = [{"api": f"a{i % 3}", **{key: i for key in keys}} for i in range(5)]
+        return make_episode(observations, metadata=[{"mode": "m", "priority": priority * i} for i in range(5)],
+                            critical=(1, 3), episode_id=episode_id)
+
+    first = [episode(["x"], 0.25, "e0"), episode(["x", "y"], 0.5, "e1")]
+    second = [episode(["z"], 0.125, "e2")]
+    joined = concat([encode_episodes(first, n_steps=6), encode_episodes(second, n_steps=6)])
+    whole = encode_episodes(first + second, n_steps=6)
+    assert joined.field_keys == whole.field_keys == ("x", "y", "z")
+    ids = {"field_value", "api_id", "api_ids"}
+    for field in dataclasses.fields(EpisodeBatch):
+        if field.name not in ids:
+            assert np.array_equal(getattr(joined.arrays, field.name), getattr(whole.arrays, field.name)), field.name
+    assert np.array_equal(joined.arrays.api_ids >= 0, whole.arrays.api_ids >= 0)
+    assert np.array_equal(joined.priority64, whole.priority64) and list(joined.episode_id) == ["e0", "e1", "e2"]
+    picked = joined.take([2, 0])
+    assert list(picked.episode_id) == ["e2", "e0"] and picked.field_keys == joined.field_keys
+    assert np.array_equal(picked.arrays.field_present, joined.arrays.field_present[[2, 0]])
+    assert np.array_equal(picked.host_batch("unprivileged").priority, np.zeros((2, 6), np.float32))
