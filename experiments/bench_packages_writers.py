@@ -17,7 +17,7 @@ from wpbjax.devices import use_every_core
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packages", type=int, default=100_000)
-    parser.add_argument("--chunk", type=int, default=8192)
+    parser.add_argument("--chunk", type=int, default=1024)
     parser.add_argument("--budgets", default="1,2,4,8,16")
     args = parser.parse_args()
     use_every_core()

@@ -10,11 +10,16 @@ Streaming writers (insertion-only, one group at a time, a ``lax.scan`` over grou
                   cheaper, id).
   recency_raw     raw spans newest first (time, cost, id), each kept if it fits.
   reservoir_raw   raw spans in the artifact's stable-hash order of their ids, each kept if it fits.
+  no_tombstone_gvt  oracle_gvt without tombstones and compound updates.
 Offline writers (a ``fori_loop`` of at most G picks over the whole package):
   greedy          largest marginal density over every candidate of an unused group that fits.
-  fact_only, summary_only        greedy over atomic facts / summaries only.
-  no_tombstone_gvt / _greedy     oracle_gvt / greedy without tombstones and compound updates.
+  fact_only, summary_only   greedy over atomic facts / summaries only.
+  no_tombstone_greedy       greedy without tombstones and compound updates.
 (``opt`` and ``no_tombstone_opt`` are exact optima: wpbjax.packages.opt.)
+
+Batching: every program carries explicit batch axes (packages x runs) rather than nested
+``vmap``s: the same XLA program as vmap would give, traced in a fraction of the time, and with
+the runs as the minor axis. Packages are split over every local device, in chunks.
 
 Exactness: float64 under a scoped ``jax.enable_x64`` (the rest of wpbjax stays 32-bit); F adds
 w_r h(t_r) one unit after another as the artifact does, so its exact ties fall the same way.
@@ -249,7 +254,7 @@ def admission_order(batch: PackageBatch, keys) -> np.ndarray:
 
 
 def write(method: str, batch: PackageBatch, budgets, h: str = "min", reservoir_key=None,
-          chunk: int = 4096) -> tuple[PackageBatch, np.ndarray]:
+          chunk: int = 1024) -> tuple[PackageBatch, np.ndarray]:
     """Stores of one writer for every package and budget: (the batch it chose from, chosen [P, B, G]).
 
     The returned batch is ``batch`` or its filtered view (no_tombstone_*, fact_only, summary_only):
