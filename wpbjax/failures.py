@@ -44,11 +44,14 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(BAD_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
+def _print_interrupted(prog: str) -> None:
+    print(f"{_fresh_line()}{prog}: interrupted", file=sys.stderr, flush=True)
+
+
 def report_interrupt(prog: str) -> int:
-    """Print the one 'interrupted' line (once per process) and return status 130."""
+    """Print the 'interrupted' line unless the SIGINT handler already did; return status 130."""
     if not _interrupt_reported.is_set():
-        _interrupt_reported.set()
-        print(f"{_fresh_line()}{prog}: interrupted", file=sys.stderr, flush=True)
+        _print_interrupted(prog)
     return INTERRUPTED
 
 
@@ -86,7 +89,9 @@ def exit_promptly_on_interrupt(prog: Callable[[], str]) -> None:
     ends with status 130 after INTERRUPT_GRACE_S even if running XLA work or worker threads hold it."""
 
     def on_sigint(signum, frame):
-        report_interrupt(prog())
+        if not _interrupt_reported.is_set():  # a second Ctrl-C within the grace period prints nothing more
+            _interrupt_reported.set()
+            _print_interrupted(prog())
         timer = threading.Timer(INTERRUPT_GRACE_S, os._exit, args=(INTERRUPTED,))
         timer.daemon = True
         timer.start()
