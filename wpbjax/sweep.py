@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from wpbjax import devices as devices_lib, oracle as oracle_lib, simulate
+from wpbjax import devices as devices_lib, integrity, oracle as oracle_lib, simulate
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.metrics import policy_utility, score
 from wpbjax.policies import lineup, make
@@ -32,7 +32,7 @@ COLUMNS = PUBLISHED_COLUMNS + ("merge_actions",)
 # Retained (W) vs critical (R) steps as exact counts, for confusion matrices (docs/reports.md):
 # tp = |W∩R|, fp = |W|-|W∩R|, fn = |R|-|W∩R|, tn = steps neither retained nor critical.
 CONFUSION_COLUMNS = ("tp", "fp", "fn", "tn")
-COLUMNS = COLUMNS + CONFUSION_COLUMNS
+COLUMNS = COLUMNS + CONFUSION_COLUMNS + integrity.COLUMNS  # write integrity (docs/integrity.md); blank if undefined
 DEFAULT_MEMORY_CAP = 2 << 30  # bytes of device memory one chunk may use; safe on a 24 GiB machine
 BYTES_PER_RUN_STEP = 160      # store + policy state + XLA temporaries, per (run, step); measured
 BYTES_PER_EPISODE_STEP = 64   # episode arrays (+ 12 per field slot)
@@ -325,6 +325,7 @@ def _rows(encoded, real, budgets, host, oracle_utility, track, name, set_index, 
                     budgets[None, :])
     columns.update(confusion_counts(host, encoded.arrays.critical[real], encoded.arrays.valid[real],
                                     encoded.n_critical[real]))
+    columns.update(integrity.columns(host, encoded.arrays, real, host["n_retained"]))
     episode_axis = np.broadcast_to(real[:, None], (n, n_budgets))
     columns.update(budget_bytes=budgets[None, :], episode_id=np.asarray(encoded.episode_id, object)[episode_axis],
                    mode=np.asarray(encoded.mode, object)[episode_axis], policy=name, track=track,

@@ -70,6 +70,19 @@ class EpisodeBatch:
                                                               #   version segment removed (NONE: no string api)
     version_number: jax.Array | None = column(default=None)  # [N, T] int32 k of that segment (else an int
                                                               #   obs["version"], else 0)
+    # Facts and versions for the integrity metrics (wpbjax.episodes.facts; None: no fact tables). K = the most
+    # facts one step carries; a slot (pos, k) is named by k * T + pos, so padding K renames nothing:
+    fact_pair: jax.Array | None = column(align="pad", fill=NONE, default=None)  # [N, T, K] int32 slot of this
+                                          #   slot's (fact, version) first observation (NONE: no fact)
+    fact_key: jax.Array | None = column(align="pad", fill=NONE, default=None)  # [N, T, K] int32 slot of its
+                                          #   fact's first observation
+    fact_prev: jax.Array | None = column(align="pad", fill=NONE, default=None)  # [N, T, K] int32 at a version
+                                          #   change, the previous version's pair (NONE otherwise)
+    fact_latest: jax.Array | None = column(align="pad", fill=False, default=None)  # [N, T, K] bool the pair (at
+                                          #   its first slot) is its fact's latest version
+    fact_probes: jax.Array | None = column(align="pad", fill=0, default=None)  # [N, T, K] int32 probe times
+                                          #   finding this pair current (at its first slot)
+    transient: jax.Array | None = column(default=None)  # [N, T] bool the step's facts should none of them persist
 
     @property
     def n_episodes(self) -> int:

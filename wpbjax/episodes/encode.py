@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from wpbjax.constants import NONE
+from wpbjax.episodes import facts
 from wpbjax.episodes.batch import NULL_VALUE_ID, EncodedEpisodes, concat, round_up_float32  # noqa: F401
 from wpbjax.episodes.jsonl import EpisodeFormatError, validate_episode
 from wpbjax.tracks import TRACK_VIEW_KEYS, TRACKS, view_metadata
@@ -106,6 +107,8 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
     labels = [_encode_episode(encoder, columns, n, episode, source) for n, episode in enumerate(episodes)]
     columns["api_index"], columns["api_ids"] = _api_tables(columns["api_id"])
     columns["endpoint_index"] = _endpoint_indices(columns.pop("endpoint_key"))
+    columns.update(facts.from_episodes(episodes, source, columns["valid"], columns["endpoint_index"],
+                                       columns["version_number"], columns["length"]))
     cost, utility64, priority64 = columns.pop("write_cost"), columns.pop("utility64"), columns.pop("priority64")
     n_critical, total_drift, episode_ids, modes = zip(*labels)
     return EncodedEpisodes.from_columns(

@@ -40,6 +40,7 @@ import numpy as np
 
 from wpbjax import programs
 from wpbjax.constants import NONE
+from wpbjax.episodes import facts
 from wpbjax.episodes.batch import EncodedEpisodes, concat
 from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES, json_len
 from wpbjax.episodes.published_gen import MODES as PUBLISHED_MODES, DriftConfig
@@ -566,6 +567,7 @@ def to_encoded(config: JaxGenConfig, generated: dict, start: int = 0) -> Encoded
     changes = host["n_changes"].astype(np.int32)
     if config.mode == "docs_migration":  # change events: drifts and migration guides (see docs/generators.md)
         changes = critical
+    columns.update(facts.from_api(columns["endpoint_index"], columns["version_number"], valid, columns["length"]))
     return EncodedEpisodes.from_columns(columns, utility64=utility64, priority64=priority64, n_critical=critical,
                                         total_drift_events=changes, episode_id=range(start, start + n_episodes),
                                         mode=[config.mode] * n_episodes, field_keys=config.shape.field_keys)

@@ -1,0 +1,218 @@
+"""Facts and versions per step: what write-integrity metrics (wpbjax.integrity) are measured on.
+
+A step may carry versions of facts: (fact id, version, should-persist) triples. Where they come from:
+
+* an episode's optional label ``facts`` (object keyed by ``t`` as a string, like ``utility_by_step``:
+  a list of ``[fact_id, version, should_persist]`` per step; one WRIT session may state several);
+* else the api rule: a step whose observation has a string ``api`` carries one fact, the api with its
+  ``v<k>`` segment removed (``api.v*.endpoint_j``, i.e. endpoint ``j`` in the drift generators), at
+  version ``k`` (else an int ``obs["version"]``, else 0) — ``EpisodeBatch.endpoint_index`` /
+  ``version_number``, so the generators' arrays (made without JSON) derive it too;
+* else none, and the integrity columns are blank.
+
+Extra probe times for temporal accuracy come from the optional label ``probe_steps`` (list of ``t``;
+WRIT's ``as_of``). Facts that should not persist (WRIT ``non_memory``, retracted, expired) count only
+towards over-retention; every other metric is over persisting facts.
+
+Encoded as per-slot tables ``[N, T, K]`` (K = most facts any step of the batch carries). Slot (pos, k) is
+named s = k*T + pos (so padding K renames nothing). Every (fact, version) pair and every fact is named by
+the slot of its first observation, so the device can mark held pairs with one scatter of size T*K and no
+other table:
+
+* ``fact_pair``   [N, T, K] int32 flat slot of the first observation of this slot's (fact, version); -1 none
+* ``fact_key``    [N, T, K] int32 flat slot of the first observation of this slot's fact; -1 none
+* ``fact_prev``   [N, T, K] int32 at a pair's first slot, when it is a new version of a seen fact: the pair
+                  observed just before (a version change prev -> this); -1 otherwise
+* ``fact_latest`` [N, T, K] bool  at a pair's first slot: it is its fact's last observed version
+* ``fact_probes`` [N, T, K] int32 at a pair's first slot: how many probe times find it current
+* ``transient``   [N, T]    bool  the step carries facts, none of which should persist
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from wpbjax.episodes.jsonl import EpisodeFormatError
+
+N_EVEN_PROBES = 8
+
+
+def even_probes(length: np.ndarray) -> np.ndarray:
+    """[N, 8] int32 probe positions evenly spaced over each episode (the last one at its last step)."""
+    fractions = np.arange(1, N_EVEN_PROBES + 1)
+    return (np.asarray(length)[:, None] * fractions // N_EVEN_PROBES - 1).astype(np.int32)
+
+
+def _first_of_group(group: np.ndarray, order_key: np.ndarray, last: bool = False) -> np.ndarray:
+    """For each element (group >= 0): the position (into the flat arrays) of the first (or last) element
+    of its group in ``order_key`` order; -1 where group < 0."""
+    out = np.full(group.shape, -1, np.int64)
+    members = np.flatnonzero(group >= 0)
+    if members.size == 0:
+        return out
+    order = members[np.lexsort((-order_key[members] if last else order_key[members], group[members]))]
+    starts = np.r_[True, group[order][1:] != group[order][:-1]]
+    leader = order[starts][np.cumsum(starts) - 1]
+    out[order] = leader
+    return out
+
+
+def fact_tables(fact: np.ndarray, version: np.ndarray, persist: np.ndarray, valid: np.ndarray,
+                length: np.ndarray, extra_probes: np.ndarray | None = None) -> dict:
+    """The encoded fact tables (module note) from raw per-slot facts.
+
+    ``fact``: [N, T, K] int per-episode fact number (-1: no fact); ``version``: [N, T, K] int version
+    number within its fact; ``persist``: [N, T, K] bool; ``valid``: [N, T]; ``length``: [N];
+    ``extra_probes``: [N, P] probe positions (-1 padding) beyond the 8 evenly spaced ones.
+    """
+    n_episodes, n_steps, width = fact.shape
+    carried = (fact >= 0) & valid[:, :, None]
+    kept = carried & persist
+    episode = np.broadcast_to(np.arange(n_episodes)[:, None, None], fact.shape).ravel()
+    slot = np.arange(fact.size)  # row-major over (episode, pos, k): time order within an episode
+    flat_kept = kept.ravel()
+    fact_flat, version_flat = fact.ravel().astype(np.int64), version.ravel().astype(np.int64)
+    # group ids: (episode, fact) and (episode, fact, version), dense
+    fact_group = np.where(flat_kept, episode * (fact_flat.max(initial=0) + 1) + fact_flat, -1)
+    _, fact_group[flat_kept] = np.unique(fact_group[flat_kept], return_inverse=True)
+    pair_group = np.full(fact_flat.shape, -1, np.int64)
+    if flat_kept.any():
+        _, pair_group[flat_kept] = np.unique(np.stack([fact_group[flat_kept], version_flat[flat_kept]]), axis=1,
+                                             return_inverse=True)
+    first_pair = _first_of_group(pair_group, slot)
+    first_fact = _first_of_group(fact_group, slot)
+    last_of_fact = _first_of_group(fact_group, slot, last=True)
+    def own(flat_index):  # a row-major index into [N, T, K] -> the per-episode slot name k*T + pos
+        within = flat_index % (n_steps * width)
+        return np.where(flat_index >= 0, within % width * n_steps + within // width, -1)
+
+    is_first = flat_kept & (first_pair == np.arange(first_pair.size))
+    latest = np.zeros(fact_flat.shape, bool)
+    latest[first_pair[last_of_fact[flat_kept]]] = True
+    # version changes: a pair's first slot preceded (in its fact's slot order) by another pair
+    prev = np.full(fact_flat.shape, -1, np.int64)
+    members = np.flatnonzero(flat_kept)
+    order = members[np.lexsort((slot[members], fact_group[members]))]
+    same_fact = np.r_[False, fact_group[order][1:] == fact_group[order][:-1]]
+    before = np.r_[-1, first_pair[order][:-1]]
+    change = same_fact & is_first[order] & (before != first_pair[order])
+    prev[order[change]] = before[change]
+    probes = _probe_counts(kept, first_pair, fact_group.reshape(fact.shape), length, extra_probes)
+    transient = carried.any(-1) & ~kept.any(-1)
+    shaped = lambda flat: flat.reshape(fact.shape).astype(np.int32)  # noqa: E731
+    return dict(fact_pair=shaped(own(first_pair)), fact_key=shaped(own(first_fact)), fact_prev=shaped(own(prev)),
+                fact_latest=latest.reshape(fact.shape), fact_probes=probes.astype(np.int32), transient=transient)
+
+
+def _probe_counts(kept, first_pair, fact_group, length, extra_probes) -> np.ndarray:
+    """[N, T, K] at each pair's first slot: the probe times at which it is its fact's current version
+    (the fact's last persisting observation at or before the probe)."""
+    n_episodes, n_steps, width = kept.shape
+    probes = even_probes(length)
+    if extra_probes is not None and extra_probes.size:
+        probes = np.concatenate([probes, extra_probes.astype(np.int32)], axis=1)
+    counts = np.zeros(kept.size, np.int64)
+    position = np.broadcast_to(np.arange(n_steps)[None, :, None], kept.shape)
+    slot = np.arange(kept.size)
+    for column in probes.T:  # 8 (+ a few) probes, each vectorised over the batch
+        seen = (kept & (position <= column[:, None, None]) & (column[:, None, None] >= 0)).ravel()
+        current = _first_of_group(np.where(seen, fact_group.ravel(), -1), slot, last=True)
+        leaders = np.unique(current[current >= 0])
+        np.add.at(counts, first_pair[leaders], 1)  # first_pair: row-major indices here
+    return counts.reshape(kept.shape)
+
+
+def slot_names(n_steps: int, width: int) -> np.ndarray:
+    """[T, K] the name k*T + pos of each slot."""
+    return np.arange(width)[None, :] * n_steps + np.arange(n_steps)[:, None]
+
+
+def denominators(batch, indices=None) -> dict:
+    """[n] int64 per-episode totals each integrity ratio divides by (0: undefined), from an
+    :class:`~wpbjax.episodes.batch.EpisodeBatch`'s fact tables (of the episodes ``indices``)."""
+    select = slice(None) if indices is None else np.asarray(indices)
+    pair = batch.fact_pair[select]
+    first = pair == slot_names(*pair.shape[1:])
+    return dict(n_facts=(batch.fact_latest[select] & first).sum((1, 2), dtype=np.int64),
+                n_pairs=first.sum((1, 2), dtype=np.int64),
+                n_changes=(batch.fact_prev[select] >= 0).sum((1, 2), dtype=np.int64),
+                n_probes=batch.fact_probes[select].sum((1, 2), dtype=np.int64),
+                n_transient=batch.transient[select].sum(1, dtype=np.int64))
+
+
+def from_api(endpoint_index: np.ndarray, version_number: np.ndarray, valid: np.ndarray,
+             length: np.ndarray) -> dict:
+    """The fact tables under the api rule: fact = endpoint, version = its version number (K = 1)."""
+    fact = np.where(valid & (endpoint_index >= 0), endpoint_index, -1)[:, :, None]
+    return fact_tables(fact, version_number[:, :, None], np.ones(fact.shape, bool), valid, length)
+
+
+def from_episodes(episodes: Sequence[dict], source: str, valid: np.ndarray, endpoint_index: np.ndarray,
+                  version_number: np.ndarray, length: np.ndarray) -> dict:
+    """The fact tables of dict episodes: the ``facts`` label where an episode has one, else the api rule."""
+    labelled = [index for index, episode in enumerate(episodes) if "facts" in episode.get("labels", {})]
+    extra = [_probe_positions(episode, f"{source}: episode {index}") for index, episode in enumerate(episodes)]
+    if not labelled and not any(extra):
+        return from_api(endpoint_index, version_number, valid, length)
+    per_episode = {index: _label_facts(episodes[index], f"{source}: episode {index}") for index in labelled}
+    width = max([len(step) for facts in per_episode.values() for step in facts] + [1])
+    shape = valid.shape + (width,)
+    fact = np.where(valid & (endpoint_index >= 0), endpoint_index, -1)[:, :, None]
+    fact = np.concatenate([fact, np.full(shape[:2] + (width - 1,), -1, fact.dtype)], axis=2)
+    version = np.zeros(shape, np.int64)
+    version[:, :, 0] = version_number
+    persist = np.ones(shape, bool)
+    for index, facts in per_episode.items():
+        fact[index], persist[index] = -1, True
+        names: dict = {}
+        versions: dict = {}
+        for pos, step in enumerate(facts):
+            for k, (name, value, keep) in enumerate(step):
+                fact[index, pos, k] = names.setdefault(name, len(names))
+                version[index, pos, k] = versions.setdefault((name, _hashable(value)), len(versions))
+                persist[index, pos, k] = keep
+    most = max([len(positions) for positions in extra] + [0])
+    extra_probes = np.full((len(episodes), most), -1, np.int32)
+    for index, positions in enumerate(extra):
+        extra_probes[index, :len(positions)] = positions
+    return fact_tables(fact, version, persist, valid, length, extra_probes)
+
+
+def _hashable(value):
+    return repr(value) if isinstance(value, (list, dict)) else value
+
+
+def _label_facts(episode: dict, where: str) -> list:
+    """Per step position: the list of (fact id, version, should-persist) of the ``facts`` label."""
+    labels, steps = episode["labels"], episode["steps"]
+    table = labels["facts"]
+    if not isinstance(table, dict):
+        raise EpisodeFormatError(f"{where}: labels.facts must be an object keyed by t")
+    known = {str(step["t"]) for step in steps}
+    for key in table:
+        if key not in known:
+            raise EpisodeFormatError(f"{where}: labels.facts[{key!r}] names no step's t")
+    out = []
+    for step in steps:
+        entries = table.get(str(step["t"]), [])
+        if not isinstance(entries, list):
+            raise EpisodeFormatError(f"{where}: labels.facts[{str(step['t'])!r}] must be a list")
+        parsed = []
+        for entry in entries:
+            if (not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], str)
+                    or not isinstance(entry[2], bool)):
+                raise EpisodeFormatError(f"{where}: labels.facts[{str(step['t'])!r}]: each entry must be "
+                                         f"[fact_id (string), version, should_persist (bool)]; got {entry!r}")
+            parsed.append(tuple(entry))
+        out.append(parsed)
+    return out
+
+
+def _probe_positions(episode: dict, where: str) -> list:
+    """Step positions of the ``probe_steps`` label (each t must name a step)."""
+    probe_steps = episode.get("labels", {}).get("probe_steps", [])
+    position = {step["t"]: pos for pos, step in enumerate(episode["steps"])}
+    if not isinstance(probe_steps, list) or any(t not in position for t in probe_steps):
+        raise EpisodeFormatError(f"{where}: labels.probe_steps must be a list of step t's; got {probe_steps!r}")
+    return [position[t] for t in probe_steps]
