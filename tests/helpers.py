@@ -83,7 +83,8 @@ def assert_same_encoding(direct, via_json):
     assert np.array_equal(direct.priority64, via_json.priority64)
     assert np.array_equal(direct.n_critical, via_json.n_critical)
     assert np.array_equal(direct.total_drift_events, via_json.total_drift_events)
-    for name in ("critical", "api_is_str", "valid", "step_t", "t_last", "length", "version_number"):
+    for name in ("critical", "api_is_str", "valid", "step_t", "t_last", "length", "version_number",
+                 "fact_pair", "fact_key", "fact_prev", "fact_latest", "fact_probes", "transient"):
         assert np.array_equal(getattr(direct.arrays, name), getattr(via_json.arrays, name)), name
     # ids differ in numbering only: equal ids <=> equal values among steps of one api (all the store compares)
     slots = [via_json.field_keys.index(key) for key in direct.field_keys if key in via_json.field_keys]

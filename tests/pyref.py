@@ -265,12 +265,8 @@ def _api(step: dict):
     return obs.get("api") if isinstance(obs, dict) else None
 
 
-def run_episode(episode: dict, policy: str, track: str, budget: int,
-                oracle: str = "reference", views: list | None = None) -> dict:
-    """Run one policy over one episode; return the 21-column result row (§4)."""
-    labels, steps = episode["labels"], episode["steps"]
-    if views is None:
-        views = [view_step(st, track) for st in steps]
+def final_store(steps: list, policy: str, track: str, budget: int, views: list):
+    """The store after the last step, and the WRITE / EXPIRE actions emitted (rejected ones too)."""
     fn, store = POLICIES[policy], Store(budget)
     n_write = n_expire = 0
     for s in views:
@@ -278,7 +274,11 @@ def run_episode(episode: dict, policy: str, track: str, budget: int,
             n_write += action[0] == "WRITE"
             n_expire += action[0] == "EXPIRE"
             store.apply(s, action, track)
+    return store, n_write, n_expire
 
+
+def retained_steps(store: Store, steps: list) -> list:
+    """W (§4): base items, plus deltas whose parent is a present base item with an equal string api."""
     api = {st["t"]: _api(st) for st in steps}
     retained = []
     for t, it in store.items.items():
@@ -287,6 +287,17 @@ def run_episode(episode: dict, policy: str, track: str, budget: int,
                 parent is not None and parent["kind"] == "base"
                 and isinstance(api[t], str) and api[t] == api[it["parent"]]):
             retained.append(t)
+    return retained
+
+
+def run_episode(episode: dict, policy: str, track: str, budget: int,
+                oracle: str = "reference", views: list | None = None) -> dict:
+    """Run one policy over one episode; return the 21-column result row (§4)."""
+    labels, steps = episode["labels"], episode["steps"]
+    if views is None:
+        views = [view_step(st, track) for st in steps]
+    store, n_write, n_expire = final_store(steps, policy, track, budget, views)
+    retained = retained_steps(store, steps)
     W, R = set(retained), set(labels.get("critical_steps", []))
     hits = len(W & R)
     recall = hits / len(R) if R else 0.0

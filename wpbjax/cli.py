@@ -111,6 +111,17 @@ def _check_engine_mode(engine: str, mode: str, flag: str) -> None:
                          f"{', '.join(allowed)}{hint}")
 
 
+def cmd_import_writ(args) -> int:
+    from wpbjax.episodes.jsonl import save_jsonl
+    from wpbjax.episodes.writ import import_writ
+
+    episodes = import_writ(args.paths)
+    save_jsonl(episodes, args.out)
+    if not args.quiet:
+        print(f"wrote {len(episodes)} WRIT episodes to {args.out}", file=sys.stderr)
+    return 0
+
+
 def cmd_generate(args) -> int:
     from wpbjax.episodes.jsonl import save_jsonl
     from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
@@ -409,6 +420,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generator_knobs(generate)
     _add_jax_knobs(generate)
     generate.set_defaults(run=cmd_generate)
+
+    writ = commands.add_parser("import-writ", help="WRIT scenario files -> episodes (one per scenario; docs/integrity.md)")
+    writ.add_argument("paths", nargs="+", metavar="PATH", help="WRIT scenario .json files or directories of them")
+    writ.add_argument("--out", required=True, help="output JSONL file")
+    writ.add_argument("--quiet", action="store_true")
+    writ.set_defaults(run=cmd_import_writ)
 
     sweep = commands.add_parser("sweep", help="run policies over episodes x budgets x tracks; write a results table")
     sweep.add_argument("--episodes", nargs="+", metavar="FILE", help="JSONL episode files (default: generate the paper's sets)")
