@@ -39,7 +39,10 @@ def test_every_file(run):
     results, out, _ = run
     expected = {"leaderboard.md", "diagnostics.md", "diagnostics.tex", "diagnostics.csv", "recall_at_budget.csv",
                 "utility_per_kb.json", "confusion_matrix.csv", "utility_per_kb_vs_budget.png", "regret_vs_budget.png",
-                "regret_curve.png", "regret_curve.csv", "run_metadata.json", "f1_vs_budget_grid.png"}
+                "regret_curve.png", "regret_curve.csv", "run_metadata.json", "f1_vs_budget_grid.png",
+                # write integrity (docs/integrity.md)
+                "integrity_scorecard.md", "integrity_scorecard.csv", "integrity_writ_modes.md",
+                "update_fidelity_vs_budget.png", "history_coverage_vs_budget.png"}
     for mode in MODES:
         expected |= {f"f1_by_budget_{mode}.md", f"f1_by_budget_{mode}.tex"}
         expected |= {f"f1_vs_budget_{mode}_{track}.png" for track in TRACKS}

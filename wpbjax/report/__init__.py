@@ -4,7 +4,9 @@
 ``leaderboard.md``, ``f1_by_budget_<mode>.md/.tex``, ``diagnostics.md/.tex/.csv``,
 ``recall_at_budget.csv``, ``utility_per_kb.json``, ``confusion_matrix.csv``,
 ``f1_vs_budget_<mode>_<track>.png`` (and all of them in ``f1_vs_budget_grid.png``), ``utility_per_kb_vs_budget.png``, ``regret_vs_budget.png``,
-``regret_curve.png`` (+ ``regret_curve.csv``) and ``run_metadata.json`` when the run has a sidecar.
+``regret_curve.png`` (+ ``regret_curve.csv``), ``run_metadata.json`` when the run has a sidecar, and where the
+results carry integrity columns ``integrity_scorecard.md/.csv``, ``integrity_writ_modes.md``,
+``update_fidelity_vs_budget.png`` and ``history_coverage_vs_budget.png`` (wpbjax.report.integrity).
 A package sweep's table gets its own report instead (:mod:`wpbjax.report.packages`).
 """
 from __future__ import annotations
@@ -93,6 +95,10 @@ def write_report(results: pd.DataFrame, out_dir: str | os.PathLike, meta: dict |
     written.append(plots.metric_vs_budget(
         results, "regret", "Regret = oracle − policy utility\n(utility units)",
         f"Regret vs budget{oracle} (mean ± 1 SE over episodes, modes pooled)", out / "regret_vs_budget.png", styles))
+
+    from wpbjax.report import integrity as integrity_report
+
+    written += integrity_report.write(results, out, styles)  # write-integrity scorecard (docs/integrity.md)
 
     if encoded is None and meta is not None:
         encoded = metadata.episodes_from_metadata(meta)
