@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -111,3 +113,15 @@ def test_malformed_fact_labels_name_the_field(facts, message):
     episode["labels"]["facts"] = {"0": facts} if isinstance(facts, list) else facts
     with pytest.raises(EpisodeFormatError, match=message):
         encode_episodes([episode], source="in.jsonl")
+
+
+def test_soft_fidelity_and_coverage_for_the_learned_gate():
+    from wpbjax.learn.soft_integrity import soft_fidelity_coverage
+
+    batch = encode_episodes([make_episode(HAND)]).host_batch("unprivileged")
+    episode = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[0]), batch)
+    for p, expected in ((1.0, (1.0, 1.0)), (0.0, (0.0, 0.0)),
+                        # each pair held with probability 1/2, e0 v2 (two steps) 3/4: coverage 2.75 / 5
+                        (0.5, (0.5, 0.55))):
+        got = soft_fidelity_coverage(jnp.full(6, p, jnp.float32), episode)
+        np.testing.assert_allclose(np.asarray(got), expected, atol=1e-5)

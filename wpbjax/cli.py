@@ -369,7 +369,8 @@ def cmd_train(args) -> int:
 
     config = TrainConfig(track=args.track, seed=args.seed, steps=args.steps, batch=args.batch,
                          pool_per_mode=args.pool_per_mode, hidden=args.hidden, learning_rate=args.learning_rate,
-                         log_every=args.log_every, calibration_per_mode=args.calibration_per_mode)
+                         log_every=args.log_every, calibration_per_mode=args.calibration_per_mode,
+                         fidelity_weight=args.fidelity_weight, coverage_weight=args.coverage_weight)
     open(args.out, "ab").close()  # fail early (and clearly) if the path cannot be written
     result = train_gate(config, log=None if args.quiet else stderr_log)
     history = result["history"]
@@ -397,6 +398,10 @@ def _add_train_parser(commands) -> None:
     train.add_argument("--calibration-per-mode", type=_positive_int, default=d.calibration_per_mode, help=f"held-back episodes per mode that calibrate the afford threshold (default {d.calibration_per_mode})")
     train.add_argument("--hidden", type=_positive_int, default=d.hidden, help=f"MLP width (default {d.hidden})")
     train.add_argument("--learning-rate", type=_positive_float, default=d.learning_rate, help=f"peak adam rate (default {d.learning_rate})")
+    train.add_argument("--fidelity-weight", type=float, default=d.fidelity_weight,
+                       help=f"weight of 1 - soft update fidelity in the loss (default {d.fidelity_weight}; docs/integrity.md)")
+    train.add_argument("--coverage-weight", type=float, default=d.coverage_weight,
+                       help=f"weight of 1 - soft history coverage in the loss (default {d.coverage_weight})")
     train.add_argument("--log-every", type=_positive_int, default=d.log_every, help=f"progress line every k steps (default {d.log_every})")
     train.add_argument("--quiet", action="store_true", help="no progress lines")
     train.set_defaults(run=cmd_train)

@@ -34,6 +34,11 @@ COUNT_FIELDS = ("n_present", "n_latest_held", "n_pairs_held", "n_stale", "n_fact
                 "n_probes_held", "n_transient_held")
 
 
+def by_slot_name(table: jax.Array) -> jax.Array:
+    """[T, K] per-slot table -> [T*K] indexed by the slot name k*T + pos (wpbjax.episodes.facts)."""
+    return table.T.reshape(-1)
+
+
 def count(kept: jax.Array, present: jax.Array, episode: EpisodeBatch) -> dict:
     """[] int32 numerators of one run. ``kept``: [T] bool W; ``present``: [T] bool items in the store."""
     zero = jnp.zeros((), jnp.int32)
@@ -43,14 +48,13 @@ def count(kept: jax.Array, present: jax.Array, episode: EpisodeBatch) -> dict:
         return counts
     n_steps, width = episode.fact_pair.shape
     size = n_steps * width
-    by_name = lambda table: table.T.reshape(size)  # noqa: E731 [T, K] -> [T*K] indexed by slot name k*T + pos
-    pair = by_name(episode.fact_pair)
+    pair = by_slot_name(episode.fact_pair)
     # held[s]: the pair first observed at slot s has an observation in W (NO_ID slots drop out of the scatter)
     carried = jnp.tile(kept, width)
     held = jnp.zeros(size, bool).at[jnp.where(pair >= 0, pair, size)].max(carried, mode="drop")
     first = held & (pair == jnp.arange(size))  # held pairs, once each (at their first slot)
-    latest, prev = by_name(episode.fact_latest), by_name(episode.fact_prev)
-    key = jnp.where(first, by_name(episode.fact_key), size)
+    latest, prev = by_slot_name(episode.fact_latest), by_slot_name(episode.fact_prev)
+    key = jnp.where(first, by_slot_name(episode.fact_key), size)
     fact_held = jnp.zeros(size, bool).at[key].set(True, mode="drop")
     fact_current = jnp.zeros(size, bool).at[jnp.where(latest, key, size)].set(True, mode="drop")
     total = lambda mask: mask.sum(dtype=jnp.int32)  # noqa: E731
@@ -58,7 +62,7 @@ def count(kept: jax.Array, present: jax.Array, episode: EpisodeBatch) -> dict:
         n_latest_held=total(first & latest), n_pairs_held=total(first),
         n_facts_held=total(fact_held), n_stale=total(fact_held & ~fact_current),
         n_changes_held=total(first & (prev >= 0) & held[jnp.maximum(prev, 0)]),
-        n_probes_held=jnp.where(first, by_name(episode.fact_probes), 0).sum(dtype=jnp.int32),
+        n_probes_held=jnp.where(first, by_slot_name(episode.fact_probes), 0).sum(dtype=jnp.int32),
         n_transient_held=total(kept & episode.transient))
     return counts
 

@@ -29,6 +29,8 @@ class TrainConfig:
     hindsight_weight: float = 1.0    # weight of the afford head's hindsight cross-entropy
     member_weight: float = 5.0       # class weight of hindsight members (see wpbjax.learn.hindsight)
     calibration_per_mode: int = 64   # held-back episodes per mode to calibrate the afford threshold
+    fidelity_weight: float = 0.0     # weight of 1 - soft update fidelity in the loss (docs/integrity.md)
+    coverage_weight: float = 0.0     # weight of 1 - soft history coverage in the loss
 
     def __post_init__(self):
         if self.track not in GATE_TRACKS:
@@ -43,5 +45,8 @@ class TrainConfig:
                              f"{4 * self.pool_per_mode} episodes)")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0; got {self.seed}")
+        for name in ("fidelity_weight", "coverage_weight"):
+            if not 0 <= getattr(self, name) < float("inf"):  # NaN fails too
+                raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0; got {getattr(self, name)}")
         if not self.learning_rate > 0:
             raise ValueError(f"--learning-rate must be > 0; got {self.learning_rate}")

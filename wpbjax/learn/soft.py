@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.learn.features import init_state
 from wpbjax.learn.gate import gate_step
+from wpbjax.learn.soft_integrity import soft_fidelity_coverage
 from wpbjax.metrics import f1_from_counts
 
 BYTE_TEMPERATURE = 32.0  # bytes: how soft the budget edge is (default; wider edges give smoother gradients)
@@ -30,6 +31,8 @@ class SoftOutcome:
     written: jax.Array   # [] float32 expected |W|
     used: jax.Array      # [] float32 expected bytes used
     n_critical: jax.Array  # [] float32 |R| (critical real steps)
+    fidelity: jax.Array    # [] float32 soft update fidelity (wpbjax.learn.soft_integrity; 0 without facts)
+    coverage: jax.Array    # [] float32 soft history coverage
 
     @property
     def f1(self) -> jax.Array:
@@ -56,12 +59,17 @@ def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str,
     initial = (init_state(episode), jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32) + 1.0)
     (_, used, _), (stored, hits) = jax.lax.scan(step, initial, jnp.arange(episode.valid.shape[0]))
     n_critical = (episode.critical & episode.valid).sum().astype(jnp.float32)
-    return SoftOutcome(hits=hits.sum(), written=stored.sum(), used=used, n_critical=n_critical)
+    fidelity, coverage = soft_fidelity_coverage(stored, episode)
+    return SoftOutcome(hits=hits.sum(), written=stored.sum(), used=used, n_critical=n_critical, fidelity=fidelity,
+                       coverage=coverage)
 
 
 def soft_f1_loss(weights: dict, batch: EpisodeBatch, budgets, track: str,
-                 byte_temperature=BYTE_TEMPERATURE) -> jax.Array:
-    """1 - mean soft F1 over a batch: ``batch`` [N, T] arrays, ``budgets``: [N] (one per episode)."""
+                 byte_temperature=BYTE_TEMPERATURE, fidelity_weight=0.0, coverage_weight=0.0) -> jax.Array:
+    """1 - mean soft F1 over a batch: ``batch`` [N, T] arrays, ``budgets``: [N] (one per episode); plus
+    ``fidelity_weight`` x (1 - soft update fidelity) and ``coverage_weight`` x (1 - soft history coverage)
+    (write integrity, docs/integrity.md)."""
     outcomes = jax.vmap(soft_rollout, in_axes=(None, 0, 0, None, None))(weights, batch, budgets, track,
                                                                           byte_temperature)
-    return 1.0 - outcomes.f1.mean()
+    return (1.0 - outcomes.f1.mean() + fidelity_weight * (1.0 - outcomes.fidelity.mean())
+            + coverage_weight * (1.0 - outcomes.coverage.mean()))

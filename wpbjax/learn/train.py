@@ -89,7 +89,8 @@ def _total_loss(config: TrainConfig, weights, batch, budgets, key):
     # The detection head learns from the soft objective; the afford head from hindsight targets on
     # exact rollouts (its soft gradient pushes it to "always afford", see wpbjax.learn.hindsight).
     soft_weights = {"detect": weights["detect"], "afford": jax.lax.stop_gradient(weights["afford"])}
-    soft = soft_f1_loss(soft_weights, batch, budgets, config.track, config.byte_temperature)
+    soft = soft_f1_loss(soft_weights, batch, budgets, config.track, config.byte_temperature,
+                        config.fidelity_weight, config.coverage_weight)
     hindsight, greedy_f1 = afford_loss(weights, batch, budgets, config.track, config.member_weight)
     total = soft + config.hindsight_weight * hindsight
     if config.reinforce_weight:  # optional: REINFORCE on the exact F1 (off by default, see docs/learning.md)
