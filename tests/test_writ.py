@@ -2,6 +2,7 @@
 and sweeps; keeping everything scores 1 on every defined integrity metric, keeping nothing 0."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 
@@ -47,6 +48,18 @@ def test_all_scenarios_import_and_sweep(writ_episodes):
             assert len(kept) > 0 and (kept == 1).all() and (none == 0).all(), name
     # defined where the scenario has them: temporal probes and non_memory facts
     assert everything.over_retention.notna().sum() < len(everything)
+
+
+@needs_writ
+def test_cli_sweep_writes_blank_cells_not_nan(writ_episodes, tmp_path):
+    episodes, out = tmp_path / "writ.jsonl", tmp_path / "results.csv"
+    episodes.write_text("".join(json.dumps(episode, sort_keys=True) + "\n" for episode in writ_episodes))
+    assert main(["sweep", "--episodes", os.fspath(episodes), "--policies", "never_write", "--budgets", "4096",
+                 "--tracks", "unprivileged", "--out", os.fspath(out), "--quiet"]) == 0
+    text = out.read_text()
+    header = next(csv.reader(text.splitlines()))
+    assert set(integrity.COLUMNS) <= set(header)
+    assert ",," in text and "nan" not in text.lower().replace("provenance", "")
 
 
 @needs_writ

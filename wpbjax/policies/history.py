@@ -28,7 +28,7 @@ from wpbjax.policies.common import recency_write
 from wpbjax.policies.published import UNPRIVILEGED
 
 SUPERSEDE_KINDS = frozenset({"write", "expire", "order"})    # expires any item (older versions), reads oldest
-JOURNAL_KINDS = frozenset({"write", "expire", "order"})
+JOURNAL_KINDS = frozenset({"write", "expire"})  # expires queued items by slot; never reads the links
 
 
 def _facts_at(episode, pos):
