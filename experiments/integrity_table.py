@@ -17,7 +17,7 @@ import time
 import pandas as pd
 
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
-from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.integrity import COLUMNS
 from wpbjax.policies import lineup
 from wpbjax.policies.zoo import ZOO_NAMES

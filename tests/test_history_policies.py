@@ -46,3 +46,10 @@ def test_supersede_beats_fifo_on_update_fidelity_at_small_budgets():
     fidelity = table.pivot_table(index="budget_bytes", columns="policy", values="update_fidelity")
     # measured: fifo 0.05 / 0.08 / 0.16, supersede 0.66 / 1.0 / 1.0 (docs/integrity.md)
     assert (fidelity.supersede > fidelity.fifo_store_all + 0.5).all(), fidelity
+
+
+def test_history_policies_pass_check_policy():
+    from wpbjax.testing import check_policy
+
+    for name in ("supersede", "version_journal"):
+        check_policy(name)  # kinds declared suffice, one trace, O(1) work per step

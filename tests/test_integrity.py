@@ -14,7 +14,7 @@ from helpers import make_episode
 from wpbjax import integrity
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError
-from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.sweep import PAPER_BUDGETS, run_sweep
 
 ENDPOINT = re.compile(r"endpoint_(\d+)$")
@@ -40,7 +40,7 @@ def _plain_fidelity_and_coverage(episode: dict, policy: str, track: str, budget:
 
 def test_fidelity_and_coverage_equal_the_published_stores():
     # every mode, both tracks, budgets 1 KB .. 1 MB; one sweep (one compile per policy). The generators'
-    # array path (reference_arrays, jax_gen) builds the same fact tables: tests/test_reference_arrays.py.
+    # array path (published_arrays, jax_gen) builds the same fact tables: tests/test_reference_arrays.py / test_published_arrays.py.
     episodes = [episode for mode in MODES for episode in generate_episodes(DriftConfig(mode=mode, seed=3), 2)]
     table = run_sweep(concat_encoded([encode_episodes(episodes[i:i + 2]) for i in range(0, len(episodes), 2)]),
                       PAPER_BUDGETS)
