@@ -80,6 +80,11 @@ def main(argv=None) -> int:
     parser.add_argument("--distributions", default="memaudit_small", help="training distributions, comma-separated")
     parser.add_argument("--shapes", default="3x2", help="training NORMALxUPDATE shapes, comma-separated")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--init", default="", help="fine-tune this writer checkpoint")
+    parser.add_argument("--hidden", type=int, default=WriterTrainConfig.hidden)
+    parser.add_argument("--learning-rate", type=float, default=WriterTrainConfig.learning_rate)
+    parser.add_argument("--tau-start", type=float, default=WriterTrainConfig.tau_start)
+    parser.add_argument("--tau-end", type=float, default=WriterTrainConfig.tau_end)
     parser.add_argument("--eval-seeds", type=int, default=500)
     parser.add_argument("--no-stress", action="store_true")
     args = parser.parse_args(argv)
@@ -92,7 +97,8 @@ def main(argv=None) -> int:
     if writer is None:
         config = WriterTrainConfig(seed=args.seed, steps=args.steps, packages=args.packages, relaxation=args.relaxation,
                                    check_packages=max(args.packages // 5, 1), distributions=distributions,
-                                   shapes=shapes)
+                                   shapes=shapes, init=args.init, hidden=args.hidden, learning_rate=args.learning_rate,
+                                   tau_start=args.tau_start, tau_end=args.tau_end)
         result = train_writer(config, log)
         writer = str(out / "writer.npz")
         save_writer(writer, result["params"], result["kinds"], {"config": dataclasses.asdict(config),

@@ -99,6 +99,10 @@ def test_checkpoint_round_trip_and_errors(tmp_path, tiny_writer):
     for head in learned.HEADS:
         for name in learned.LAYERS:
             np.testing.assert_array_equal(params[head][name], result["params"][head][name])
+    start = learned_train._initial(learned_train.WriterTrainConfig(init=str(path), hidden=8), len(KINDS))
+    np.testing.assert_array_equal(start["discard"]["w_out"], result["params"]["discard"]["w_out"])
+    with pytest.raises(ValueError, match="--hidden 8"):
+        learned_train._initial(learned_train.WriterTrainConfig(init=str(path), hidden=4), len(KINDS))
     with pytest.raises(ValueError, match="no such file"):
         learned.load_writer(str(tmp_path / "missing.npz"))
     (tmp_path / "junk.npz").write_text("not a checkpoint")

@@ -59,6 +59,7 @@ def add_parsers(sub) -> None:
         train.add_argument(f"--{name.replace('_', '-')}", type=kind, default=getattr(d, name),
                            help=f"default {getattr(d, name)}")
     train.add_argument("--h", choices=("min", "log1p", "linear"), default=d.h, help="concave h (default min)")
+    train.add_argument("--init", default="", metavar="WRITER", help="fine-tune this checkpoint (same --hidden)")
     train.add_argument("--quiet", action="store_true")
     train.set_defaults(run=cmd_train)
 
@@ -81,7 +82,7 @@ def cmd_train(args) -> int:
         seed=args.seed, distributions=args.distributions, shapes=args.shapes, packages=args.packages,
         check_packages=args.check_packages, budgets=tuple(args.budgets), h=args.h, steps=args.steps,
         batch=args.batch, hidden=args.hidden, learning_rate=args.learning_rate, tau_start=args.tau_start,
-        tau_end=args.tau_end, eval_every=args.eval_every, relaxation=args.relaxation)
+        tau_end=args.tau_end, eval_every=args.eval_every, relaxation=args.relaxation, init=args.init)
     open(args.out, "ab").close()  # fail early (and clearly) if the path cannot be written
     log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     result = train_writer(config, log)

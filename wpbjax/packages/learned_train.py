@@ -48,6 +48,7 @@ class WriterTrainConfig:
     overspend_penalty: float = 2.0  # per unit of expected cost above the budget, relative to OPT
     eval_every: int = 100       # hard rollouts on the held-back packages every k steps
     relaxation: str = "expected"  # "expected" store, "straight_through" Gumbel samples, or "both" (mean)
+    init: str = ""              # start from this writer checkpoint (fine-tuning) instead of random weights
 
     def __post_init__(self):
         if self.packages > 50_000 or self.check_packages > 50_000:
@@ -172,6 +173,16 @@ def pairs(arrays: dict, budgets, opt) -> tuple[dict, jax.Array, jax.Array]:
     return jax.tree_util.tree_map(repeat, arrays), budgets, jnp.asarray(opt, jnp.float32).reshape(-1)
 
 
+def _initial(config: WriterTrainConfig, n_kinds: int) -> dict:
+    from wpbjax.packages.learned import load_writer
+    from wpbjax.packages.model import KINDS
+
+    params, info = load_writer(config.init)
+    if info["kinds"] != list(KINDS)[:n_kinds] or params["candidate"]["b_in"].shape != (config.hidden,):
+        raise ValueError(f"--init {config.init}: built with other kinds or --hidden {params['candidate']['b_in'].shape[0]}")
+    return params
+
+
 def train(config: WriterTrainConfig, train_pool, check_pool, n_kinds: int, h_name: str = "min",
           log: Callable[[str], None] | None = None) -> tuple[dict, list[dict]]:
     """Train on ``train_pool`` and keep the weights with the best mean hard ratio on ``check_pool``
@@ -180,7 +191,7 @@ def train(config: WriterTrainConfig, train_pool, check_pool, n_kinds: int, h_nam
     tx = _optimizer(config)
     key = jax.random.key(config.seed)
     key, init_key = jax.random.split(key)
-    params = init_writer(init_key, n_kinds, config.hidden)
+    params = init_writer(init_key, n_kinds, config.hidden) if not config.init else _initial(config, n_kinds)
     opt_state = tx.init(params)
     check_arrays, check_budgets, check_opt = check_pool
     scored = np.asarray(check_opt) > 0
