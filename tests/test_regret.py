@@ -31,12 +31,23 @@ def test_trace_ends_at_the_final_counts(encoded, name):
     assert (np.asarray(trace.bytes_used) <= np.asarray(BUDGETS)[None, :, None]).all()
 
 
+def _first_steps(episode: dict, n: int) -> dict:
+    """The episode cut after its first ``n`` steps, its labels kept to those steps (loading refuses labels
+    that name absent steps)."""
+    steps = episode["steps"][:n]
+    kept = {step["t"] for step in steps}
+    labels = dict(episode["labels"], critical_steps=[t for t in episode["labels"]["critical_steps"] if t in kept],
+                  utility_by_step={key: value for key, value in episode["labels"]["utility_by_step"].items()
+                                   if int(key) in kept})
+    return dict(episode, steps=steps, labels=labels)
+
+
 def test_trace_matches_truncated_episodes(encoded):
     """The store after step t is the final store of the episode cut after t (policies are causal)."""
     policy = make("last_kb")
     trace = simulate.simulate_trace(policy, encoded.batch("unprivileged"), BUDGETS)
     for t in (0, 7, 23):
-        cut = encode_episodes([dict(e, steps=e["steps"][:t + 1]) for e in
+        cut = encode_episodes([_first_steps(e, t + 1) for e in
                                generate_episodes(DriftConfig(mode="redundancy", steps=40, seed=5), 3)], n_steps=40)
         counts = simulate.simulate(policy, cut.batch("unprivileged"), BUDGETS)
         np.testing.assert_array_equal(trace.bytes_used[:, :, t], counts.bytes_used)
