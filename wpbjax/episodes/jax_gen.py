@@ -445,7 +445,7 @@ def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_late
     code, critical = labels(xp, shape, knobs, latent_arrays)
     write_cost = obs_len[..., None] + meta_len[code] + HEADER_BYTES + INDEX_BYTES  # [N, T, 2]
 
-    api_id = xp.where(is_api, version * n_apis + endpoint, -1)
+    api_id = xp.where(is_api, version * n_apis + endpoint, NONE)
     reordered = (decoy == REORDER).astype(np.int32)
     params_id = 1 + 2 * (endpoint * (n_steps + 2) + version) + reordered
     version_id = xp.where(decoy == VERSION_STRING, 1 + n_steps + 2 + version, 1 + version)
@@ -457,7 +457,7 @@ def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_late
     field_value = xp.where(is_api[..., None], xp.stack(field_value, axis=-1), 0)
     field_frag = xp.where(is_api[..., None], xp.stack(field_frag, axis=-1), 0)
 
-    api_index = xp.where(is_api, latent_arrays["slot"], -1)
+    api_index = xp.where(is_api, latent_arrays["slot"], NONE)
     episode_major = lambda x: xp.swapaxes(x, 0, 1)  # noqa: E731  [T, N, ...] -> [N, T, ...]
     out = dict(code=code, critical=critical, write_cost=write_cost.astype(np.int32), api_id=api_id.astype(np.int32),
                api_index=api_index.astype(np.int32), field_value=field_value.astype(np.int32),
@@ -506,7 +506,7 @@ def _observation_bytes(xp, shape: Shape, latent_arrays: dict) -> tuple:
 def _api_ids(xp, shape: Shape, is_api, api_index, api_id):
     """[N, api_slots] the api id at each per-episode api index (NONE padding), from [T, N] steps."""
     n_episodes = api_index.shape[1]
-    flat_slot = xp.where(is_api, api_index + xp.arange(n_episodes, dtype=np.int32) * shape.api_slots, -1)
+    flat_slot = xp.where(is_api, api_index + xp.arange(n_episodes, dtype=np.int32) * shape.api_slots, NONE)
     if xp is np:
         api_ids = np.full(n_episodes * shape.api_slots, NONE, np.int32)
         api_ids[flat_slot[is_api]] = api_id[is_api]
