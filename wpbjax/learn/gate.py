@@ -10,19 +10,16 @@ budget trade-off. The hard policy writes iff p > sigmoid(threshold), i.e. logit(
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import zipfile
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from wpbjax.checkpoints import check_head_shapes, load_heads, save_heads
 from wpbjax.learn.features import BUDGET_FEATURES, DETECT_FEATURES, FEATURE_NAMES, N_FEATURES, FeatureState, step_features
 
 GATE_TRACKS = ("unprivileged", "privileged")
 HEADS = ("detect", "afford")
-LAYER_NAMES = ("w_in", "b_in", "w_out", "b_out")
 AFFORD_BIAS = 2.0  # the afford head starts out near "yes" (sigmoid(2) = 0.88) so detection learns first
 _HEAD_MASKS = {
     "detect": np.asarray([name in DETECT_FEATURES for name in FEATURE_NAMES], np.float32),
@@ -112,34 +109,17 @@ def save_gate(path: str, weights: dict, track: str, meta: dict | None = None) ->
     """Write weights, track, feature names and ``meta`` (JSON-able: config, loss curve) to ``path``."""
     if track not in GATE_TRACKS:
         raise ValueError(f"track must be one of {', '.join(GATE_TRACKS)}; got {track!r}")
-    arrays = {f"{head}/{name}": np.asarray(weights[head][name], np.float32) for head in HEADS for name in LAYER_NAMES}
-    info = {"format": "wpbjax-gate-v1", "track": track, "features": list(FEATURE_NAMES), **(meta or {})}
-    with open(path, "wb") as handle:  # a file object: np.savez would append ".npz" to other names
-        np.savez(handle, **arrays, info=np.asarray(json.dumps(info)))
+    save_heads(path, weights, {"format": "wpbjax-gate-v1", "track": track, "features": list(FEATURE_NAMES),
+                               **(meta or {})})
 
 
 def load_gate(path: str) -> tuple[dict, str, dict]:
     """``(weights, track, info)`` from a checkpoint; ValueError naming the file if it is missing or malformed."""
-    if not os.path.isfile(path):
-        raise ValueError(f"learned gate checkpoint {path!r}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            info = json.loads(str(data["info"]))
-            weights = {head: {name: jnp.asarray(data[f"{head}/{name}"], jnp.float32) for name in LAYER_NAMES}
-                       for head in HEADS}
-    except (OSError, KeyError, ValueError, EOFError, RecursionError, zipfile.BadZipFile) as err:
-        raise ValueError(f"learned gate checkpoint {path!r} is malformed ({type(err).__name__}: {err}); "
-                         "expected an .npz written by `wpbjax train`") from None
+    weights, info = load_heads(path, HEADS, "learned gate checkpoint", "wpbjax train")
     if not isinstance(info, dict) or info.get("format") != "wpbjax-gate-v1" or info.get("track") not in GATE_TRACKS:
         raise ValueError(f"learned gate checkpoint {path!r}: not a wpbjax gate (format/track missing)")
     if list(info.get("features", [])) != list(FEATURE_NAMES):
         raise ValueError(f"learned gate checkpoint {path!r} was trained on features {info.get('features')}; "
                          f"this version computes {list(FEATURE_NAMES)}")
-    for head in HEADS:
-        hidden = weights[head]["b_in"].shape
-        shapes = {"w_in": (N_FEATURES,) + hidden, "b_in": hidden, "w_out": hidden, "b_out": ()}
-        for name, shape in shapes.items():
-            if len(hidden) != 1 or weights[head][name].shape != shape:
-                raise ValueError(f"learned gate checkpoint {path!r}: {head}/{name} has shape "
-                                 f"{weights[head][name].shape}, expected {shape}")
+    check_head_shapes(weights, {head: N_FEATURES for head in HEADS}, "learned gate checkpoint", path)
     return weights, info["track"], info

@@ -15,19 +15,18 @@ writer's ``chosen: [P, nB, G] int32`` holds a candidate index per group, -1 for 
 from __future__ import annotations
 
 import functools
-import json
-import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from wpbjax.checkpoints import LAYERS, check_head_shapes, load_heads, save_heads
 
 FORMAT = "wpbjax-package-writer-v1"
 CANDIDATE_FEATURES = ("gain", "singleton", "density", "gain_share", "density_share", "already_covered",
                       "cost_over_budget", "cost_over_left")
 STATE_FEATURES = ("left_share", "log2_groups_left", "last_group", "log2_budget", "log2_left", "seen_value_share", "best_gain",
                   "best_density", "group_size")
-LAYERS = ("w_in", "b_in", "w_out", "b_out")
 HEADS = ("candidate", "discard")
 
 
@@ -201,37 +200,19 @@ class _KindView:
 
 def save_writer(path: str, params: dict, kinds: tuple[str, ...], meta: dict | None = None) -> None:
     """Weights, the kind names the one-hot was built from, feature names and ``meta`` (config, history)."""
-    arrays = {f"{head}/{name}": np.asarray(params[head][name], np.float32) for head in HEADS for name in LAYERS}
-    info = {"format": FORMAT, "kinds": list(kinds), "candidate_features": list(CANDIDATE_FEATURES),
-            "state_features": list(STATE_FEATURES), **(meta or {})}
-    with open(path, "wb") as handle:  # a file object: np.savez would append ".npz" to other names
-        np.savez(handle, **arrays, info=np.asarray(json.dumps(info)))
+    save_heads(path, params, {"format": FORMAT, "kinds": list(kinds), "candidate_features": list(CANDIDATE_FEATURES),
+                              "state_features": list(STATE_FEATURES), **(meta or {})})
 
 
 def load_writer(path: str) -> tuple[dict, dict]:
     """``(params, info)``; ValueError naming the file if it is missing, malformed or from other features."""
-    if not os.path.isfile(path):
-        raise ValueError(f"learned package writer {path!r}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            info = json.loads(str(data["info"]))
-            params = {head: {name: jnp.asarray(data[f"{head}/{name}"], jnp.float32) for name in LAYERS}
-                      for head in HEADS}
-    except (OSError, KeyError, ValueError, EOFError, json.JSONDecodeError) as err:
-        raise ValueError(f"learned package writer {path!r} is malformed ({type(err).__name__}: {err}); "
-                         "expected an .npz written by `wpbjax packages train`") from None
+    label = "learned package writer"
+    params, info = load_heads(path, HEADS, label, "wpbjax packages train")
     if not isinstance(info, dict) or info.get("format") != FORMAT or not isinstance(info.get("kinds"), list):
-        raise ValueError(f"learned package writer {path!r}: not a wpbjax package writer (format {FORMAT} expected)")
+        raise ValueError(f"{label} {path!r}: not a wpbjax package writer (format {FORMAT} expected)")
     if (info.get("candidate_features") != list(CANDIDATE_FEATURES)
             or info.get("state_features") != list(STATE_FEATURES)):
-        raise ValueError(f"learned package writer {path!r} was trained on other features; retrain it with "
-                         "this version's `wpbjax packages train`")
-    widths = n_inputs(len(info["kinds"]))
-    for head in HEADS:
-        hidden = params[head]["b_in"].shape
-        shapes = {"w_in": (widths[head],) + hidden, "b_in": hidden, "w_out": hidden, "b_out": ()}
-        for name, shape in shapes.items():
-            if len(hidden) != 1 or params[head][name].shape != shape:
-                raise ValueError(f"learned package writer {path!r}: {head}/{name} has shape "
-                                 f"{params[head][name].shape}, expected {shape}")
+        raise ValueError(f"{label} {path!r} was trained on other features; retrain it with this version's "
+                         "`wpbjax packages train`")
+    check_head_shapes(params, n_inputs(len(info["kinds"])), label, path)
     return params, info
