@@ -36,6 +36,9 @@ COLUMNS = COLUMNS + CONFUSION_COLUMNS + integrity.COLUMNS  # write integrity (do
 DEFAULT_MEMORY_CAP = 2 << 30  # bytes of device memory one chunk may use; safe on a 24 GiB machine
 BYTES_PER_RUN_STEP = 160      # store + policy state + XLA temporaries, per (run, step); measured
 BYTES_PER_EPISODE_STEP = 64   # episode arrays (+ 12 per field slot)
+# a slice of a large param grid: peak RSS measured at ~1.9x BYTES_PER_RUN_STEP per run-step
+# (20,000 thresholds at a 256M cap: 477 MB over the interpreter's 310 MB)
+GRID_BYTES_PER_RUN_STEP = 320
 RUNS_PER_CALL = 16384         # beyond this, bigger calls stop paying on CPU (cache effects), measured
 
 
@@ -82,7 +85,7 @@ def points_per_slice(encoded: EncodedEpisodes, n_budgets: int, n_points: int, me
     that would pass the memory cap or RUNS_PER_CALL; then the grid is run in slices of this many."""
     n_steps, n_fields = encoded.n_steps, encoded.arrays.field_value.shape[-1]
     episode_bytes = n_steps * (BYTES_PER_EPISODE_STEP + 12 * n_fields)
-    by_memory = (memory_cap // n_devices - episode_bytes) // (n_steps * n_budgets * BYTES_PER_RUN_STEP)
+    by_memory = (memory_cap // n_devices - episode_bytes) // (n_steps * n_budgets * GRID_BYTES_PER_RUN_STEP)
     return int(max(1, min(n_points, by_memory, RUNS_PER_CALL // n_budgets)))
 
 
