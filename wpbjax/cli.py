@@ -222,7 +222,7 @@ def cmd_sweep(args) -> int:
     from wpbjax.distributed import initialize as initialize_distributed
     from wpbjax.output_size import check_disk_space
     from wpbjax.progress import Progress
-    from wpbjax import resume as resume_lib
+    from wpbjax import resume as resume_lib, simulate
     from wpbjax.results_io import ResultsWriter, check_output
     from wpbjax.sweep import (check_budgets, iter_sweep, leaderboard_from_sums, leaderboard_sums, check_params,
                               resolve_policies, total_runs)
@@ -260,6 +260,8 @@ def cmd_sweep(args) -> int:
             pass
         return 0
     sums, written = [checkpoint.sums] if checkpoint.sums is not None else [], None
+    if progress.enabled and encoded.n_steps > simulate.STEPS_PER_REPORT:  # long episodes: progress within calls
+        simulate.listen_to_steps(progress.steps)
     progress.advance(checkpoint.rows, "on disk") if checkpoint.rows else None
 
     def save(chunk, sums):
@@ -286,6 +288,7 @@ def cmd_sweep(args) -> int:
             if written is not None:
                 written.result()
         progress.close()
+        simulate.stop_listening(progress.steps)
         from wpbjax.report.metadata import sweep_metadata
 
         writer.commit(sweep_metadata(args, plan, devices, writer.rows))

@@ -76,11 +76,37 @@ def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_tra
     budget = jnp.asarray(budget, jnp.int32)
 
     def scan_step(carry, pos):
+        if n_steps > STEPS_PER_REPORT:  # a long episode: say how far its rollouts are (static choice)
+            jax.lax.cond((pos + 1) % STEPS_PER_REPORT == 0,
+                         lambda: jax.debug.callback(_report_steps, pos + 1, n_steps), lambda: None)
         return step(policy, params, episode, budget, *carry, pos), None
 
     initial = _initial(policy, params, episode, budget, key, fast_trace)
     (final, _), _ = jax.lax.scan(scan_step, initial, jnp.arange(n_steps))
     return store_lib.flush(final, n_steps, policy.kinds)
+
+
+# --- Progress inside long rollouts ----------------------------------------------------------------
+# A rollout of more than STEPS_PER_REPORT steps calls the host every STEPS_PER_REPORT steps (the
+# step index is the scan's, the same for every run of a call, so the call is one per pass and
+# device, not per run): a 200,000-step sweep shows its progress while one call runs for seconds.
+STEPS_PER_REPORT = 10_000
+_step_listeners: list = []
+
+
+def _report_steps(steps_done, n_steps) -> None:
+    for listener in list(_step_listeners):
+        listener(int(steps_done), int(n_steps))
+
+
+def listen_to_steps(listener) -> None:
+    """Call ``listener(steps_done, n_steps)`` as long rollouts advance (see STEPS_PER_REPORT)."""
+    _step_listeners.append(listener)
+
+
+def stop_listening(listener) -> None:
+    if listener in _step_listeners:
+        _step_listeners.remove(listener)
 
 
 def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> metrics.Counts:
