@@ -36,9 +36,9 @@ COLUMNS = COLUMNS + CONFUSION_COLUMNS + integrity.COLUMNS  # write integrity (do
 DEFAULT_MEMORY_CAP = 2 << 30  # bytes of device memory one chunk may use; safe on a 24 GiB machine
 BYTES_PER_RUN_STEP = 160      # store + policy state + XLA temporaries, per (run, step); measured
 BYTES_PER_EPISODE_STEP = 64   # episode arrays (+ 12 per field slot)
-# a slice of a large param grid: peak RSS measured at ~1.9x BYTES_PER_RUN_STEP per run-step
-# (20,000 thresholds at a 256M cap: 477 MB over the interpreter's 310 MB)
-GRID_BYTES_PER_RUN_STEP = 320
+# a slice of a large param grid, per run-step: 20,000 thresholds at a 256M cap peaked 477 MB over
+# the interpreter's 310 MB when sized at BYTES_PER_RUN_STEP, 420 MB at 320, 335 MB (1.3x) at 400
+GRID_BYTES_PER_RUN_STEP = 400
 RUNS_PER_CALL = 16384         # beyond this, bigger calls stop paying on CPU (cache effects), measured
 
 
@@ -89,9 +89,16 @@ def points_per_slice(encoded: EncodedEpisodes, n_budgets: int, n_points: int, me
     return int(max(1, min(n_points, by_memory, RUNS_PER_CALL // n_budgets)))
 
 
-def _grid_slice(grid: dict | None, lo: int, hi: int) -> dict | None:
-    """Points ``lo:hi`` of a policy's grid ({} when it has none there; None: no grid)."""
-    return None if grid is None else {param: values[lo:hi] for param, values in grid.items()}
+def _grid_slice(grid: dict | None, lo: int, hi: int) -> tuple[dict | None, int]:
+    """(points ``lo:hi`` of a policy's grid, padded to ``hi - lo`` with its last point so that every
+    slice has one shape (one compile); the number of real points). (None, 1) for no grid."""
+    if grid is None:
+        return None, 1
+    real = {param: values[lo:hi] for param, values in grid.items()}
+    n_real = len(next(iter(real.values())))
+    if n_real == 0:
+        return real, 0
+    return {param: np.concatenate([values, np.repeat(values[-1:], hi - lo - n_real)]) for param, values in real.items()}, n_real
 
 
 def oracle_table(encoded: EncodedEpisodes, track: str, budgets: np.ndarray, mode: str, indices) -> np.ndarray:
@@ -134,7 +141,7 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     # a grid too large for one call runs in slices of points: each (chunk, slice) is one unit of
     # rows, in the published order within it
     per_slice = points_per_slice(encoded, n_budgets, n_points, memory_cap // first_chunk_workers, len(devices))
-    slices = [(lo, min(lo + per_slice, n_points)) for lo in range(0, n_points, per_slice)]
+    slices = [(lo, lo + per_slice) for lo in range(0, n_points, per_slice)]  # the last one padded
     size = chunk_size(encoded, n_budgets * per_slice, memory_cap // first_chunk_workers, len(devices))
     # run-steps each policy's compiled program will do over the whole sweep (all chunks and tracks)
     n_chunks = -(-n_episodes // size)
@@ -157,14 +164,14 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
             batches, oracles, chunk_start = _chunk_batches(encoded, plan, padded, devices), None, start
         # policies without swept params run once per chunk (in its first slice)
         slice_grids = {name: _grid_slice(grids[name], lo, hi) for name in names if grids[name] is not None or lo == 0}
-        slice_grids = {name: grid for name, grid in slice_grids.items() if grid is None or len(next(iter(grid.values())))}
+        slice_grids = {name: grid for name, grid in slice_grids.items() if grid[1]}
 
         def policy_frames(name: str) -> dict:
             """Track -> results frame of policy ``name`` on this chunk (every asked track it runs on)."""
             frames = {}
             for track_number, track in enumerate(plan):
                 if name in plan[track]:
-                    run = _PolicyRun(name, track, (track_number, plan[track].index(name)), slice_grids[name], lo)
+                    run = _PolicyRun(name, track, (track_number, plan[track].index(name)), *slice_grids[name], lo)
                     frames[track] = run.frame(encoded, real, padded, budgets, batches[track],
                                               lambda costs=cost_track(track): oracles.result()[costs], set_index, work[name])
             return frames
@@ -290,6 +297,7 @@ class _PolicyRun:
     track: str
     order: tuple        # (track number, policy number): the published row order within an episode
     grid: dict | None   # swept params of this policy ({param: [P] values}), or None
+    n_points: int = 1     # real points of ``grid`` (the rest pad a slice of a large grid)
     first_point: int = 0  # the grid's first point in the whole grid (a slice of a large grid)
 
     def frame(self, encoded, real, padded, budgets, batch, oracle_utility, set_index, work) -> pd.DataFrame:
@@ -308,14 +316,14 @@ class _PolicyRun:
         counts = simulate.simulate_grid(policy, batch, budgets, params=self.grid, run_inputs=run_inputs,
                                         episode_index=padded)
         # all grid points at once: [P, n, B] counts read as P * n episodes
-        n_grid = len(next(iter(self.grid.values()))) if self.grid else 1
-        host = {field: np.asarray(value)[:, :len(real)].reshape((n_grid * len(real),) + value.shape[2:])
+        n_grid = self.n_points if self.grid else 1
+        host = {field: np.asarray(value)[:n_grid, :len(real)].reshape((n_grid * len(real),) + value.shape[2:])
                 for field, value in vars(counts).items()}
         frame = _rows(encoded, np.tile(real, n_grid), budgets, host, np.tile(oracle_utility(), (n_grid, 1)),
                       self.track, self.name, set_index, self.order)
         point = np.repeat(np.arange(n_grid), len(real) * len(budgets))
         for param, column in (self.grid or {}).items():
-            frame[f"param_{param}"] = column[point]
+            frame[f"param_{param}"] = column[point]  # (real points only: point < n_grid)
         frame["_point"] = point + self.first_point
         return frame
 
