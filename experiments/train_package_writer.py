@@ -82,6 +82,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--init", default="", help="fine-tune this writer checkpoint")
     parser.add_argument("--hidden", type=int, default=WriterTrainConfig.hidden)
+    parser.add_argument("--budgets", default=",".join(map(str, WriterTrainConfig.budgets)), help="training budgets")
     parser.add_argument("--learning-rate", type=float, default=WriterTrainConfig.learning_rate)
     parser.add_argument("--tau-start", type=float, default=WriterTrainConfig.tau_start)
     parser.add_argument("--tau-end", type=float, default=WriterTrainConfig.tau_end)
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
     if writer is None:
         config = WriterTrainConfig(seed=args.seed, steps=args.steps, packages=args.packages, relaxation=args.relaxation,
                                    check_packages=max(args.packages // 5, 1), distributions=distributions,
-                                   shapes=shapes, init=args.init, hidden=args.hidden, learning_rate=args.learning_rate,
+                                   shapes=shapes, init=args.init, hidden=args.hidden,
+                                   budgets=tuple(int(b) for b in args.budgets.split(",")), learning_rate=args.learning_rate,
                                    tau_start=args.tau_start, tau_end=args.tau_end)
         result = train_writer(config, log)
         writer = str(out / "writer.npz")
