@@ -11,7 +11,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import integrity
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.store import StoreState
 
@@ -29,15 +28,7 @@ class Counts:
     write_actions: jax.Array   # [] int32
     expire_actions: jax.Array  # [] int32
     merge_actions: jax.Array   # [] int32
-    # write-integrity numerators (wpbjax.integrity.count; 0 where the episode has no fact tables)
-    n_present: jax.Array         # [] int32 items present (orphan deltas included)
-    n_latest_held: jax.Array     # [] int32 facts whose latest version is held
-    n_pairs_held: jax.Array      # [] int32 (fact, version) pairs held
-    n_stale: jax.Array           # [] int32 facts with a version held but not the latest
-    n_facts_held: jax.Array      # [] int32 facts with some version held
-    n_changes_held: jax.Array    # [] int32 version changes with both versions held
-    n_probes_held: jax.Array     # [] int32 (probe, fact) whose then-current version is held
-    n_transient_held: jax.Array  # [] int32 should-not-persist steps in W
+    n_present: jax.Array       # [] int32 items present, orphan deltas included (provenance, wpbjax.integrity)
 
 
 def retained_mask(store: StoreState, episode: EpisodeBatch) -> jax.Array:
@@ -54,7 +45,7 @@ def retained_mask(store: StoreState, episode: EpisodeBatch) -> jax.Array:
 def count(store: StoreState, episode: EpisodeBatch) -> Counts:
     kept = retained_mask(store, episode)
     return Counts(
-        **integrity.count(kept, store.present, episode),
+        n_present=store.present.sum(dtype=jnp.int32),
         retained=jnp.packbits(kept),
         n_retained=kept.sum(dtype=jnp.int32),
         n_hit=(kept & episode.critical).sum(dtype=jnp.int32),
