@@ -6,18 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 
+from wpbjax.arguments import _size as human  # 1,234.5 MiB
+
 # Bytes per row of the results table, measured on our sweeps (CSV: 174 for the published columns,
 # 44,000 rows; each param_NAME column adds up to ~20); parquet compresses to about a third.
 CSV_BYTES_PER_ROW = 175
 PARQUET_BYTES_PER_ROW = 60
 PARAM_COLUMN_BYTES = 20
-
-
-def human(n_bytes: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n_bytes < 1024 or unit == "PiB":
-            return f"{n_bytes:,.1f} {unit}"
-        n_bytes /= 1024
 
 
 def table_bytes(n_rows: int, n_param_columns: int, path: str) -> int:

@@ -165,33 +165,8 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
         # policies without swept params run once per chunk (in its first slice)
         slice_grids = {name: _grid_slice(grids[name], lo, hi) for name in names if grids[name] is not None or lo == 0}
         slice_grids = {name: grid for name, grid in slice_grids.items() if grid[1]}
-
-        def policy_frames(name: str) -> dict:
-            """Track -> results frame of policy ``name`` on this chunk (every asked track it runs on)."""
-            frames = {}
-            for track_number, track in enumerate(plan):
-                if name in plan[track]:
-                    run = _PolicyRun(name, track, (track_number, plan[track].index(name)), *slice_grids[name], lo)
-                    frames[track] = run.frame(encoded, real, padded, budgets, batches[track],
-                                              lambda costs=cost_track(track): oracles.result()[costs], set_index, work[name])
-            return frames
-
-        by_policy = {}
-        with concurrent.futures.ThreadPoolExecutor(first_chunk_workers if unit == 0 else 1) as pool:
-            # the oracle first (the policies' rows wait on it); one task for every cost track, so that
-            # its program compiles once (two threads would both compile it)
-            if oracles is None:
-                oracles = pool.submit(lambda: {costs: oracle_table(encoded, costs, budgets, oracle, real)
-                                               for costs in dict.fromkeys(map(cost_track, plan))})
-            # longest compiles first (multi-action walks, more action kinds), so the threads finish together
-            by_size = sorted(slice_grids, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
-            futures = {name: pool.submit(policy_frames, name) for name in by_size}
-            for name, future in futures.items():
-                by_policy[name] = future.result()
-                if progress is not None:
-                    for track, frame in by_policy[name].items():
-                        progress.advance(len(frame), f"{track} {name}")
-        frames = [by_policy[name][track] for track in plan for name in plan[track] if name in by_policy]
+        frames, oracles = _unit_frames(encoded, plan, slice_grids, lo, real, padded, budgets, batches, oracle, oracles,
+                                       set_index, work, first_chunk_workers if unit == 0 else 1, progress)
         table = pd.concat(frames, ignore_index=True)
         if cluster is not None:
             table = cluster.gather(table)  # every process's share, in process order, on process 0
@@ -200,6 +175,38 @@ def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
             if progress is not None:  # the other processes' runs
                 progress.advance(len(table) - sum(len(frame) for frame in frames), "other processes")
         yield _in_order(table, param_columns)
+
+
+def _unit_frames(encoded, plan, slice_grids, lo, real, padded, budgets, batches, oracle, oracles, set_index, work,
+                 workers, progress):
+    """One unit's rows (a chunk's episodes x a slice of grid points): a frame per (track, policy) that
+    runs in it, in the table's order, and the chunk's oracle (a future, submitted by its first unit)."""
+    def policy_frames(name: str) -> dict:
+        """Track -> results frame of policy ``name`` on this unit (every asked track it runs on)."""
+        frames = {}
+        for track_number, track in enumerate(plan):
+            if name in plan[track]:
+                run = _PolicyRun(name, track, (track_number, plan[track].index(name)), *slice_grids[name], lo)
+                frames[track] = run.frame(encoded, real, padded, budgets, batches[track],
+                                          lambda costs=cost_track(track): oracles.result()[costs], set_index, work[name])
+        return frames
+
+    by_policy = {}
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        # the oracle first (the policies' rows wait on it); one task for every cost track, so that
+        # its program compiles once (two threads would both compile it)
+        if oracles is None:
+            oracles = pool.submit(lambda: {costs: oracle_table(encoded, costs, budgets, oracle, real)
+                                           for costs in dict.fromkeys(map(cost_track, plan))})
+        # longest compiles first (multi-action walks, more action kinds), so the threads finish together
+        by_size = sorted(slice_grids, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
+        futures = {name: pool.submit(policy_frames, name) for name in by_size}
+        for name, future in futures.items():
+            by_policy[name] = future.result()
+            if progress is not None:
+                for track, frame in by_policy[name].items():
+                    progress.advance(len(frame), f"{track} {name}")
+    return [by_policy[name][track] for track in plan for name in plan[track] if name in by_policy], oracles
 
 
 def _chunk_batches(encoded: EncodedEpisodes, plan: dict, padded: np.ndarray, devices) -> dict:
