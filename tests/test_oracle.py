@@ -1,4 +1,4 @@
-"""The knapsack oracle: exact mode against brute force; reference mode's published rule."""
+"""The knapsack oracle: exact mode against brute force; the published_rule mode."""
 import itertools
 
 import numpy as np
@@ -26,17 +26,17 @@ def test_exact_matches_brute_force(items, budgets):
     assert got.tolist() == [brute_force(weights, values, b) for b in budgets]
 
 
-def test_reference_rule_regimes():
+def test_published_rule_regimes():
     weights = np.array([3000, 2000, 2500, 100])
     values = np.array([5.0, 3.0, 4.0, 0.5])
     # everything fits: the sum
-    assert oracle.reference(weights, values, [7600]).tolist() == [12.5]
+    assert oracle.published_rule(weights, values, [7600]).tolist() == [12.5]
     # <= 2048: exact
-    assert oracle.reference(weights, values, [2048]).tolist() == [3.0]
+    assert oracle.published_rule(weights, values, [2048]).tolist() == [3.0]
     # above 2048: density-greedy (100:0.5, 3000:5, ...) then one swap per candidate;
     # at 4600 greedy takes 100 (0.5) and 3000 (5.0), and no single swap improves: 5.5,
     # while the true optimum (2000 + 2500 + 100 = 4600 bytes) is 7.5 — the quirk understates it.
-    assert oracle.reference(weights, values, [4600]).tolist() == [5.5]
+    assert oracle.published_rule(weights, values, [4600]).tolist() == [5.5]
     assert oracle.exact(weights, values, [4600]).tolist() == [7.5]
 
 

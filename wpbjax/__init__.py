@@ -1,0 +1,38 @@
+"""wpbjax: memory write policies under byte budgets, simulated in JAX.
+
+    import wpbjax as wj
+
+    episodes = wj.episodes.generate(modes=["default"], n_episodes=10)        # or wj.episodes.load("ep.jsonl")
+    metrics = wj.simulate("priority_greedy", episodes, [1024, 10240], track="privileged")  # {name: [N, B]}
+    table = wj.sweep(budgets=[1024, 10240], n_episodes=2)                    # the CLI sweep's rows
+    wj.sweep_to_file("results.csv", budgets=[1024, 10240], n_episodes=2)     # + results.csv.meta.json
+    wj.report("results.csv", "report/")                                      # tables and figures
+    policy = wj.policies.get("priority_threshold", threshold=0.5); wj.policies.register(my_policy)
+
+Attributes load on first use (``import wpbjax`` alone imports no JAX). ``wj.simulate``, ``wj.sweep`` and
+``wj.report`` are the modules of those names, callable (:mod:`wpbjax._callable`); docs/api.md lists the API.
+"""
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_SUBMODULES = ("episodes", "policies", "simulate", "sweep", "report")
+_API = ("sweep_to_file", "train_gate", "SweepFile")
+__all__ = ["EpisodeSource", "SweepFile", "episodes", "policies", "report", "simulate", "sweep", "sweep_to_file",
+           "train_gate"]
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"wpbjax.{name}")
+    if name in _API:
+        return getattr(importlib.import_module("wpbjax.api"), name)
+    if name == "EpisodeSource":
+        return importlib.import_module("wpbjax.episodes.source").EpisodeSource
+    raise AttributeError(f"module 'wpbjax' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

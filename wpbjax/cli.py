@@ -1,13 +1,16 @@
-"""``wpbjax`` command line: thin wrappers over the library.
+"""``wpbjax`` command line: each subcommand maps its flags onto one call of the Python API
+(:mod:`wpbjax.api`, :mod:`wpbjax.episodes`) and prints what it did.
 
     wpbjax generate --mode default --seed 0 --steps 200 --episodes 10 --out episodes.jsonl
-    wpbjax sweep [--episodes FILE ...] [--budgets 1024,...] [--oracle exact|reference] [--out results.csv]
+    wpbjax sweep [--episodes FILE ...] [--budgets 1024,...] [--oracle exact|published_rule] [--out results.csv]
     wpbjax report results.csv --out report/
+    wpbjax train --track unprivileged --out gate.npz
 """
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
+import dataclasses
+import importlib
 import os
 import sys
 import time
@@ -16,7 +19,10 @@ import numpy as np
 
 from wpbjax.failures import OneLineParser, exit_promptly_on_interrupt, report_interrupt, run_command
 
-DEFAULT_MODES = "default,burst_drift,redundancy,burst_redundancy"
+# Modules that add subcommands: each has ``add_parser(commands)`` (commands: the argparse
+# subparsers), which adds its parser and ``set_defaults(run=handler)``; errors as below.
+SUBCOMMAND_MODULES: tuple[str, ...] = ("wpbjax.packages.cli",)
+
 
 
 def _int_list(text: str) -> list[int]:
@@ -37,9 +43,9 @@ def _name_list(text: str) -> list[str]:
 
 
 def _policy_spec(text: str) -> str:
-    """``reference`` or comma-separated policy names (checked against the registry later)."""
+    """``published`` or comma-separated policy names (checked against the registry later)."""
     if not any(part.strip() for part in text.split(",")):
-        raise argparse.ArgumentTypeError("expected 'reference' or comma-separated policy names, got an empty list")
+        raise argparse.ArgumentTypeError("expected 'published' or comma-separated policy names, got an empty list")
     return text.strip()
 
 
@@ -91,8 +97,9 @@ def _add_jax_knobs(parser: argparse.ArgumentParser) -> None:
     from wpbjax.episodes.jax_gen import JaxGenConfig
 
     d = JaxGenConfig()
-    parser.add_argument("--engine", choices=("reference", "jax"), default="reference",
-                        help="episode generator: the published one (byte-identical) or the on-device JAX one")
+    parser.add_argument("--engine", choices=("python", "jax", "reference"), default="python",
+                        help="episode generator: 'python', the published one (byte-identical; old name 'reference'), "
+                             "or 'jax', on device with the new regimes")
     parser.add_argument("--horizon", type=_positive_int, default=d.horizon, help=f"delayed_relevance: steps within which a drift must be used (default {d.horizon})")
     parser.add_argument("--rollback-prob", type=_probability, default=d.rollback_prob, help=f"rollback: probability that a change reverts the last drift (default {d.rollback_prob})")
     parser.add_argument("--decoy-prob", type=_probability, default=d.decoy_prob, help=f"decoy: probability of a cosmetic change on a non-drift step (default {d.decoy_prob})")
@@ -100,15 +107,12 @@ def _add_jax_knobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--guide-prob", type=_probability, default=d.guide_prob, help=f"docs_migration: probability of a migration guide (default {d.guide_prob})")
 
 
-def _check_engine_mode(engine: str, mode: str, flag: str) -> None:
-    from wpbjax.episodes.jax_gen import JAX_MODES
-    from wpbjax.episodes.reference_gen import MODES
+def _generator_knobs(args) -> dict:
+    """The generator settings among the parsed arguments (``seed``, ``steps``, ``drift_prob``, ...)."""
+    from wpbjax.episodes.jax_gen import JaxGenConfig
 
-    allowed = JAX_MODES if engine == "jax" else MODES
-    if mode not in allowed:
-        hint = " (the new regimes need --engine jax)" if mode in JAX_MODES else ""
-        raise ValueError(f"{flag}: unknown mode {mode!r} for --engine {engine}; expected one of "
-                         f"{', '.join(allowed)}{hint}")
+    return {field.name: getattr(args, field.name) for field in dataclasses.fields(JaxGenConfig)
+            if field.name != "mode" and hasattr(args, field.name)}
 
 
 def cmd_import_writ(args) -> int:
@@ -123,58 +127,16 @@ def cmd_import_writ(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    from wpbjax.episodes.jsonl import save_jsonl
-    from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
+    from wpbjax.episodes import write_generated
 
-    _check_engine_mode(args.engine, args.mode, "--mode")
     from wpbjax.arguments import check_generator_size
 
     check_generator_size(args)
-    if args.engine == "jax":
-        from wpbjax.episodes.decode import generate_episodes as generate_jax
-        from wpbjax.episodes.jax_gen import JaxGenConfig
-
-        episodes = generate_jax(JaxGenConfig.from_args(args, args.mode), args.episodes)
-    else:
-        episodes = generate_episodes(DriftConfig.from_args(args, args.mode), args.episodes)
-    save_jsonl(episodes, args.out)
+    count = write_generated(args.out, args.mode, args.episodes, engine=args.engine, **_generator_knobs(args))
     if not args.quiet:
-        print(f"wrote {len(episodes)} episodes ({args.mode}, seed {args.seed}, {args.steps} steps) to {args.out}",
+        print(f"wrote {count} episodes ({args.mode}, seed {args.seed}, {args.steps} steps) to {args.out}",
               file=sys.stderr)
     return 0
-
-
-def _encoded_sets(args):
-    """(EncodedEpisodes, set index per episode) from --episodes files, or generated in-process
-    from --modes (on every core for large sets)."""
-    from wpbjax.episodes.encode import concat_encoded, encode_episodes
-    from wpbjax.episodes.jsonl import load_jsonl
-    from wpbjax.episodes.parallel import generate_encoded
-    from wpbjax.episodes.reference_gen import MODES, DriftConfig
-    from wpbjax.episodes.validate import check_episode_ids
-
-    if args.episodes:
-        sets = [load_jsonl(path) for path in args.episodes]
-        check_episode_ids(sets, args.episodes)
-        n_steps = max(len(episode["steps"]) for episodes in sets for episode in episodes)
-        encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps, validate=False)  # load_jsonl did
-                                  for path, episodes in zip(args.episodes, sets)])
-        sizes = [len(episodes) for episodes in sets]
-    elif args.engine == "jax":  # generated on device, never through JSON
-        from wpbjax.episodes import jax_gen
-
-        for mode in args.modes:
-            _check_engine_mode("jax", mode, "--modes")
-        encoded = jax_gen.generate_encoded([jax_gen.JaxGenConfig.from_args(args, mode) for mode in args.modes], args.n_episodes)
-        sizes = [args.n_episodes] * len(args.modes)
-    else:
-        for mode in args.modes:
-            if mode not in MODES:
-                raise ValueError(f"--modes: unknown mode {mode!r}; expected some of {', '.join(MODES)}")
-        encoded = generate_encoded([DriftConfig.from_args(args, mode) for mode in args.modes], args.n_episodes)
-        sizes = [args.n_episodes] * len(args.modes)
-    set_index = [i for i, size in enumerate(sizes) for _ in range(size)]
-    return encoded, set_index
 
 
 def _param_spec(text: str) -> tuple[str, list[float]]:
@@ -203,123 +165,40 @@ def _memory(text: str) -> int:
 
 
 def enable_compilation_cache() -> None:
-    """Persist compiled programs across processes (``$WPBJAX_CACHE_DIR``, default
-    ``~/.cache/wpbjax/xla``; set it empty to turn the cache off)."""
-    import jax
+    from wpbjax.devices import enable_compilation_cache
 
-    path = os.environ.get("WPBJAX_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "wpbjax", "xla"))
-    if path:
-        jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    enable_compilation_cache()
 
 
 def cmd_sweep(args) -> int:
     started = time.perf_counter()
     enable_compilation_cache()
-    from wpbjax import devices as devices_lib
+    from wpbjax.api import sweep_to_file
     from wpbjax.arguments import check_generator_size, drop_repeats
     from wpbjax.distributed import initialize as initialize_distributed
-    from wpbjax.output_size import check_disk_space
-    from wpbjax.progress import Progress
-    from wpbjax import resume as resume_lib, simulate
-    from wpbjax.results_io import ResultsWriter, check_output
-    from wpbjax.sweep import (check_budgets, iter_sweep, leaderboard_from_sums, leaderboard_sums, check_params,
-                              resolve_policies, total_runs)
 
-    # every argument and input is checked before --out is touched (a failing sweep leaves an
-    # existing results file and its sidecar as they were)
     drop_repeats(args)  # repeated budgets, policies, files ... would give duplicate rows
     check_generator_size(args)
-    plan = resolve_policies(args.policies, args.tracks)
     params = dict(args.param or [])
     if len(params) < len(args.param or []):
         raise ValueError("--param: each param may be given once")
-    check_params(params, [name for names in plan.values() for name in names])  # (the grid is built per chunk)
-    check_budgets(args.budgets)
     cluster = initialize_distributed(args.coordinator, args.num_processes, args.process_id)
-    writes = cluster is None or cluster.writes  # only process 0 writes (and reports)
-    args.quiet = args.quiet or not writes
-    if writes:
-        check_output(args.out, inputs=args.episodes or ())
-    devices = devices_lib.local_devices()
-    encoded, set_index = _encoded_sets(args)  # (the episode files' own errors first)
-    n_runs = total_runs(encoded, len(args.budgets), args.policies, args.tracks, params)
-    if writes:
-        check_disk_space(args.out, n_runs, len(params))  # one row per run
-    checkpoint, identity = _resume_point(args, cluster, len(devices))
-    progress = Progress(n_runs, enabled=not args.quiet)
-    if not args.quiet:
-        print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(args.budgets)} budgets, tracks "
-              f"{','.join(args.tracks)}, oracle {args.oracle}, {progress.total:,} runs on {devices_lib.describe(devices)}"
-              + (f" in each of {cluster.num_processes} processes" if cluster else ""), file=sys.stderr)
-    if not writes:  # its share of every chunk goes to process 0
-        for _ in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
-                            oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap, devices=devices,
-                            params=params, cluster=cluster, first_chunk=checkpoint.chunks):
-            pass
+    args.quiet = args.quiet or not (cluster is None or cluster.writes)  # only process 0 writes (and reports)
+    knobs = {key: value for key, value in _generator_knobs(args).items() if key not in ("seed", "steps")}
+    done = sweep_to_file(args.out, args.episodes, modes=args.modes, n_episodes=args.n_episodes, steps=args.steps,
+                         seed=args.seed, engine=args.engine, budgets=args.budgets, policies=args.policies,
+                         tracks=args.tracks, oracle=args.oracle, memory_cap=args.memory_cap, params=params,
+                         quiet=args.quiet, resume=args.resume, cluster=cluster, **knobs)
+    if done is None:  # a process other than 0: its share went to process 0
         return 0
-    sums, written = [checkpoint.sums] if checkpoint.sums is not None else [], None
-    if progress.enabled and encoded.n_steps > simulate.STEPS_PER_REPORT:  # long episodes: progress within calls
-        simulate.listen_to_steps(progress.steps)
-    progress.advance(checkpoint.rows, "on disk") if checkpoint.rows else None
-
-    def save(chunk, sums):
-        """Append ``chunk``, then record it in the resume manifest (after its bytes are on disk)."""
-        writer.write(chunk)
-        if writer.format == "csv":  # a cut parquet file has no footer: it cannot be continued
-            resume_lib.record(args.out, identity, resume_lib.Checkpoint(checkpoint.chunks + writer.chunks, writer.rows,
-                                                                        writer.size, sums))
-
-    with ResultsWriter(args.out, append_at=checkpoint.size if checkpoint.chunks else None) as writer:
-        writer.rows = checkpoint.rows
-        # Each chunk is written on a thread while the next one is computed (pyarrow's writer leaves
-        # the GIL); at most one chunk waits to be written. The pool finishes before the writer
-        # commits or (on an error) removes its temporary file.
-        with concurrent.futures.ThreadPoolExecutor(1) as background:
-            for chunk in iter_sweep(encoded, budgets=args.budgets, policies=args.policies, tracks=args.tracks,
-                                    oracle=args.oracle, set_index=set_index, memory_cap=args.memory_cap,
-                                    devices=devices, progress=progress, params=params, cluster=cluster,
-                                    first_chunk=checkpoint.chunks):
-                if written is not None:
-                    written.result()  # raises if that write failed
-                sums = [leaderboard_sums(sums + [chunk])]  # running totals: a few rows per (track, policy, budget)
-                written = background.submit(save, chunk, sums[0])
-            if written is not None:
-                written.result()
-        progress.close()
-        simulate.stop_listening(progress.steps)
-        from wpbjax.report.metadata import sweep_metadata
-
-        writer.commit(sweep_metadata(args, plan, devices, writer.rows))
-        resume_lib.finish(args.out)
     if not args.quiet:
         import pandas as pd
 
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             print("Mean F1 by policy and budget (bytes)" + (", over all param grid points:" if params else ":"))
-            print(leaderboard_from_sums(sums).to_string(float_format=lambda v: f"{v:.3f}"))
-        print(f"wrote {writer.rows:,} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            print(done.leaderboard.to_string(float_format=lambda v: f"{v:.3f}"))
+        print(f"wrote {done.rows:,} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0
-
-
-def _resume_point(args, cluster, n_devices: int):
-    """(checkpoint, identity): where this sweep starts (chunks, rows and bytes already on disk when
-    ``--resume`` finds an interrupted run of the same arguments) and the run's identity. With
-    several processes, process 0 decides and tells the others how many chunks to skip."""
-    from wpbjax import resume as resume_lib
-
-    identity = checkpoint = None
-    if cluster is None or cluster.writes:
-        identity = resume_lib.run_identity(args, n_devices)
-        checkpoint = resume_lib.start(args.out, identity, args.resume)
-        if checkpoint is not None and not args.quiet:
-            print(f"wpbjax sweep: resuming {args.out} after {checkpoint.chunks} chunks ({checkpoint.rows:,} rows) "
-                  f"on disk", file=sys.stderr)
-    checkpoint = checkpoint or resume_lib.Checkpoint()
-    if cluster is not None and args.resume:
-        checkpoint.chunks = cluster.broadcast(checkpoint.chunks)
-    return checkpoint, identity
 
 
 def cmd_bench(args) -> int:
@@ -348,38 +227,26 @@ def cmd_bench(args) -> int:
 
 def cmd_report(args) -> int:
     enable_compilation_cache()  # the regret curve compiles a traced rollout per policy
-    from wpbjax.report import load_results, write_report
-    from wpbjax.report.checks import check_table
-    from wpbjax.report.metadata import read_sidecar, sidecar_path
+    from wpbjax.api import report
 
-    results = load_results(args.results)
-    meta_path = args.meta or sidecar_path(args.results)
     if args.meta is not None and not os.path.exists(args.meta):
         raise ValueError(f"--meta {args.meta}: no such file")
-    meta = read_sidecar(meta_path) if os.path.exists(meta_path) else None
-    check_table(args.results, results, meta, meta_path)  # complete, and the table its sidecar describes
-    written = write_report(results, args.out, meta=meta, budget=args.budget, curve_budget=args.curve_budget)
+    written = report(args.results, args.out, meta=args.meta, budget=args.budget, curve_budget=args.curve_budget)
     if not args.quiet:
         print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
     return 0
 
 
 def cmd_train(args) -> int:
-    import dataclasses
+    from wpbjax.api import train_gate
+    from wpbjax.learn.train import stderr_log
 
-    from wpbjax.learn.gate import save_gate
-    from wpbjax.learn.train import TrainConfig, stderr_log, train_gate
-
-    config = TrainConfig(track=args.track, seed=args.seed, steps=args.steps, batch=args.batch,
-                         pool_per_mode=args.pool_per_mode, hidden=args.hidden, learning_rate=args.learning_rate,
-                         log_every=args.log_every, calibration_per_mode=args.calibration_per_mode,
-                         fidelity_weight=args.fidelity_weight, coverage_weight=args.coverage_weight)
-    open(args.out, "ab").close()  # fail early (and clearly) if the path cannot be written
-    result = train_gate(config, log=None if args.quiet else stderr_log)
+    result = train_gate(args.track, out=args.out, log=None if args.quiet else stderr_log, seed=args.seed,
+                        steps=args.steps, batch=args.batch, pool_per_mode=args.pool_per_mode, hidden=args.hidden,
+                        learning_rate=args.learning_rate, log_every=args.log_every,
+                        calibration_per_mode=args.calibration_per_mode, fidelity_weight=args.fidelity_weight,
+                        coverage_weight=args.coverage_weight)
     history = result["history"]
-    save_gate(args.out, result["weights"], args.track,
-              {"config": dataclasses.asdict(config), "history": history, "train_seconds": result["seconds"],
-               "afford_threshold": result["afford_threshold"], "calibration": result["calibration"]})
     if not args.quiet:
         print(f"wrote {args.track} gate to {args.out} in {result['seconds']:.0f} s (final soft loss "
               f"{history[-1]['soft_loss']:.4f}, exact loss {history[-1]['exact_loss']:.4f}); "
@@ -413,7 +280,8 @@ def _add_train_parser(commands) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from wpbjax.episodes.jax_gen import NEW_MODES
     from wpbjax.episodes.reference_gen import MODES
-    from wpbjax.sweep import PAPER_BUDGETS
+    from wpbjax.budgets import PAPER_BUDGETS
+    from wpbjax.episodes.source import DEFAULT_MODES
 
     parser = OneLineParser(prog="wpbjax", description="Memory write policies under byte budgets, in JAX.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -437,14 +305,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = commands.add_parser("sweep", help="run policies over episodes x budgets x tracks; write a results table")
     sweep.add_argument("--episodes", nargs="+", metavar="FILE", help="JSONL episode files (default: generate the paper's sets)")
-    sweep.add_argument("--modes", type=_name_list, default=_name_list(DEFAULT_MODES), help=f"generated modes (default {DEFAULT_MODES})")
+    sweep.add_argument("--modes", type=_name_list, default=list(DEFAULT_MODES), help=f"generated modes (default {','.join(DEFAULT_MODES)})")
     sweep.add_argument("--n-episodes", type=_positive_int, default=10, help="generated episodes per mode (default 10)")
     sweep.add_argument("--steps", type=_positive_int, default=200, help="steps per generated episode (default 200)")
     sweep.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     sweep.add_argument("--budgets", type=_int_list, default=list(PAPER_BUDGETS), help="byte budgets (default: the paper's 11, 1024..1048576)")
-    sweep.add_argument("--policies", type=_policy_spec, default="reference", help="'reference' (the published line-up per track) or comma-separated names")
+    sweep.add_argument("--policies", type=_policy_spec, default="published",
+                       help="'published' (the published line-up per track; old name 'reference') or comma-separated names")
     sweep.add_argument("--tracks", type=_name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged (also: feedback, oracle; docs/policies.md)")
-    sweep.add_argument("--oracle", choices=("exact", "reference"), default="exact", help="knapsack oracle (default exact; 'reference' reproduces the published numbers)")
+    sweep.add_argument("--oracle", choices=("exact", "published_rule", "reference"), default="exact",
+                       help="knapsack oracle (default exact; 'published_rule', old name 'reference', reproduces the published numbers)")
     sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
     sweep.add_argument("--memory-cap", type=_memory, default="2G", help="device memory one chunk of runs may use (default 2G)")
     sweep.add_argument("--quiet", action="store_true", help="no progress or leaderboard")
@@ -481,8 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--quiet", action="store_true")
     report.set_defaults(run=cmd_report)
     _add_train_parser(commands)
-    from wpbjax.packages.cli import add_parser as add_packages_parser
-    add_packages_parser(commands)
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).add_parser(commands)
     return parser
 
 

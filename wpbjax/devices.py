@@ -41,6 +41,16 @@ def use_every_core() -> None:
         pass
 
 
+def enable_compilation_cache() -> None:
+    """Persist compiled programs across processes (``$WPBJAX_CACHE_DIR``, default
+    ``~/.cache/wpbjax/xla``; set it empty to turn the cache off). The CLI's commands call it first."""
+    path = os.environ.get("WPBJAX_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "wpbjax", "xla"))
+    if path:
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def local_devices() -> list:
     return jax.local_devices()
 

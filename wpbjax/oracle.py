@@ -1,7 +1,8 @@
 """The knapsack oracle: best total utility of any set of steps that fits a budget (SEMANTICS §4).
 
-Two modes: ``exact`` (the true 0/1 knapsack optimum) and ``reference`` (the published rule,
-which approximates above 2,048 bytes). Weights are one track's write costs; values are u_t.
+Two modes: ``exact`` (the true 0/1 knapsack optimum) and ``published_rule`` (the published
+harness's rule, which approximates above 2,048 bytes; also accepted under its old name ``reference``).
+Weights are one track's write costs; values are u_t.
 
 The exact optimum comes from one DP per episode, read off at every budget. When the utilities lie
 on a grid (integer multiples of 2^-k, as the paper's 0.5/1/5/6 do) it is a DP over *value* —
@@ -21,7 +22,8 @@ from wpbjax.devices import COMPILER_OPTIONS
 MAX_GRID_EXPONENT = 16      # utilities on a grid of 2^-16 or coarser use the DP over value
 MAX_VALUE_CELLS = 1 << 22   # ... while the value table stays this small
 
-ORACLE_MODES = ("exact", "reference")
+ORACLE_MODES = ("exact", "published_rule")
+ORACLE_ALIASES = {"reference": "published_rule"}  # the mode's name before it was renamed
 
 
 def exact_dp(weights: np.ndarray, values: np.ndarray, capacity: int) -> np.ndarray:
@@ -148,7 +150,7 @@ def _greedy_with_swaps(weights, values, budget: int) -> float:
     return float(sum(value for _, value in picked))
 
 
-def reference(weights: np.ndarray, values: np.ndarray, budgets) -> np.ndarray:
+def published_rule(weights: np.ndarray, values: np.ndarray, budgets) -> np.ndarray:
     """The published rule: Σu if everything fits; exact DP if budget <= 2048 (and T·budget <=
     25M); otherwise the greedy approximation (quirk: may understate the optimum)."""
     weights_list = [int(w) for w in weights]
@@ -165,12 +167,21 @@ def reference(weights: np.ndarray, values: np.ndarray, budgets) -> np.ndarray:
     return np.asarray(out, np.float64)
 
 
-def oracle_utility(weights: np.ndarray, values: np.ndarray, budgets, mode: str = "exact") -> np.ndarray:
-    if mode == "exact":
-        return exact(weights, values, budgets)
-    if mode == "reference":
-        return reference(weights, values, budgets)
-    raise ValueError(f"unknown oracle mode {mode!r}; expected one of {', '.join(ORACLE_MODES)}")
+def check_mode(mode: str) -> str:
+    """The oracle mode ``mode`` names (an alias resolved), else a ValueError listing the modes."""
+    mode = ORACLE_ALIASES.get(mode, mode)
+    if mode not in ORACLE_MODES:
+        raise ValueError(f"unknown oracle mode {mode!r}; expected one of {', '.join(ORACLE_MODES)}")
+    return mode
+
+
+def oracle_batch(costs: np.ndarray, utility: np.ndarray, lengths: np.ndarray, budgets, mode: str = "exact") -> np.ndarray:
+    """[N, B] oracle utility of N episodes (``costs``: [N, T] one track's write costs; ``utility``:
+    [N, T] float64; ``lengths``: [N] steps) at every budget, under oracle ``mode``."""
+    if check_mode(mode) == "exact":
+        return exact_batch(costs, utility, lengths, budgets)
+    return np.stack([published_rule(costs[n, :lengths[n]], utility[n, :lengths[n]], budgets)
+                     for n in range(len(lengths))]).reshape(len(lengths), len(np.atleast_1d(budgets)))
 
 
 # --- The exact oracle's chosen set (oracle_optimal; additive, exact_batch is unchanged) ----------

@@ -28,15 +28,29 @@ def manifest_path(out: str | os.PathLike) -> str:
     return partial_path(out) + ".manifest.json"
 
 
-def run_identity(args, n_devices: int) -> dict:
-    """What must be equal for a resumed run to continue the same table: every row-shaping argument,
-    each episode file's SHA-256, and the counts that size the chunks (devices, cores)."""
-    arguments = {key: value for key, value in sorted(vars(args).items()) if key not in NOT_IDENTITY}
-    identity = json.loads(json.dumps(arguments, default=str))  # as the manifest will hold it
-    identity["episode_file_sha256"] = [sha256(path) for path in (args.episodes or [])]
+def run_identity(arguments: dict, n_devices: int) -> dict:
+    """What must be equal for a resumed run to continue the same table: every row-shaping argument
+    (``arguments``: the sweep's options, as :func:`wpbjax.api.sweep_to_file` was called), each episode
+    file's SHA-256, and the counts that size the chunks (devices, cores)."""
+    kept = {key: value for key, value in sorted(arguments.items()) if key not in NOT_IDENTITY}
+    identity = json.loads(json.dumps(kept, default=_jsonable))  # as the manifest will hold it
+    identity["episode_file_sha256"] = [sha256(path) for path in (arguments.get("episodes") or [])]
     identity["devices"] = n_devices
     identity["cores"] = len(os.sched_getaffinity(0))
     return identity
+
+
+def _jsonable(value):
+    """Arrays (a param's values, budgets) as lists, so that an identity compares by value; a long one
+    (a fine --param range) as its length and SHA-256."""
+    import hashlib
+
+    import numpy as np
+
+    if isinstance(value, np.ndarray) and value.size > 64:
+        values = np.ascontiguousarray(value, np.float64)
+        return {"values": int(values.size), "sha256": hashlib.sha256(values.tobytes()).hexdigest()}
+    return value.tolist() if hasattr(value, "tolist") else str(value)
 
 
 class Checkpoint:

@@ -7,6 +7,9 @@ One compiled call runs its episodes in *passes* of a few hundred (a ``lax.map``)
 rollout touches each run's store, so a pass whose runs' stores and episodes fit in the CPU cache
 runs 1.5-2x faster, and far more steadily, than one sweep over a large batch (measured; see
 :func:`episodes_per_pass`). On several devices each device makes its own passes (``shard_map``).
+
+The module is callable: ``wpbjax.simulate(policy, episodes, budgets, track=...)`` runs
+:func:`wpbjax.api.simulate` (scored metrics per run).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from wpbjax import actions, devices as devices_lib, metrics, programs, store as store_lib
+from wpbjax.budgets import check_budgets
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
 
@@ -209,10 +213,7 @@ def _episode_index(episode_index, n_episodes: int) -> np.ndarray:
 
 
 def _as_budgets(budgets) -> np.ndarray:
-    budgets = np.asarray(budgets).astype(np.int32)
-    if budgets.ndim != 1:
-        raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
-    return budgets
+    return check_budgets(budgets).astype(np.int32)
 
 
 def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None,
@@ -344,3 +345,8 @@ def simulate_trace(policy: Policy, batch: EpisodeBatch, budgets, params=None, ke
     budgets = _as_budgets(budgets)
     params = policy.resolve_params(params or {})
     return _simulate_trace(policy, params, batch, budgets, key, _episode_index(episode_index, batch.n_episodes))
+
+
+from wpbjax._callable import make_callable  # noqa: E402
+
+make_callable(__name__, "simulate")

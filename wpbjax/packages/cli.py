@@ -115,7 +115,7 @@ def _write_table(table, path: str) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from wpbjax.cli import enable_compilation_cache
+    from wpbjax.devices import enable_compilation_cache
     from wpbjax.packages import sweep
     from wpbjax.packages.opt import OptNotCertified
 

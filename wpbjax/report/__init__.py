@@ -8,6 +8,8 @@
 results carry integrity columns ``integrity_scorecard.md/.csv``, ``integrity_writ_modes.md``,
 ``update_fidelity_vs_budget.png`` and ``history_coverage_vs_budget.png`` (wpbjax.report.integrity).
 A package sweep's table gets its own report instead (:mod:`wpbjax.report.packages`).
+
+The module is callable: ``wpbjax.report("results.csv", "report/")`` runs :func:`wpbjax.api.report`.
 """
 from __future__ import annotations
 
@@ -141,3 +143,7 @@ def regret_curve_table(results: pd.DataFrame, encoded, budget: int, meta: dict |
     stats.insert(2, "budget_bytes", budget)
     return stats, note
 
+
+from wpbjax._callable import make_callable  # noqa: E402
+
+make_callable(__name__, "report")

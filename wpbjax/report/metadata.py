@@ -8,13 +8,14 @@ the per-step regret curve.
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import os
 import pathlib
 import platform
 import subprocess
 import sys
+
+import numpy as np
 
 from wpbjax.results_io import SIDECAR_SCHEMA as SCHEMA, read_sidecar, sha256, sidecar_path, write_sidecar  # noqa: F401
 
@@ -79,61 +80,39 @@ def policy_params(plan: dict, overrides: dict | None = None) -> dict:
     return {name: {**make(name).params, **(overrides or {}).get(name, {})} for name in names}
 
 
-def sweep_metadata(args, plan: dict, devices=None, rows: int | None = None) -> dict:
-    """The sidecar for one ``wpbjax sweep`` invocation. ``args``: its parsed arguments;
-    ``plan``: track -> policy names (:func:`wpbjax.sweep.resolve_policies`)."""
-    from wpbjax.episodes.reference_gen import DriftConfig
-
-    if getattr(args, "episodes", None):
-        files = [{"path": os.path.abspath(path), "sha256": sha256(path)} for path in args.episodes]
-        episodes = {"source": "files", "files": files}
-    elif getattr(args, "engine", "reference") == "jax":  # the JAX generator (docs/generators.md)
-        from wpbjax.episodes.jax_gen import JaxGenConfig
-
-        configs = [dataclasses.asdict(JaxGenConfig.from_args(args, mode)) for mode in args.modes]
-        episodes = {"source": "generated", "generator": "jax", "n_episodes": args.n_episodes, "configs": configs}
-    else:
-        configs = [dataclasses.asdict(DriftConfig.from_args(args, mode)) for mode in args.modes]
-        episodes = {"source": "generated", "generator": getattr(args, "generator", "reference"), "n_episodes": args.n_episodes,
-                    "configs": configs}
-    arguments = {key: value for key, value in vars(args).items() if key != "run"}
+def sweep_metadata(plan, source=None, arguments: dict | None = None, params: dict | None = None,
+                   command=None, rows: int | None = None) -> dict:
+    """The sidecar of one sweep. ``plan``: its :class:`wpbjax.sweep.SweepPlan`; ``source``: its
+    :class:`wpbjax.episodes.source.EpisodeSource` (None for episodes given in memory, which cannot be
+    rebuilt); ``arguments``: the options it was called with; ``params``: param name -> swept values;
+    ``command``: the command line (default ``sys.argv``)."""
+    command = list(command) if command is not None else [os.path.basename(sys.argv[0])] + sys.argv[1:]
+    generated = source is not None and not source.files
     return {
         "schema": SCHEMA,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": [os.path.basename(sys.argv[0])] + sys.argv[1:],
-        "arguments": arguments,
-        "seeds": {"generator": None if getattr(args, "episodes", None) else args.seed,
+        "command": command,
+        "arguments": dict(arguments or {}),
+        "seeds": {"generator": source.configs[0].seed if generated else None,
                   "policy_key": 0, "policy_key_note": "jax.random.key(0) folded with each episode's index"},
-        "budgets": [int(budget) for budget in args.budgets],
-        "tracks": {track: list(names) for track, names in plan.items()},
-        "policy_params": policy_params(plan),  # defaults; swept ones below
-        "swept_params": {name: [float(v) for v in values] for name, values in (getattr(args, "param", None) or [])},
-        "oracle": args.oracle,
-        "episodes": episodes,
+        "budgets": [int(budget) for budget in plan.budgets],
+        "tracks": {track: list(names) for track, names in plan.lineup.items()},
+        "policy_params": policy_params(plan.lineup),  # defaults; swept ones below
+        "swept_params": {name: [float(v) for v in np.atleast_1d(values)] for name, values in (params or {}).items()},
+        "oracle": plan.oracle,
+        "episodes": source.to_dict() if source is not None else {"source": "in-memory"},
         "rows": rows,
-        "environment": environment(devices),
+        "environment": environment(plan.devices),
     }
 
 
 def episodes_from_metadata(meta: dict):
-    """Rebuild the run's episodes (EncodedEpisodes) from the sidecar, through the same code path as
-    ``wpbjax sweep`` (its recorded arguments over today's defaults): regenerated, or reloaded from
-    the recorded files after checking their SHA-256."""
-    from wpbjax import cli
+    """Rebuild the run's episodes (EncodedEpisodes) from the sidecar's episode source: regenerated,
+    or reloaded from the recorded files after checking their SHA-256. None for episodes the sweep
+    was given in memory (nothing recorded to rebuild them from)."""
+    from wpbjax.episodes.source import EpisodeSource
 
-    args = cli.build_parser().parse_args(["sweep"])
-    recorded = meta.get("arguments")
-    if not isinstance(recorded, dict):
-        raise ValueError("run metadata has no sweep arguments to rebuild the episodes from")
-    vars(args).update({key: value for key, value in recorded.items() if key != "command"})
-    source = meta.get("episodes", {})
-    if source.get("source") == "files":
-        for entry in source["files"]:
-            path = entry["path"]
-            if not os.path.exists(path):
-                raise ValueError(f"episode file {path} (named in the run metadata) not found")
-            if sha256(path) != entry["sha256"]:
-                raise ValueError(f"episode file {path} changed since the sweep (SHA-256 differs)")
-        args.episodes = [entry["path"] for entry in source["files"]]  # absolute: the report may run elsewhere
-    encoded, _ = cli._encoded_sets(args)
-    return encoded
+    record = meta.get("episodes")
+    if isinstance(record, dict) and record.get("source") == "in-memory":
+        return None
+    return EpisodeSource.from_dict(record).load()

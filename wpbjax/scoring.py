@@ -1,0 +1,90 @@
+"""Results rows: one policy's counts on a chunk of episodes, scored (:mod:`wpbjax.metrics`) and laid
+out as the results table's columns; the leaderboard read from such tables.
+
+The table has the published harness's columns (``PUBLISHED_COLUMNS``), ``merge_actions`` and the
+exact confusion counts ``tp, fp, fn, tn`` (retained W vs critical R steps, docs/reports.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wpbjax import integrity
+from wpbjax.metrics import policy_utility, score
+
+PUBLISHED_COLUMNS = ("avg_staleness", "budget_bytes", "bytes_used", "drift_coverage", "episode_id",
+                     "expire_actions", "expire_rate", "f1", "mode", "oracle_utility", "policy",
+                     "policy_utility", "precision", "recall", "regret", "regret_write_only", "track",
+                     "utility_per_kb", "utilization", "write_actions", "write_density")
+# Retained (W) vs critical (R) steps as exact counts, for confusion matrices (docs/reports.md):
+# tp = |W∩R|, fp = |W|-|W∩R|, fn = |R|-|W∩R|, tn = steps neither retained nor critical.
+CONFUSION_COLUMNS = ("tp", "fp", "fn", "tn")
+# + write integrity (docs/integrity.md; blank where undefined)
+COLUMNS = PUBLISHED_COLUMNS + ("merge_actions",) + CONFUSION_COLUMNS + integrity.COLUMNS
+# Columns that order rows within a sweep and are dropped before writing: episode set, budget
+# number, episode number, (track, policy) number, param grid point.
+ORDER_COLUMNS = ("_set", "_budget", "_episode", "_order", "_point")
+
+
+def confusion_counts(host: dict, critical: np.ndarray, valid: np.ndarray, n_critical: np.ndarray) -> dict:
+    """tp/fp/fn/tn per run ([n, B] int64) from the counts; ``critical``, ``valid``: [n, T] bool;
+    ``n_critical``: [n] |R| (labels, so a critical t that names no step counts as a miss).
+    W lies within the steps, so tn = steps − |W| − (critical steps − |W∩R|)."""
+    n_hit, n_retained = host["n_hit"].astype(np.int64), host["n_retained"].astype(np.int64)
+    n_steps = valid.sum(axis=-1, dtype=np.int64)[:, None]
+    critical_steps = (critical & valid).sum(axis=-1, dtype=np.int64)[:, None]
+    return {"tp": n_hit, "fp": n_retained - n_hit, "fn": n_critical.astype(np.int64)[:, None] - n_hit,
+            "tn": n_steps - n_retained - (critical_steps - n_hit)}
+
+
+def score_runs(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, oracle_utility: np.ndarray) -> dict:
+    """The metric columns (published metrics, ``merge_actions``, confusion counts), each [n, B], of the
+    runs whose counts ``host`` holds as numpy arrays ([n, B, ...], :class:`wpbjax.metrics.Counts`
+    fields) on episodes ``episodes`` ([n] indices into ``encoded``); ``oracle_utility``: [n, B]."""
+    arrays = encoded.arrays
+    utility = policy_utility(host["retained"], encoded.utility64[episodes][:, None, :])
+    columns = score(host, utility, oracle_utility, encoded.n_critical[episodes][:, None],
+                    encoded.total_drift_events[episodes][:, None], arrays.length[episodes][:, None],
+                    budgets[None, :])
+    columns.update(confusion_counts(host, arrays.critical[episodes], arrays.valid[episodes],
+                                    encoded.n_critical[episodes]))
+    columns.update(integrity.columns(host, arrays, episodes, host["n_retained"]))
+    columns["merge_actions"] = host["merge_actions"].astype(np.int64)
+    shape = (len(episodes), len(budgets))
+    return {name: np.broadcast_to(value, shape) for name, value in columns.items()}
+
+
+def score_rows(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, oracle_utility: np.ndarray,
+               track: str, name: str, set_index: np.ndarray, order: int) -> pd.DataFrame:
+    """:func:`score_runs` as results rows, one per (episode, budget), episode-major, with the
+    identifying columns and the row-order columns; ``order``: the (track, policy) number."""
+    columns = score_runs(encoded, episodes, budgets, host, oracle_utility)
+    n, n_budgets = len(episodes), len(budgets)
+    episode_axis = np.broadcast_to(episodes[:, None], (n, n_budgets))
+    columns.update(budget_bytes=budgets[None, :], episode_id=np.asarray(encoded.episode_id, object)[episode_axis],
+                   mode=np.asarray(encoded.mode, object)[episode_axis], policy=name, track=track,
+                   _set=set_index[episode_axis], _budget=np.arange(n_budgets)[None, :], _episode=episode_axis,
+                   _order=order)
+    return pd.DataFrame({key: np.broadcast_to(value, (n, n_budgets)).ravel() for key, value in columns.items()})
+
+
+def leaderboard_from_sums(sums: list[pd.DataFrame]) -> pd.DataFrame:
+    """The leaderboard from per-chunk ``groupby(track, policy, budget).f1.agg(['sum', 'count'])``."""
+    total = pd.concat(sums).groupby(level=[0, 1, 2], sort=False).sum()
+    board = (total["sum"] / total["count"]).unstack("budget_bytes")
+    order = total.index.droplevel("budget_bytes").unique()  # first-seen order, as in the table
+    return board.reindex(order)[sorted(board.columns)]
+
+
+def leaderboard_sums(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """One ``(track, policy, budget_bytes)`` -> ``sum``, ``count`` (of f1) frame from result chunks
+    and/or earlier such frames, in first-seen order (running totals: a few rows, whatever the sweep)."""
+    sums = [part if "sum" in part else part.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"])
+            for part in parts]
+    return pd.concat(sums).groupby(level=[0, 1, 2], sort=False).sum()
+
+
+def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean F1 by (track, policy) × budget, rows in the table's order."""
+    board = table.pivot_table(index=["track", "policy"], columns="budget_bytes", values="f1", aggfunc="mean")
+    return board.reindex(pd.MultiIndex.from_frame(table[["track", "policy"]].drop_duplicates()))
