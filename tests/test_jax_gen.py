@@ -155,7 +155,7 @@ def test_cli_generate_jax_and_sweep_arrays_match_sweep_of_file(tmp_path, capsys)
     pd.testing.assert_frame_equal(pd.read_csv(from_file), pd.read_csv(from_arrays))
 
     assert main(["generate", "--mode", "decoy", "--out", os.fspath(tmp_path / "x.jsonl")]) == 2
-    assert "need --engine jax" in capsys.readouterr().err
+    assert "need the jax engine" in capsys.readouterr().err
     assert main(["sweep", "--engine", "jax", "--modes", "chaos", "--out", os.fspath(tmp_path / "y.csv")]) == 2
     assert "unknown mode 'chaos'" in capsys.readouterr().err
 

@@ -54,7 +54,7 @@ def generator_config(engine: str, mode: str, **knobs):
     allowed = JAX_MODES if engine == "jax" else MODES
     if mode not in allowed:
         hint = " (the new regimes need the jax engine)" if mode in JAX_MODES else ""
-        raise ValueError(f"modes: unknown mode {mode!r} for the {engine} engine; expected some of "
+        raise ValueError(f"unknown mode {mode!r} for the {engine} engine; expected some of "
                          f"{', '.join(allowed)}{hint}")
     cls = config_class(engine)
     fields = {field.name for field in dataclasses.fields(cls)} - {"mode"}
