@@ -115,7 +115,7 @@ def test_episode_source_round_trips(engine):
     assert again == source
     first, second = source.load(), again.load()
     np.testing.assert_array_equal(first.track_costs("privileged"), second.track_costs("privileged"))
-    assert first.episode_id == second.episode_id and first.n_episodes == 4
+    assert list(first.episode_id) == list(second.episode_id) and first.n_episodes == 4
 
 
 def test_episode_source_files_and_old_names(tmp_path):

@@ -8,6 +8,7 @@
     wj.sweep_to_file("results.csv", budgets=[1024, 10240], n_episodes=2)     # + results.csv.meta.json
     wj.report("results.csv", "report/")                                      # tables and figures
     policy = wj.policies.get("priority_threshold", threshold=0.5); wj.policies.register(my_policy)
+    # a policy's act emits wj.actions (write_if, skip, ...) and reads the store through wj.store (remaining, ...)
 
 Attributes load on first use (``import wpbjax`` alone imports no JAX). ``wj.simulate``, ``wj.sweep`` and
 ``wj.report`` are the modules of those names, callable (:mod:`wpbjax._callable`); docs/api.md lists the API.
@@ -18,10 +19,10 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("episodes", "policies", "simulate", "sweep", "report")
+_SUBMODULES = ("episodes", "policies", "simulate", "sweep", "report", "actions", "store")
 _API = ("sweep_to_file", "train_gate", "SweepFile")
-__all__ = ["EpisodeSource", "SweepFile", "episodes", "policies", "report", "simulate", "sweep", "sweep_to_file",
-           "train_gate"]
+__all__ = ["EpisodeSource", "SweepFile", "WriteEnv", "actions", "episodes", "policies", "report", "simulate", "store", "sweep",
+           "sweep_to_file", "train_gate"]
 
 
 def __getattr__(name: str):
@@ -31,6 +32,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("wpbjax.api"), name)
     if name == "EpisodeSource":
         return importlib.import_module("wpbjax.episodes.source").EpisodeSource
+    if name == "WriteEnv":  # the gymnax-style environment of wpbjax.learn
+        return importlib.import_module("wpbjax.learn.env").WriteEnv
     raise AttributeError(f"module 'wpbjax' has no attribute {name!r}")
 
 
