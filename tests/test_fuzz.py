@@ -87,7 +87,7 @@ def test_loader_accepts_or_names_the_problem(tmp_path_factory, content):
     assert np.isfinite(encoded.utility64).all() and np.isfinite(encoded.arrays.utility).all()
     assert np.isfinite(encoded.arrays.priority).all()
     for costs, utility, length in zip(encoded.track_costs("privileged"), encoded.utility64, encoded.arrays.length):
-        assert np.isfinite(oracle_lib.reference(costs[:length], utility[:length], [64, 1024, 1 << 20])).all()
+        assert np.isfinite(oracle_lib.published_rule(costs[:length], utility[:length], [64, 1024, 1 << 20])).all()
 
 
 # --- the command line ------------------------------------------------------------------------

@@ -13,13 +13,14 @@ from wpbjax.scoring import (COLUMNS, CONFUSION_COLUMNS, PUBLISHED_COLUMNS, confu
                             leaderboard_from_sums, leaderboard_sums)
 from wpbjax.sweep.plan import (BYTES_PER_EPISODE_STEP, BYTES_PER_RUN_STEP, DEFAULT_MEMORY_CAP, DEFAULT_TRACKS,
                                PUBLISHED_LINEUP, RUNS_PER_CALL, Chunk, SweepPlan, check_params, check_sweep, chunk_size,
-                               grid_points, make_plan, param_grids, parse_param_values, resolve_policies)
+                               grid_points, make_plan, param_grids, parse_param_values, points_per_slice,
+                               resolve_policies)
 from wpbjax.sweep.run import iter_sweep, run_chunk, run_sweep, total_runs, write_chunks
 
 __all__ = ["PAPER_BUDGETS", "COLUMNS", "CONFUSION_COLUMNS", "PUBLISHED_COLUMNS", "DEFAULT_MEMORY_CAP",
            "DEFAULT_TRACKS", "PUBLISHED_LINEUP", "BYTES_PER_EPISODE_STEP", "BYTES_PER_RUN_STEP", "RUNS_PER_CALL",
            "Chunk", "ResultsWriter", "SweepPlan", "check_budgets", "check_sweep", "chunk_size", "confusion_counts", "iter_sweep",
-           "leaderboard", "leaderboard_from_sums", "leaderboard_sums", "check_params", "grid_points", "make_plan", "param_grids", "parse_param_values",
+           "leaderboard", "leaderboard_from_sums", "leaderboard_sums", "check_params", "grid_points", "points_per_slice", "make_plan", "param_grids", "parse_param_values",
            "resolve_policies", "run_chunk", "run_sweep", "total_runs", "write_chunks"]
 
 
