@@ -176,4 +176,9 @@ def test_random_command_lines(tmp_path_factory, capsys, argv):
     root = tmp_path_factory.mktemp("fuzz")
     (root / "bad.json").write_text("{")
     (root / "r.csv").write_text("policy,f1\nx,abc\n")
-    _run([arg.replace("OUT", str(root)) for arg in argv], capsys)
+    here = os.getcwd()
+    os.chdir(root)  # a random relative path (`--out 0`) lands in the example's directory, not the repo
+    try:
+        _run([arg.replace("OUT", str(root)) for arg in argv], capsys)
+    finally:
+        os.chdir(here)
