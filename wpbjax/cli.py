@@ -80,7 +80,7 @@ def _probability(text: str) -> float:
 
 
 def _add_generator_knobs(parser: argparse.ArgumentParser) -> None:
-    from wpbjax.episodes.reference_gen import DriftConfig
+    from wpbjax.episodes.published_gen import DriftConfig
 
     d = DriftConfig()
     parser.add_argument("--api-pool", type=_positive_int, default=d.api_pool, help=f"endpoints (default {d.api_pool})")
@@ -279,7 +279,7 @@ def _add_train_parser(commands) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from wpbjax.episodes.jax_gen import NEW_MODES
-    from wpbjax.episodes.reference_gen import MODES
+    from wpbjax.episodes.published_gen import MODES
     from wpbjax.budgets import PAPER_BUDGETS
     from wpbjax.episodes.source import DEFAULT_MODES
 

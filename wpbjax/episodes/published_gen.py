@@ -26,12 +26,6 @@ class DriftConfig:
     burst_drift_prob: float = 0.6
     redundancy_prob: float = 0.7
 
-    @classmethod
-    def from_args(cls, args, mode: str):
-        """The config for ``mode`` from parsed CLI arguments named like the fields (``--api-pool`` ...)."""
-        return cls(mode=mode, **{field.name: getattr(args, field.name) for field in dataclasses.fields(cls)
-                                 if field.name != "mode"})
-
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")

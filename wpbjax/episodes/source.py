@@ -33,7 +33,7 @@ def config_class(engine: str):
         from wpbjax.episodes.jax_gen import JaxGenConfig
 
         return JaxGenConfig
-    from wpbjax.episodes.reference_gen import DriftConfig
+    from wpbjax.episodes.published_gen import DriftConfig
 
     return DriftConfig
 
@@ -42,7 +42,7 @@ def generator_config(engine: str, mode: str, **knobs):
     """One mode's generator config; ``knobs`` are its fields (``seed``, ``steps``, ``drift_prob``, ...;
     the jax engine's extra knobs are ignored by the python engine, so one set serves both)."""
     from wpbjax.episodes.jax_gen import JAX_MODES
-    from wpbjax.episodes.reference_gen import MODES
+    from wpbjax.episodes.published_gen import MODES
 
     from wpbjax.episodes.jax_gen import JaxGenConfig
 
@@ -182,7 +182,7 @@ def write_generated(path: str | os.PathLike, mode: str = "default", n_episodes: 
     if check_engine(engine) == "jax":
         from wpbjax.episodes.decode import generate_episodes
     else:
-        from wpbjax.episodes.reference_gen import generate_episodes
+        from wpbjax.episodes.published_gen import generate_episodes
     episodes = generate_episodes(config, n_episodes)
     save_jsonl(episodes, path)
     return len(episodes)
