@@ -125,3 +125,54 @@ def test_soft_fidelity_and_coverage_for_the_learned_gate():
                         (0.5, (0.5, 0.55))):
         got = soft_fidelity_coverage(jnp.full(6, p, jnp.float32), episode)
         np.testing.assert_allclose(np.asarray(got), expected, atol=1e-5)
+
+
+def _plain_fact_tables(fact, version, persist, length, extra):
+    """One episode's fact tables in plain Python (the definitions of wpbjax/episodes/facts.py)."""
+    n_steps, width = fact.shape
+    name = lambda pos, k: k * n_steps + pos  # noqa: E731
+    out = {key: [[-1] * width for _ in range(n_steps)] for key in ("fact_pair", "fact_key", "fact_prev")}
+    out.update(fact_latest=[[False] * width for _ in range(n_steps)], fact_probes=[[0] * width for _ in range(n_steps)])
+    seen = [(pos, k, fact[pos, k], version[pos, k]) for pos in range(length) for k in range(width)
+            if fact[pos, k] >= 0 and persist[pos, k]]
+    first_pair, first_fact, last_pair = {}, {}, {}
+    for pos, k, f, v in seen:
+        first_pair.setdefault((f, v), name(pos, k))
+        first_fact.setdefault(f, name(pos, k))
+        if f in last_pair and last_pair[f] != (f, v) and first_pair[(f, v)] == name(pos, k):
+            out["fact_prev"][pos][k] = first_pair[last_pair[f]]
+        last_pair[f] = (f, v)
+        out["fact_pair"][pos][k], out["fact_key"][pos][k] = first_pair[(f, v)], first_fact[f]
+    at = lambda slot_name: (slot_name % n_steps, slot_name // n_steps)  # noqa: E731
+    for pair in last_pair.values():
+        pos, k = at(first_pair[pair])
+        out["fact_latest"][pos][k] = True
+    probes = [length * i // 8 - 1 for i in range(1, 9)] + [p for p in extra if p >= 0]
+    for tau in probes:
+        current = {}
+        for pos, k, f, v in seen:
+            if pos <= tau:
+                current[f] = (f, v)
+        for pair in current.values():
+            pos, k = at(first_pair[pair])
+            out["fact_probes"][pos][k] += 1
+    return out
+
+
+def test_fact_tables_equal_a_plain_python_model():
+    from wpbjax.episodes.facts import fact_tables
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n, n_steps, width = rng.integers(1, 5), rng.integers(1, 30), rng.integers(1, 4)
+        fact, version = rng.integers(-1, 4, (n, n_steps, width)), rng.integers(0, 4, (n, n_steps, width))
+        persist = rng.random((n, n_steps, width)) < 0.8
+        length = rng.integers(0, n_steps + 1, n)
+        extra = np.where(rng.random((n, 2)) < 0.5, rng.integers(0, n_steps, (n, 2)) % np.maximum(length, 1)[:, None], -1)
+        extra = np.where(length[:, None] > 0, extra, -1)
+        valid = np.arange(n_steps)[None, :] < length[:, None]
+        got = fact_tables(fact, version, persist, valid, length, extra)
+        for e in range(n):
+            want = _plain_fact_tables(fact[e], version[e], persist[e], length[e], extra[e])
+            for key, table in want.items():
+                assert got[key][e].tolist() == table, key

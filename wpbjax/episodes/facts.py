@@ -44,18 +44,21 @@ def even_probes(length: np.ndarray) -> np.ndarray:
     return (np.asarray(length)[:, None] * fractions // N_EVEN_PROBES - 1).astype(np.int32)
 
 
-def _first_of_group(group: np.ndarray, order_key: np.ndarray, last: bool = False) -> np.ndarray:
-    """For each element (group >= 0): the position (into the flat arrays) of the first (or last) element
-    of its group in ``order_key`` order; -1 where group < 0."""
-    out = np.full(group.shape, -1, np.int64)
-    members = np.flatnonzero(group >= 0)
-    if members.size == 0:
-        return out
-    order = members[np.lexsort((-order_key[members] if last else order_key[members], group[members]))]
+def _dense(keys: np.ndarray) -> np.ndarray:
+    """Dense ids 0.. of int64 ``keys`` (equal keys, equal ids): one sort."""
+    return np.unique(keys, return_inverse=True)[1].reshape(-1)
+
+
+def _leaders(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, last): for each element of dense ``group`` (element order = time order), the index of the
+    first and of the last element of its group. One stable sort."""
+    order = np.argsort(group, kind="stable")
     starts = np.r_[True, group[order][1:] != group[order][:-1]]
-    leader = order[starts][np.cumsum(starts) - 1]
-    out[order] = leader
-    return out
+    ends = np.r_[starts[1:], True]
+    first, last = np.empty_like(order), np.empty_like(order)
+    first[order] = order[starts][np.cumsum(starts) - 1]
+    last[order] = order[ends][np.cumsum(starts) - 1]
+    return first, last
 
 
 def fact_tables(fact: np.ndarray, version: np.ndarray, persist: np.ndarray, valid: np.ndarray,
@@ -69,58 +72,61 @@ def fact_tables(fact: np.ndarray, version: np.ndarray, persist: np.ndarray, vali
     n_episodes, n_steps, width = fact.shape
     carried = (fact >= 0) & valid[:, :, None]
     kept = carried & persist
-    episode = np.broadcast_to(np.arange(n_episodes)[:, None, None], fact.shape).ravel()
-    slot = np.arange(fact.size)  # row-major over (episode, pos, k): time order within an episode
-    flat_kept = kept.ravel()
-    fact_flat, version_flat = fact.ravel().astype(np.int64), version.ravel().astype(np.int64)
-    # group ids: (episode, fact) and (episode, fact, version), dense
-    fact_group = np.where(flat_kept, episode * (fact_flat.max(initial=0) + 1) + fact_flat, -1)
-    _, fact_group[flat_kept] = np.unique(fact_group[flat_kept], return_inverse=True)
-    pair_group = np.full(fact_flat.shape, -1, np.int64)
-    if flat_kept.any():
-        _, pair_group[flat_kept] = np.unique(np.stack([fact_group[flat_kept], version_flat[flat_kept]]), axis=1,
-                                             return_inverse=True)
-    first_pair = _first_of_group(pair_group, slot)
-    first_fact = _first_of_group(fact_group, slot)
-    last_of_fact = _first_of_group(fact_group, slot, last=True)
-    def own(flat_index):  # a row-major index into [N, T, K] -> the per-episode slot name k*T + pos
-        within = flat_index % (n_steps * width)
-        return np.where(flat_index >= 0, within % width * n_steps + within // width, -1)
-
-    is_first = flat_kept & (first_pair == np.arange(first_pair.size))
-    latest = np.zeros(fact_flat.shape, bool)
-    latest[first_pair[last_of_fact[flat_kept]]] = True
-    # version changes: a pair's first slot preceded (in its fact's slot order) by another pair
-    prev = np.full(fact_flat.shape, -1, np.int64)
-    members = np.flatnonzero(flat_kept)
-    order = members[np.lexsort((slot[members], fact_group[members]))]
-    same_fact = np.r_[False, fact_group[order][1:] == fact_group[order][:-1]]
+    members = np.flatnonzero(kept)  # row-major over (episode, pos, k): time order within an episode
+    if members.size == 0:
+        none = np.full(fact.shape, -1, np.int32)
+        return dict(fact_pair=none, fact_key=none.copy(), fact_prev=none.copy(), fact_latest=np.zeros(fact.shape, bool),
+                    fact_probes=np.zeros(fact.shape, np.int32), transient=carried.any(-1) & ~kept.any(-1))
+    episode = members // (n_steps * width)
+    fact_of = fact.reshape(-1)[members].astype(np.int64)
+    version_of = version.reshape(-1)[members].astype(np.int64)
+    fact_group = _dense(episode * (fact_of.max(initial=0) + 1) + fact_of)
+    span = version_of.max(initial=0) - version_of.min(initial=0) + 1
+    pair_group = _dense(fact_group * span + version_of - version_of.min(initial=0))
+    first_pair, _ = _leaders(pair_group)            # indices into ``members``
+    first_fact, last_fact = _leaders(fact_group)
+    is_first = first_pair == np.arange(len(members))
+    # in each fact's time order: the version changes (a pair's first slot after another pair's) and the
+    # interval each observation is current for (until the fact's next observation, or the episode's end)
+    order = np.argsort(fact_group, kind="stable")
+    same_fact = np.r_[fact_group[order][1:] == fact_group[order][:-1], False]
     before = np.r_[-1, first_pair[order][:-1]]
-    change = same_fact & is_first[order] & (before != first_pair[order])
-    prev[order[change]] = before[change]
-    probes = _probe_counts(kept, first_pair, fact_group.reshape(fact.shape), length, extra_probes)
-    transient = carried.any(-1) & ~kept.any(-1)
-    shaped = lambda flat: flat.reshape(fact.shape).astype(np.int32)  # noqa: E731
-    return dict(fact_pair=shaped(own(first_pair)), fact_key=shaped(own(first_fact)), fact_prev=shaped(own(prev)),
-                fact_latest=latest.reshape(fact.shape), fact_probes=probes.astype(np.int32), transient=transient)
+    change = np.r_[False, same_fact[:-1]] & is_first[order] & (before != first_pair[order])
+    position = members // width % n_steps
+    until = np.where(same_fact, np.r_[position[order][1:], 0], length[episode[order]])
+
+    flat = lambda index: members[index]  # noqa: E731 an index into ``members`` -> row-major index
+    def named(row_major):  # a row-major index into [N, T, K] -> the per-episode slot name k*T + pos
+        within = row_major % (n_steps * width)
+        return within % width * n_steps + within // width
+
+    def table(values, fill, dtype):
+        out = np.full(fact.size, fill, dtype)
+        out[values[0]] = values[1]
+        return out.reshape(fact.shape)
+
+    prev = table((flat(order[change]), named(flat(before[change]))), -1, np.int32)
+    latest = table((flat(first_pair[last_fact]), True), False, bool)
+    probes_in = _probes_between(position[order], until, episode[order], n_episodes, n_steps, length, extra_probes)
+    probes = np.zeros(fact.size, np.int64)
+    np.add.at(probes, flat(first_pair[order]), probes_in)
+    return dict(fact_pair=table((members, named(flat(first_pair))), -1, np.int32),
+                fact_key=table((members, named(flat(first_fact))), -1, np.int32), fact_prev=prev,
+                fact_latest=latest, fact_probes=probes.reshape(fact.shape).astype(np.int32),
+                transient=carried.any(-1) & ~kept.any(-1))
 
 
-def _probe_counts(kept, first_pair, fact_group, length, extra_probes) -> np.ndarray:
-    """[N, T, K] at each pair's first slot: the probe times at which it is its fact's current version
-    (the fact's last persisting observation at or before the probe)."""
-    n_episodes, n_steps, width = kept.shape
+def _probes_between(start, until, episode, n_episodes, n_steps, length, extra_probes) -> np.ndarray:
+    """How many probe positions of each observation's episode lie in [start, until)."""
     probes = even_probes(length)
     if extra_probes is not None and extra_probes.size:
         probes = np.concatenate([probes, extra_probes.astype(np.int32)], axis=1)
-    counts = np.zeros(kept.size, np.int64)
-    position = np.broadcast_to(np.arange(n_steps)[None, :, None], kept.shape)
-    slot = np.arange(kept.size)
-    for column in probes.T:  # 8 (+ a few) probes, each vectorised over the batch
-        seen = (kept & (position <= column[:, None, None]) & (column[:, None, None] >= 0)).ravel()
-        current = _first_of_group(np.where(seen, fact_group.ravel(), -1), slot, last=True)
-        leaders = np.unique(current[current >= 0])
-        np.add.at(counts, first_pair[leaders], 1)  # first_pair: row-major indices here
-    return counts.reshape(kept.shape)
+    counts = np.zeros((n_episodes, n_steps + 1), np.int64)  # probes at each position, then running sums
+    rows = np.broadcast_to(np.arange(n_episodes)[:, None], probes.shape)
+    real = probes >= 0
+    np.add.at(counts, (rows[real], probes[real] + 1), 1)
+    running = np.cumsum(counts, axis=1)  # running[n, p] = probes of episode n at positions < p
+    return running[episode, until] - running[episode, start]
 
 
 def slot_names(n_steps: int, width: int) -> np.ndarray:
