@@ -43,39 +43,41 @@ def by_slot_name(table):
 
 
 def _segment_any(values: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """[n, B, S] bool ``values``, [n, S] ``group`` (names in 0..S-1, -1 none) -> [n, B, S]: any value of
-    each group, at the group's name. Sort slots by group, cumulative sums, one difference per group."""
-    n_slots = group.shape[-1]
-    keyed = np.where(group >= 0, group, n_slots)
-    order = np.argsort(keyed, axis=-1, kind="stable")
-    sorted_values = np.take_along_axis(values, order[:, None, :], axis=-1)
-    running = np.concatenate([np.zeros(values.shape[:2] + (1,), np.int32),
-                              np.cumsum(sorted_values, axis=-1, dtype=np.int32)], axis=-1)
-    offsets = np.arange(len(keyed))[:, None] * (n_slots + 1)  # one bincount for every episode
-    sizes = np.bincount((keyed + offsets).ravel(), minlength=keyed.size + len(keyed)).reshape(len(keyed), -1)[:, :n_slots]
-    end = np.cumsum(sizes, axis=-1)
-    start = end - sizes
-    return (np.take_along_axis(running, end[:, None, :], -1) - np.take_along_axis(running, start[:, None, :], -1)) > 0
+    """[n, S, B] bool ``values`` (runs last: gathers move whole rows of B), [n, S] ``group`` (names in
+    0..S-1, -1 none) -> [n, S, B]: any value of each group, at the group's name (False elsewhere).
+    Slots sorted by (episode, group), then one segment sum over every group of the chunk."""
+    n_episodes, n_slots, n_runs = values.shape
+    named = group >= 0
+    global_group = (np.arange(n_episodes)[:, None] * n_slots + group)[named]   # episode-major group ids
+    order = np.argsort(global_group, kind="stable")
+    sorted_rows = values.reshape(-1, n_runs)[np.flatnonzero(named.ravel())[order]]
+    sorted_group = global_group[order]
+    starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]]) if len(order) else order
+    out = np.zeros((n_episodes * n_slots, n_runs), bool)
+    if len(order):
+        out[sorted_group[starts]] = np.add.reduceat(sorted_rows, starts, axis=0, dtype=np.int32) > 0
+    return out.reshape(values.shape)
 
 
 def numerators(retained_bits: np.ndarray, batch: EpisodeBatch) -> dict:
     """[n, B] int64 numerators of every run from its W. ``retained_bits``: [n, B, ceil(T/8)] uint8
     (``Counts.retained``); ``batch``: the n episodes' host arrays (fact tables [n, T, K])."""
     n_steps, width = batch.fact_pair.shape[1:]
-    kept = np.unpackbits(retained_bits, axis=-1, count=n_steps).astype(bool)      # [n, B, T]
+    kept = np.unpackbits(retained_bits, axis=-1, count=n_steps).astype(bool).swapaxes(1, 2)  # [n, T, B]
     pair, key = by_slot_name(batch.fact_pair), by_slot_name(batch.fact_key)       # [n, S]
-    latest, prev = by_slot_name(batch.fact_latest), by_slot_name(batch.fact_prev)
-    probes = by_slot_name(batch.fact_probes)
-    held = _segment_any(np.tile(kept, (1, 1, width)), pair)                       # [n, B, S] at first slots
-    first = held & (pair == np.arange(pair.shape[-1]))[:, None, :]               # held pairs, once each
-    changed = first & (prev >= 0)[:, None, :] & np.take_along_axis(held, np.maximum(prev, 0)[:, None, :], -1)
+    latest, prev = by_slot_name(batch.fact_latest)[..., None], by_slot_name(batch.fact_prev)
+    probes = by_slot_name(batch.fact_probes)[..., None]
+    held = _segment_any(np.tile(kept, (1, width, 1)), pair)                       # [n, S, B] at first slots
+    first = held & (pair == np.arange(pair.shape[-1]))[..., None]                # held pairs, once each
+    rows = np.arange(len(pair))[:, None]
+    changed = first & (prev >= 0)[..., None] & held[rows, np.maximum(prev, 0)]
     fact_held = _segment_any(first, key)
-    fact_current = _segment_any(first & latest[:, None, :], key)
-    total = lambda mask: mask.sum(-1, dtype=np.int64)  # noqa: E731
-    return dict(n_latest_held=total(first & latest[:, None, :]), n_pairs_held=total(first),
+    fact_current = _segment_any(first & latest, key)
+    total = lambda mask: mask.sum(1, dtype=np.int64)  # noqa: E731
+    return dict(n_latest_held=total(first & latest), n_pairs_held=total(first),
                 n_stale=total(fact_held & ~fact_current), n_facts_held=total(fact_held),
-                n_changes_held=total(changed), n_probes_held=np.where(first, probes[:, None, :], 0).sum(-1),
-                n_transient_held=total(kept & batch.transient[:, None, :]))
+                n_changes_held=total(changed), n_probes_held=np.where(first, probes, 0).sum(1),
+                n_transient_held=total(kept & batch.transient[..., None]))
 
 
 def _ratio(numerator, denominator) -> np.ndarray:
