@@ -107,6 +107,15 @@ def test_simulate_checks_its_inputs():
         wj.policies.get("priority_threshold", treshold=0.5)
 
 
+def test_sweep_refuses_repeats_that_would_duplicate_rows():
+    """The CLI drops repeated --budgets/--policies with a warning; the library refuses them (both
+    before any episode is made), so no caller ever gets duplicate rows."""
+    with pytest.raises(ValueError, match="budgets lists 1024 more than once"):
+        wj.sweep(budgets=[1024, 2048, 1024], n_episodes=1)
+    with pytest.raises(ValueError, match="policies lists no_mem more than once"):
+        wj.sweep(budgets=[1024], policies=["no_mem", "fifo_store_all", "no_mem"], n_episodes=1)
+
+
 @pytest.mark.parametrize("engine", ["python", "jax"])
 def test_episode_source_round_trips(engine):
     source = EpisodeSource.generated(["default", "redundancy"], n_episodes=2, engine=engine, steps=30, seed=5,

@@ -229,6 +229,14 @@ class SweepPlan:
             self.points(name) for names in self.lineup.values() for name in names)
 
 
+def _refuse_repeats(argument: str, values: list) -> None:
+    """A repeated budget or policy would give duplicate rows that a report counts as extra episodes
+    (the CLI drops repeats with a warning before it gets here; a library caller gets this error)."""
+    repeated = [value for index, value in enumerate(values) if value in values[:index]]
+    if repeated:
+        raise ValueError(f"{argument} lists {', '.join(map(str, dict.fromkeys(repeated)))} more than once")
+
+
 def check_sweep(budgets: Sequence[int] = PAPER_BUDGETS, policies: str | Sequence[str] = PUBLISHED_LINEUP,
                 tracks: Sequence[str] = DEFAULT_TRACKS, oracle: str = "exact", memory_cap: int = DEFAULT_MEMORY_CAP,
                 params: dict | None = None) -> tuple:
@@ -239,6 +247,9 @@ def check_sweep(budgets: Sequence[int] = PAPER_BUDGETS, policies: str | Sequence
     if memory_cap < 1:
         raise ValueError(f"memory cap must be a positive number of bytes; got {memory_cap}")
     lineup_ = resolve_policies(policies, tracks)
+    _refuse_repeats("budgets", budgets.tolist())
+    for names in lineup_.values():
+        _refuse_repeats("policies", names)
     points = grid_points(params, [name for names in lineup_.values() for name in names])
     return budgets, lineup_, points, oracle
 
