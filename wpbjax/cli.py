@@ -17,29 +17,12 @@ import time
 
 import numpy as np
 
+from wpbjax.argtypes import int_list, name_list
 from wpbjax.failures import OneLineParser, exit_promptly_on_interrupt, report_interrupt, run_command
 
 # Modules that add subcommands: each has ``add_parser(commands)`` (commands: the argparse
 # subparsers), which adds its parser and ``set_defaults(run=handler)``; errors as below.
 SUBCOMMAND_MODULES: tuple[str, ...] = ("wpbjax.packages.cli",)
-
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return values
-
-
-def _name_list(text: str) -> list[str]:
-    values = [part.strip() for part in text.split(",") if part.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one name")
-    return values
 
 
 def _policy_spec(text: str) -> str:
@@ -305,14 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = commands.add_parser("sweep", help="run policies over episodes x budgets x tracks; write a results table")
     sweep.add_argument("--episodes", nargs="+", metavar="FILE", help="JSONL episode files (default: generate the paper's sets)")
-    sweep.add_argument("--modes", type=_name_list, default=list(DEFAULT_MODES), help=f"generated modes (default {','.join(DEFAULT_MODES)})")
+    sweep.add_argument("--modes", type=name_list, default=list(DEFAULT_MODES), help=f"generated modes (default {','.join(DEFAULT_MODES)})")
     sweep.add_argument("--n-episodes", type=_positive_int, default=10, help="generated episodes per mode (default 10)")
     sweep.add_argument("--steps", type=_positive_int, default=200, help="steps per generated episode (default 200)")
     sweep.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
-    sweep.add_argument("--budgets", type=_int_list, default=list(PAPER_BUDGETS), help="byte budgets (default: the paper's 11, 1024..1048576)")
+    sweep.add_argument("--budgets", type=int_list, default=list(PAPER_BUDGETS), help="byte budgets (default: the paper's 11, 1024..1048576)")
     sweep.add_argument("--policies", type=_policy_spec, default="published",
                        help="'published' (the published line-up per track; old name 'reference') or comma-separated names")
-    sweep.add_argument("--tracks", type=_name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged (also: feedback, oracle; docs/policies.md)")
+    sweep.add_argument("--tracks", type=name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged (also: feedback, oracle; docs/policies.md)")
     sweep.add_argument("--oracle", choices=("exact", "published_rule", "reference"), default="exact",
                        help="knapsack oracle (default exact; 'published_rule', old name 'reference', reproduces the published numbers)")
     sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
@@ -335,8 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="compile time and steady-state throughput per policy")
     bench.add_argument("--episodes", type=_positive_int, default=10000, help="episodes in the batch (default 10000)")
     bench.add_argument("--steps", type=_positive_int, default=200, help="steps per episode (default 200)")
-    bench.add_argument("--policies", type=_name_list, default=None, help="comma-separated names (default: the reference line-up)")
-    bench.add_argument("--budgets", type=_int_list, default=[1024, 10240, 102400], help="budgets per episode (default 1024,10240,102400)")
+    bench.add_argument("--policies", type=name_list, default=None, help="comma-separated names (default: the reference line-up)")
+    bench.add_argument("--budgets", type=int_list, default=[1024, 10240, 102400], help="budgets per episode (default 1024,10240,102400)")
     bench.add_argument("--repeats", type=_positive_int, default=3, help="timed repeats after warm-up; best counts (default 3)")
     bench.add_argument("--cache", action="store_true", help="use the persistent compilation cache (compile_s then measures loading)")
     bench.add_argument("--json", action="store_true", help='print {"devices", "platform", "policies": [{"policy", "compile_s", "run_s", "episode_steps_per_s"}]}')

@@ -14,25 +14,15 @@ import os
 import sys
 import time
 
+from wpbjax.argtypes import int_list, name_list
+
 # Hooks for other modules' subcommands: callables taking the packages sub-parsers object.
 EXTRA_SUBCOMMANDS: list = []
 
 
 def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 0:
-        raise argparse.ArgumentTypeError("expected at least one integer >= 0")
-    return values
-
-
-def _names(text: str) -> list[str]:
-    values = [part.strip() for part in text.split(",") if part.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one name")
-    return values
+    """Budgets and counts: comma-separated integers >= 0."""
+    return int_list(text, minimum=0)
 
 
 def _count(text: str, minimum: int = 0) -> int:
@@ -73,7 +63,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     sweep.add_argument("--packages", nargs="+", metavar="DIR", help="package directories in the artifact's export "
                                                                     "layout (instead of --distribution)")
     sweep.add_argument("--budgets", type=_int_list, default=[1, 2, 4, 8, 16], help="budgets (default 1,2,4,8,16)")
-    sweep.add_argument("--methods", type=_names, default=list(PAPER_METHODS),
+    sweep.add_argument("--methods", type=name_list, default=list(PAPER_METHODS),
                        help=f"comma-separated (default the paper's eight; all: {','.join(METHODS)})")
     sweep.add_argument("--h", choices=("min", "log1p", "linear"), default="min", help="concave h (default min)")
     sweep.add_argument("--verify", choices=("none", "milp"), default="none",

@@ -11,6 +11,8 @@ import pathlib
 
 import pandas as pd
 
+from wpbjax.report.tables import require_columns_and_rows
+
 REQUIRED = ("distribution", "seed", "budget", "method", "value", "opt", "ratio")
 
 
@@ -20,11 +22,7 @@ def is_package_table(results: pd.DataFrame) -> bool:
 
 
 def check_package_results(results: pd.DataFrame, source: str = "results") -> pd.DataFrame:
-    missing = [column for column in REQUIRED if column not in results.columns]
-    if missing:
-        raise ValueError(f"{source}: not a package results table; missing columns {', '.join(missing)}")
-    if results.empty:
-        raise ValueError(f"{source}: no rows")
+    require_columns_and_rows(results, REQUIRED, "package results", source)
     bad = pd.to_numeric(results["ratio"], errors="coerce").isna() & results["ratio"].notna()
     if bad.any():
         raise ValueError(f"{source}: row {int(bad.to_numpy().argmax()) + 1}: column 'ratio' is not a number")

@@ -43,12 +43,17 @@ def _check_cells(results: pd.DataFrame, source: str) -> None:
             raise ValueError(f"{source}: column '{column}' must hold finite numbers; data row {row + 1} holds {shown}")
 
 
-def check_results(results: pd.DataFrame, source: str = "results") -> pd.DataFrame:
-    missing = [column for column in REQUIRED if column not in results.columns]
+def require_columns_and_rows(results: pd.DataFrame, required, kind: str, source: str) -> None:
+    """ValueError naming ``source`` when a ``required`` column is missing or the table is empty."""
+    missing = [column for column in required if column not in results.columns]
     if missing:
-        raise ValueError(f"{source}: not a wpbjax results table; missing columns {', '.join(missing)}")
+        raise ValueError(f"{source}: not a {kind} table; missing columns {', '.join(missing)}")
     if results.empty:
         raise ValueError(f"{source}: no rows")
+
+
+def check_results(results: pd.DataFrame, source: str = "results") -> pd.DataFrame:
+    require_columns_and_rows(results, REQUIRED, "wpbjax results", source)
     _check_cells(results, source)
     results = results.copy()
     results["mode"] = results["mode"].fillna("").astype(str)
