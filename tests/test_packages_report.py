@@ -46,4 +46,7 @@ def test_package_table_checks(package_table, tmp_path):
     with pytest.raises(ValueError, match="density_only at budget 8 .* has 29 rows where others have 30"):
         check_package_results(table.drop(index=table.index[(table.method == "density_only") & (table.budget == 8)][:1]),
                               "pk.csv")
+    stray = pd.concat([table, pd.DataFrame([{"distribution": "1", "seed": 2}])], ignore_index=True)  # a glued "1,2" line
+    with pytest.raises(ValueError, match="nan at budget nan .* has 1 rows where others have 30"):
+        check_package_results(stray, "pk.csv")
     assert "oracle_gvt" in summary_markdown(sweep.summary(table, n_boot=10))

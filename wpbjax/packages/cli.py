@@ -96,12 +96,13 @@ def _progress(enabled: bool):
 
 
 def _write_table(table, path: str) -> None:
-    if path.endswith(".parquet"):
-        table.to_parquet(path, index=False)
-    elif path.endswith(".csv"):
-        table.to_csv(path, index=False)
-    else:
-        raise ValueError(f"--out: expected a .csv or .parquet file, got {path!r}")
+    """The table and its sidecar (rows, sha256), renamed into place only once complete, as ``wpbjax
+    sweep`` writes results (:class:`wpbjax.results_io.ResultsWriter`): a killed run leaves no table."""
+    from wpbjax.results_io import ResultsWriter
+
+    with ResultsWriter(path) as writer:
+        writer.write(table)
+        writer.commit({"command": "wpbjax packages"})
 
 
 def cmd_sweep(args) -> int:

@@ -34,8 +34,9 @@ def check_package_results(results: pd.DataFrame, source: str = "results") -> pd.
                          + ", ".join(f"{key} {first[key]}" for key in keys) + "): a table glued from two runs?")
     counts = results.groupby(["distribution", "method", "budget"], dropna=False).size()
     if counts.nunique() > 1:
-        odd = counts[counts != counts.max()].index[0]
-        raise ValueError(f"{source}: {odd[1]} at budget {odd[2]} ({odd[0]}) has {counts[odd]:,} rows where others "
+        position = int((counts != counts.max()).to_numpy().argmax())  # by position: keys may be NaN
+        odd = counts.index[position]
+        raise ValueError(f"{source}: {odd[1]} at budget {odd[2]} ({odd[0]}) has {counts.iloc[position]:,} rows where others "
                          f"have {counts.max():,}: an incomplete or merged table")
     results = results.copy()
     results["distribution"] = results["distribution"].fillna("").astype(str)
