@@ -123,24 +123,26 @@ def param_grids(params: dict | None, names: Sequence[str]) -> dict:
     return grids
 
 
-def chunk_size(encoded: EncodedEpisodes, n_budgets: int, memory_cap: int, n_devices: int) -> int:
-    """Episodes per chunk: within the memory cap and RUNS_PER_CALL runs per device, balanced so
-    the padded last chunk wastes little, and a multiple of the device count."""
+def chunk_size(encoded: EncodedEpisodes, n_runs: int, memory_cap: int, n_devices: int) -> int:
+    """Episodes per chunk, each run ``n_runs`` times by a call (budgets x tracks x grid points):
+    within the memory cap and RUNS_PER_CALL runs per device, balanced so the padded last chunk
+    wastes little, and a multiple of the device count."""
     n_steps, n_fields = encoded.n_steps, encoded.arrays.field_value.shape[-1]
-    per_episode = n_steps * (n_budgets * BYTES_PER_RUN_STEP + BYTES_PER_EPISODE_STEP + 12 * n_fields)
-    per_device = max(min(memory_cap // per_episode // n_devices, RUNS_PER_CALL // n_budgets), 1)
+    per_episode = n_steps * (n_runs * BYTES_PER_RUN_STEP + BYTES_PER_EPISODE_STEP + 12 * n_fields)
+    per_device = max(min(memory_cap // per_episode // n_devices, RUNS_PER_CALL // n_runs), 1)
     per_device_needed = -(-encoded.n_episodes // n_devices)
     n_chunks = -(-per_device_needed // per_device)
     return int(-(-per_device_needed // n_chunks) * n_devices)
 
 
-def points_per_slice(encoded: EncodedEpisodes, n_budgets: int, n_points: int, memory_cap: int, n_devices: int) -> int:
-    """Param grid points one call may run (with one episode per device): all ``n_points`` unless
-    that would pass the memory cap or RUNS_PER_CALL; then the grid is run in slices of this many."""
+def points_per_slice(encoded: EncodedEpisodes, n_runs: int, n_points: int, memory_cap: int, n_devices: int) -> int:
+    """Param grid points one call may run (with one episode per device, run ``n_runs`` times per
+    point: budgets x tracks): all ``n_points`` unless that would pass the memory cap or
+    RUNS_PER_CALL; then the grid is run in slices of this many."""
     n_steps, n_fields = encoded.n_steps, encoded.arrays.field_value.shape[-1]
     episode_bytes = n_steps * (BYTES_PER_EPISODE_STEP + 12 * n_fields)
-    by_memory = (memory_cap // n_devices - episode_bytes) // (n_steps * n_budgets * GRID_BYTES_PER_RUN_STEP)
-    return int(max(1, min(n_points, by_memory, RUNS_PER_CALL // n_budgets)))
+    by_memory = (memory_cap // n_devices - episode_bytes) // (n_steps * n_runs * GRID_BYTES_PER_RUN_STEP)
+    return int(max(1, min(n_points, by_memory, RUNS_PER_CALL // n_runs)))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -181,6 +183,8 @@ class SweepPlan:
     oracle: str                  # an oracle mode (wpbjax.oracle.ORACLE_MODES)
     set_index: np.ndarray        # [N] int64 episode set of each episode (row order)
     devices: tuple
+    call_devices: tuple          # the devices one call splits its episodes over: all of them, or the first
+                                 #   alone when there are fewer episodes than devices (see make_plan)
     chunk_episodes: int          # episodes per (padded) chunk
     first_chunk_workers: int     # threads of the first chunk (it compiles every policy)
     points_per_slice: int        # param grid points per call (all of them unless the grid is too large)
@@ -272,17 +276,25 @@ def make_plan(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     if set_index.shape != (n_episodes,):
         raise ValueError(f"set_index: expected one set number per episode ({n_episodes}); got shape {set_index.shape}")
     devices = tuple(devices or devices_lib.local_devices())
+    # Fewer episodes than devices: splitting them over every device pads each call with copies (one
+    # 200,000-step episode ran as 4 runs on 2 devices, 1 of them real), so each call runs on one
+    # device, and the calls of different policies side by side (the CPU runtime runs them at once).
+    call_devices = devices if n_episodes >= len(devices) or cluster is not None else devices[:1]
+    # a policy runs all its tracks in one call (its episodes once per track, stacked)
+    tracks_per_call = max(sum(name in names for names in lineup_.values()) for name in names)
     n_points = max([len(next(iter(grid.values()))) for grid in grids.values() if grid] + [1])
     # The first chunk compiles every policy's program: one thread per core overlaps one policy's
     # tracing (Python) with another's compiling (XLA, outside the GIL), 10-20% off a paper-grid sweep.
     # Later chunks reuse the programs and run one call at a time. Chunks fit the cap either way.
     first_chunk_workers = min(len(names), len(os.sched_getaffinity(0)))
     # a grid too large for one call runs in slices of points (each (chunk, slice) one unit of rows)
-    per_slice = points_per_slice(encoded, len(budgets), n_points, memory_cap // first_chunk_workers, len(devices))
-    size = chunk_size(encoded, len(budgets) * per_slice, memory_cap // first_chunk_workers, len(devices))
+    runs_per_episode = len(budgets) * tracks_per_call
+    call_cap = memory_cap // first_chunk_workers
+    per_slice = points_per_slice(encoded, runs_per_episode, n_points, call_cap, len(call_devices))
+    size = chunk_size(encoded, runs_per_episode * per_slice, call_cap, len(call_devices))
     n_chunks = -(-n_episodes // size)
     per_run = size if cluster is None else cluster.share_size(size, len(devices))
     work = {name: n_chunks * per_run * len(budgets) * encoded.n_steps * sum(name in names for names in lineup_.values())
             for name in names}
     return SweepPlan(encoded, budgets, lineup_, grids, tuple(f"param_{name}" for name in (params or {})), oracle,
-                     set_index, devices, size, first_chunk_workers, per_slice, work, cluster)
+                     set_index, devices, call_devices, size, first_chunk_workers, per_slice, work, cluster)

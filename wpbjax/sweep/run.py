@@ -12,6 +12,7 @@ import concurrent.futures
 import dataclasses
 from typing import Callable, Iterable, Iterator, Sequence
 
+import jax
 import numpy as np
 import pandas as pd
 
@@ -35,44 +36,57 @@ def _oracle_tables(plan: SweepPlan, chunk: Chunk) -> dict[str, np.ndarray]:
             for costs in dict.fromkeys(map(cost_track, plan.lineup))}
 
 
-def _device_batches(plan: SweepPlan, chunk: Chunk) -> dict:
-    """Track -> the padded chunk's EpisodeBatch on the plan's devices."""
-    batches = {}
-    for track in plan.lineup:
+def _track_batch(plan: SweepPlan, chunk: Chunk, tracks: tuple, devices: tuple):
+    """The padded chunk's episodes once per track in ``tracks``, stacked on the episode axis
+    ([len(tracks) * size] episodes), on ``devices``."""
+    parts = []
+    for track in tracks:
         batch = plan.encoded.host_batch(cost_track(track), chunk.padded)  # feedback and oracle pay unprivileged costs
         if not sees_utility(track):  # policies on these tracks cannot read the hidden utility
             batch = dataclasses.replace(batch, utility=np.zeros_like(batch.utility))
-        batches[track] = devices_lib.place(batch, plan.devices)
-    return batches
+        parts.append(batch)
+    stacked = parts[0] if len(parts) == 1 else jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *parts)
+    return devices_lib.place(stacked, devices)
 
 
-def _policy_rows(plan: SweepPlan, chunk: Chunk, name: str, track: str, batch,
-                 oracle_utility: Callable[[], np.ndarray]) -> pd.DataFrame:
-    """Rows of policy ``name`` on ``track`` for the chunk. ``oracle_utility()``: the [n, B] oracle
-    utilities, asked for once the policy has run (the oracle computes meanwhile on another thread)."""
+def _policy_rows(plan: SweepPlan, chunk: Chunk, name: str, tracks: tuple, batch,
+                 oracle_utility: Callable[[str], np.ndarray]) -> dict[str, pd.DataFrame]:
+    """Track -> rows of policy ``name`` on the chunk, for each of its ``tracks``, from one call on
+    ``batch`` (:func:`_track_batch`: the chunk once per track). ``oracle_utility(cost_track)``: the
+    [n, B] oracle utilities, asked for once the policy has run (the oracle computes meanwhile on
+    another thread)."""
     policy, encoded = make(name), plan.encoded
     grid, n_grid = _grid_slice(plan.grids[name], chunk)
     real, padded, n = chunk.real, chunk.padded, len(chunk.real)
-    order = list(plan.lineup).index(track) * 1000 + plan.lineup[track].index(name)
+    index = np.tile(padded, len(tracks))  # each track's runs draw the same keys
     if grid is None and policy.plan is None:
-        counts = simulate.simulate(policy, batch, plan.budgets, episode_index=padded, work=plan.work[name])
-        host = {field: np.asarray(value)[:n] for field, value in vars(counts).items()}
-        return score_rows(encoded, real, plan.budgets, host, oracle_utility(), track, name, plan.set_index, order)
-    run_inputs = None
-    if policy.plan is not None:  # hindsight: from the exact float64 utilities
-        run_inputs = policy.plan(encoded.track_costs(cost_track(track))[padded], encoded.utility64[padded],
-                                 encoded.arrays.length[padded], plan.budgets)
-    counts = simulate.simulate_grid(policy, batch, plan.budgets, params=grid, run_inputs=run_inputs, episode_index=padded)
-    # the slice's grid points at once: [P, n, B] counts, the real points read as P * n episodes
-    host = {field: np.asarray(value)[:n_grid, :n].reshape((n_grid * n,) + value.shape[2:])
-            for field, value in vars(counts).items()}
-    frame = score_rows(encoded, np.tile(real, n_grid), plan.budgets, host, np.tile(oracle_utility(), (n_grid, 1)),
-                       track, name, plan.set_index, order)
-    point = np.repeat(np.arange(n_grid), n * len(plan.budgets))
-    for param, column in (grid or {}).items():
-        frame[f"param_{param}"] = column[point]
-    frame["_point"] = point + chunk.first_point
-    return frame
+        counts = simulate.simulate(policy, batch, plan.budgets, episode_index=index, work=plan.work[name])
+        counts = jax.tree_util.tree_map(lambda leaf: leaf[None], counts)  # one grid point
+    else:
+        run_inputs = None
+        if policy.plan is not None:  # hindsight: from the exact float64 utilities
+            parts = [policy.plan(encoded.track_costs(cost_track(track))[padded], encoded.utility64[padded],
+                                 encoded.arrays.length[padded], plan.budgets) for track in tracks]
+            run_inputs = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+        counts = simulate.simulate_grid(policy, batch, plan.budgets, params=grid, run_inputs=run_inputs,
+                                        episode_index=index)
+    counts = {field: np.asarray(value) for field, value in vars(counts).items()}  # [P, tracks x size, B, ...]
+    frames = {}
+    for number, track in enumerate(tracks):
+        # the slice's real grid points at once: [P, n, B] counts, read as P * n episodes
+        first = number * len(padded)
+        host = {field: value[:n_grid, first:first + n].reshape((n_grid * n,) + value.shape[2:])
+                for field, value in counts.items()}
+        order = list(plan.lineup).index(track) * 1000 + plan.lineup[track].index(name)
+        frame = score_rows(encoded, np.tile(real, n_grid), plan.budgets, host,
+                           np.tile(oracle_utility(cost_track(track)), (n_grid, 1)), track, name, plan.set_index, order)
+        if grid is not None:
+            point = np.repeat(np.arange(n_grid), n * len(plan.budgets))
+            for param, column in grid.items():
+                frame[f"param_{param}"] = column[point]
+            frame["_point"] = point + chunk.first_point
+        frames[track] = frame
+    return frames
 
 
 def _grid_slice(grid: dict | None, chunk: Chunk) -> tuple[dict | None, int]:
@@ -101,7 +115,9 @@ def run_chunk(plan: SweepPlan, chunk: Chunk, progress: Progress | None = None,
     ``compiles``: this is the first chunk run in the process (default: chunk 0), so it runs its
     policies on one thread per core (their tracing and compiling overlap)."""
     compiles = chunk.index == 0 if compiles is None else compiles
-    frames = _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if compiles else 1) if len(chunk.real) else []
+    # calls of one device side by side (see SweepPlan.call_devices) keep every core busy in every chunk
+    side_by_side = compiles or len(plan.call_devices) < len(plan.devices)
+    frames = _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1) if len(chunk.real) else []
     table = pd.concat(frames, ignore_index=True) if frames else None
     if plan.cluster is not None:
         gathered = plan.cluster.gather(table)  # every process's share, in process order, on process 0
@@ -115,17 +131,17 @@ def run_chunk(plan: SweepPlan, chunk: Chunk, progress: Progress | None = None,
 
 def _chunk_frames(plan: SweepPlan, chunk: Chunk, progress: Progress | None, workers: int) -> list[pd.DataFrame]:
     """This process's rows of a chunk, one frame per (track, policy) in the published order."""
-    batches = _device_batches(plan, chunk)
     names = [name for name in plan.policy_names if _runs_in(plan, chunk, name)]
+    tracks_of = {name: tuple(track for track in plan.lineup if name in plan.lineup[track]) for name in names}
+    batches = {tracks: _track_batch(plan, chunk, tracks, plan.call_devices) for tracks in set(tracks_of.values())}
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         # the oracle first (the policies' rows wait on it)
         oracles = pool.submit(_oracle_tables, plan, chunk)
 
         def policy_frames(name: str) -> dict:
             """Track -> rows of policy ``name`` on the chunk (every asked track it runs on)."""
-            return {track: _policy_rows(plan, chunk, name, track, batches[track],
-                                        lambda costs=cost_track(track): oracles.result()[costs])
-                    for track in plan.lineup if name in plan.lineup[track]}
+            return _policy_rows(plan, chunk, name, tracks_of[name], batches[tracks_of[name]],
+                                lambda costs: oracles.result()[costs])
 
         # longest compiles first (multi-action walks, more action kinds), so the threads finish together
         by_size = sorted(names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
