@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import REPO
 from wpbjax import resume as resume_lib
+from wpbjax.argument_errors import ArgumentError
+from wpbjax.failures import flag
 from wpbjax.results_io import partial_path
 
 # 2 modes x 8 episodes at 40 steps; a 64K memory cap makes chunks of one episode per device (8 chunks
@@ -83,11 +85,14 @@ def test_killed_sweeps_resume_to_the_uninterrupted_rows(tmp_path):
 
 
 def test_differences_name_each_changed_argument():
-    before = {"budgets": [1024, 4096], "seed": 0, "episode_file_sha256": ["a"], "devices": 2}
-    now = {"budgets": [1024], "seed": 1, "episode_file_sha256": ["b"], "devices": 4}
-    assert resume_lib.differences(before, now) == [
-        "--budgets was 1024,4096, now 1024", "--seed was 0, now 1", "an --episodes file's contents changed",
-        "devices was 2, now 4 (they set the chunk plan)"]
+    before = {"budgets": [1024, 4096], "seed": 0, "episode_file_sha256": ["a"], "devices": 2, "params": {"threshold": [0.5]}}
+    now = {"budgets": [1024], "seed": 1, "episode_file_sha256": ["b"], "devices": 4, "params": {}}
+    error = ArgumentError("; ".join(resume_lib.differences(before, now)))
+    assert str(error) == ("budgets was 1024,4096, now 1024; seed was 0, now 1; an episodes file's contents changed; "
+                          "devices was 2, now 4 (they set the chunk plan); params was {'threshold': [0.5]}, now {}")
+    assert error.render(flag) == ("--budgets was 1024,4096, now 1024; --seed was 0, now 1; an --episodes file's contents "
+                                  "changed; devices was 2, now 4 (they set the chunk plan); --param was {'threshold': "
+                                  "[0.5]}, now {}")
 
 
 def test_resume_of_parquet_is_refused(tmp_path):

@@ -16,6 +16,8 @@ import os
 import numpy as np
 import pandas as pd
 
+from wpbjax.argument_errors import ArgumentError, arg
+
 ENV_COORDINATOR = "JAX_COORDINATOR_ADDRESS"  # JAX reads this one itself too
 ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
 ENV_PROCESS_ID = "JAX_PROCESS_ID"
@@ -98,32 +100,49 @@ def _env_int(name: str) -> int | None:
         raise ValueError(f"${name}: expected an integer, got {text!r}") from None
 
 
+def _env_text(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def _setting(argument: str, value, variable: str, read) -> tuple:
+    """(value, how an error names it): the argument's ``value`` (named by :func:`arg`), else the
+    environment ``variable``'s (read by ``read``; named ``$VARIABLE``), else (None, the argument)."""
+    if value is not None:
+        return value, arg(argument)
+    value = read(variable)
+    return value, arg(argument) if value is None else f"${variable}"
+
+
 def _launched_by_cluster() -> bool:
     """A task of a multi-task ``srun`` step or of ``mpirun``: JAX's detection fills in the rest."""
     return any((_env_int(name) or 1) > 1 for name in LAUNCHER_TASKS)
 
 
 def resolve(coordinator: str | None, num_processes: int | None, process_id: int | None) -> dict | None:
-    """The ``jax.distributed.initialize`` arguments from the flags, else ``$JAX_COORDINATOR_ADDRESS``
+    """The ``jax.distributed.initialize`` arguments from these, else ``$JAX_COORDINATOR_ADDRESS``
     / ``$JAX_NUM_PROCESSES`` / ``$JAX_PROCESS_ID``, else a cluster launcher's environment (SLURM,
-    Open MPI: ``{}``, JAX detects them); None for a single process. Errors name the flag."""
-    coordinator = coordinator or os.environ.get(ENV_COORDINATOR) or None
-    num_processes = num_processes if num_processes is not None else _env_int(ENV_NUM_PROCESSES)
-    process_id = process_id if process_id is not None else _env_int(ENV_PROCESS_ID)
-    given = {"--coordinator": coordinator, "--num-processes": num_processes, "--process-id": process_id}
-    if all(value is None for value in given.values()):
+    Open MPI: ``{}``, JAX detects them); None for a single process. An ArgumentError names where
+    a bad value came from: the argument (``num_processes``; ``--num-processes`` from the CLI) or
+    the environment variable."""
+    given = {"coordinator": _setting("coordinator", coordinator or None, ENV_COORDINATOR, _env_text),
+             "num_processes": _setting("num_processes", num_processes, ENV_NUM_PROCESSES, _env_int),
+             "process_id": _setting("process_id", process_id, ENV_PROCESS_ID, _env_int)}
+    if all(value is None for value, _ in given.values()):
         return {} if _launched_by_cluster() else None
-    missing = [flag for flag, value in given.items() if value is None]
+    missing = [name for value, name in given.values() if value is None]
     if missing:
-        raise ValueError(f"{', '.join(missing)}: needed with {', '.join(f for f in given if f not in missing)} "
-                         f"(give --coordinator HOST:PORT --num-processes N --process-id I)")
+        present = ", ".join(name for value, name in given.values() if value is not None)
+        raise ArgumentError(f"{', '.join(missing)}: needed with {present} (give all three: {arg('coordinator')} "
+                            f"HOST:PORT, {arg('num_processes')} N, {arg('process_id')} I)")
+    (coordinator, coordinator_at), (num_processes, num_processes_at), (process_id, process_id_at) = given.values()
     host, sep, port = coordinator.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--coordinator: expected HOST:PORT, got {coordinator!r}")
+        raise ArgumentError(f"{coordinator_at}: expected HOST:PORT, got {coordinator!r}")
     if num_processes < 1:
-        raise ValueError(f"--num-processes: expected an integer >= 1, got {num_processes}")
+        raise ArgumentError(f"{num_processes_at}: expected an integer >= 1, got {num_processes}")
     if not 0 <= process_id < num_processes:
-        raise ValueError(f"--process-id: expected 0..{num_processes - 1} (--num-processes {num_processes}), got {process_id}")
+        raise ArgumentError(f"{process_id_at}: expected 0..{num_processes - 1} ({num_processes_at} {num_processes}), "
+                            f"got {process_id}")
     return {"coordinator_address": coordinator, "num_processes": num_processes, "process_id": process_id}
 
 
@@ -142,7 +161,7 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
         jax.distributed.initialize(**arguments, initialization_timeout=INIT_TIMEOUT_S)
     except (RuntimeError, ValueError) as err:  # unreachable coordinator, timeout, bad detection
         where = arguments.get("coordinator_address", "the cluster's coordinator")
-        raise ValueError(f"--coordinator: could not join {where}: {str(err).splitlines()[0]}") from None
+        raise ArgumentError(f"{arg('coordinator')}: could not join {where}: {str(err).splitlines()[0]}") from None
     if jax.process_count() == 1:
         return None
     return Cluster(process_id=jax.process_index(), num_processes=jax.process_count())

@@ -1,6 +1,7 @@
 """How a command ends when it cannot finish: one line on stderr and an exit status, never a traceback.
 
-    2    bad input (an argument, a file, a line of a file): the line names it
+    2    bad input (an argument, a file, a line of a file): the line names it (an argument by its
+         flag: :class:`wpbjax.argument_errors.ArgumentError`)
     130  interrupted (Ctrl-C / SIGINT)
     141  stdout closed by its reader (``wpbjax sweep | head``): silent, like a program SIGPIPE ends
     1    a bug in wpbjax: the exception in one line (``WPBJAX_TRACEBACK=1`` re-raises it)
@@ -14,6 +15,8 @@ import sys
 import threading
 from typing import Callable
 
+from wpbjax.argument_errors import ArgumentError
+
 BAD_INPUT = 2
 INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)
 BUG = 1
@@ -21,6 +24,22 @@ CLOSED_PIPE = 141  # 128 + SIGPIPE: what the shell reports for `yes | head`
 INTERRUPT_GRACE_S = 2.0  # after Ctrl-C, time to clean up (temporary files) before the process ends anyway
 
 _interrupt_reported = threading.Event()
+
+# A Python API argument whose flag is not its name with dashes (``--param`` is given once per param;
+# the API takes them all as ``params``). The one table of such names: every other argument
+# ``some_name`` is the flag ``--some-name``.
+FLAG_OF_ARGUMENT = {"params": "--param"}
+
+
+def flag(argument: str) -> str:
+    """The command-line flag of the Python API argument ``argument`` (``num_processes`` ->
+    ``--num-processes``), as an :class:`ArgumentError` names it to a CLI user."""
+    return FLAG_OF_ARGUMENT.get(argument) or "--" + argument.replace("_", "-")
+
+
+def cli_message(err: BaseException) -> str:
+    """``err``'s message for a command-line user: the arguments an ArgumentError names, as flags."""
+    return err.render(flag) if isinstance(err, ArgumentError) else str(err)
 
 
 def _fresh_line() -> str:
@@ -64,7 +83,7 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
     except BrokenPipeError:  # every file was written; only the reader of stdout went away
         return CLOSED_PIPE
     except (ValueError, OSError) as err:  # EpisodeFormatError is a ValueError
-        print(f"{_fresh_line()}{prog}: error: {one_line(err)}", file=sys.stderr)
+        print(f"{_fresh_line()}{prog}: error: {one_line(cli_message(err))}", file=sys.stderr)
         return BAD_INPUT
     except Exception as err:
         if isinstance(err, MemoryError) or str(err).startswith("RESOURCE_EXHAUSTED"):  # host, or device (XLA)

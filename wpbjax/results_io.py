@@ -16,6 +16,8 @@ import os
 import numpy as np
 import pandas as pd
 
+from wpbjax.argument_errors import ArgumentError, arg
+
 RESULT_SUFFIXES = (".csv", ".parquet")
 PARTIAL_SUFFIX = ".partial"   # results.csv -> results.csv.partial while the sweep runs
 SIDECAR_SUFFIX = ".meta.json"
@@ -95,7 +97,7 @@ class ResultsWriter:
         self.format = results_format(self.path)
         self.temporary = partial_path(self.path)
         if append_at is not None and self.format != "csv":
-            raise ValueError(f"--resume: {self.path}: only .csv results can be resumed")
+            raise ArgumentError(f"{arg('resume')}: {self.path}: only .csv results can be resumed")
         self.append_at = append_at
         self.rows, self.chunks, self._writer, self._sink, self._opened = 0, 0, None, None, False
 

@@ -16,6 +16,7 @@ import os
 
 import pandas as pd
 
+from wpbjax.argument_errors import ArgumentError, arg
 from wpbjax.results_io import partial_path, sha256
 
 MANIFEST_SCHEMA = "wpbjax.resume-manifest/1"
@@ -68,22 +69,23 @@ def _describe(value) -> str:
 
 
 def differences(before: dict, now: dict) -> list[str]:
-    """One phrase per identity entry that differs, e.g. ``--budgets was 1024,2048, now 1024``."""
+    """One phrase per identity entry that differs, each argument marked (:func:`arg`): e.g. ``budgets
+    was 1024,2048, now 1024`` (``--budgets ...`` on the command line)."""
     phrases = []
     for key in dict.fromkeys([*before, *now]):
         if before.get(key) != now.get(key):
             if key == "episode_file_sha256":
-                phrases.append("an --episodes file's contents changed")
+                phrases.append(f"an {arg('episodes')} file's contents changed")
             elif key in ("devices", "cores"):
                 phrases.append(f"{key} was {before.get(key)}, now {now.get(key)} (they set the chunk plan)")
             else:
-                phrases.append(f"--{key.replace('_', '-')} was {_describe(before.get(key))}, now {_describe(now.get(key))}")
+                phrases.append(f"{arg(key)} was {_describe(before.get(key))}, now {_describe(now.get(key))}")
     return phrases
 
 
 def start(out: str, identity: dict, resume: bool) -> Checkpoint | None:
     """The checkpoint to continue from (``--resume`` with an interrupted run's temporary file and
-    manifest), or None to run the sweep from its first chunk. Raises ValueError (naming what
+    manifest), or None to run the sweep from its first chunk. Raises an ArgumentError (naming what
     differs) when the interrupted run had other arguments."""
     path = manifest_path(out)
     if not resume:
@@ -97,14 +99,14 @@ def start(out: str, identity: dict, resume: bool) -> Checkpoint | None:
         if manifest.get("schema") != MANIFEST_SCHEMA:
             raise ValueError
     except (OSError, ValueError):
-        raise ValueError(f"--resume: {path}: not a wpbjax resume manifest; remove it to start over") from None
+        raise ArgumentError(f"{arg('resume')}: {path}: not a wpbjax resume manifest; remove it to start over") from None
     changed = differences(manifest["identity"], identity)
     if changed:
-        raise ValueError(f"--resume: {out}: the interrupted run had other arguments ({'; '.join(changed)}); "
-                         f"rerun it exactly, or drop --resume to start over")
+        raise ArgumentError(f"{arg('resume')}: {out}: the interrupted run had other arguments ({'; '.join(changed)}); "
+                            f"rerun it exactly, or drop {arg('resume')} to start over")
     if os.path.getsize(partial_path(out)) < manifest["size"]:
-        raise ValueError(f"--resume: {partial_path(out)} is shorter than its manifest records "
-                         f"({manifest['size']} bytes); drop --resume to start over")
+        raise ArgumentError(f"{arg('resume')}: {partial_path(out)} is shorter than its manifest records "
+                            f"({manifest['size']} bytes); drop {arg('resume')} to start over")
     sums = pd.DataFrame(manifest["sums"]).set_index(["track", "policy", "budget_bytes"]) if manifest["sums"] else None
     return Checkpoint(manifest["chunks"], manifest["rows"], manifest["size"], sums)
 

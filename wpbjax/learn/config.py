@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from wpbjax.argument_errors import ArgumentError, arg
 from wpbjax.learn.gate import GATE_TRACKS
 
 
@@ -34,19 +35,20 @@ class TrainConfig:
 
     def __post_init__(self):
         if self.track not in GATE_TRACKS:
-            raise ValueError(f"--track must be one of {', '.join(GATE_TRACKS)}; got {self.track!r}")
+            raise ArgumentError(f"{arg('track')} must be one of {', '.join(GATE_TRACKS)}; got {self.track!r}")
         if self.pool_per_mode > 5_000 or self.calibration_per_mode > 5_000:
-            raise ValueError("--pool-per-mode and calibration_per_mode must be <= 5000 (seed blocks stay disjoint)")
+            raise ArgumentError(f"{arg('pool_per_mode')} and {arg('calibration_per_mode')} must be <= 5000 "
+                                "(seed blocks stay disjoint)")
         for name in ("steps", "batch", "pool_per_mode", "episode_steps", "hidden", "log_every", "calibration_per_mode"):
             if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1; got {getattr(self, name)}")
+                raise ArgumentError(f"{arg(name)} must be >= 1; got {getattr(self, name)}")
         if self.batch > 4 * self.pool_per_mode:
-            raise ValueError(f"--batch ({self.batch}) cannot exceed the pool (4 modes x --pool-per-mode = "
-                             f"{4 * self.pool_per_mode} episodes)")
+            raise ArgumentError(f"{arg('batch')} ({self.batch}) cannot exceed the pool (4 modes x "
+                                f"{arg('pool_per_mode')} = {4 * self.pool_per_mode} episodes)")
         if self.seed < 0:
-            raise ValueError(f"--seed must be >= 0; got {self.seed}")
+            raise ArgumentError(f"{arg('seed')} must be >= 0; got {self.seed}")
         for name in ("fidelity_weight", "coverage_weight"):
             if not 0 <= getattr(self, name) < float("inf"):  # NaN fails too
-                raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0; got {getattr(self, name)}")
+                raise ArgumentError(f"{arg(name)} must be a finite number >= 0; got {getattr(self, name)}")
         if not self.learning_rate > 0:
-            raise ValueError(f"--learning-rate must be > 0; got {self.learning_rate}")
+            raise ArgumentError(f"{arg('learning_rate')} must be > 0; got {self.learning_rate}")

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from wpbjax.argument_errors import ArgumentError, arg
 from wpbjax.packages.learned import group_features, group_logits, h_function, hard_rollout, init_writer, \
     package_arrays
 
@@ -52,22 +53,22 @@ class WriterTrainConfig:
 
     def __post_init__(self):
         if self.packages > 50_000 or self.check_packages > 50_000:
-            raise ValueError("--packages and --check-packages must be <= 50000 (seed blocks stay disjoint)")
+            raise ArgumentError(f"{arg('packages')} and {arg('check_packages')} must be <= 50000 (seed blocks stay disjoint)")
         if not self.distributions:
-            raise ValueError("--distributions must name at least one distribution")
+            raise ArgumentError(f"{arg('distributions')} must name at least one distribution")
         if not self.shapes or any(len(shape) != 2 or min(shape) < 0 or sum(shape) < 1 for shape in self.shapes):
-            raise ValueError(f"--shapes must be NORMALxUPDATE pairs of counts >= 0 (not both 0); got {self.shapes}")
+            raise ArgumentError(f"{arg('shapes')} must be NORMALxUPDATE pairs of counts >= 0 (not both 0); got {self.shapes}")
         if not self.budgets or min(self.budgets) < 1:
-            raise ValueError(f"--budgets must be integers >= 1; got {self.budgets}")
+            raise ArgumentError(f"{arg('budgets')} must be integers >= 1; got {self.budgets}")
         if self.relaxation not in RELAXATIONS:
-            raise ValueError(f"--relaxation must be one of {', '.join(RELAXATIONS)}; got {self.relaxation!r}")
+            raise ArgumentError(f"{arg('relaxation')} must be one of {', '.join(RELAXATIONS)}; got {self.relaxation!r}")
         if self.seed < 0:
-            raise ValueError(f"--seed must be >= 0; got {self.seed}")
+            raise ArgumentError(f"{arg('seed')} must be >= 0; got {self.seed}")
         for name in ("packages", "check_packages", "steps", "batch", "hidden", "eval_every"):
             if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1; got {getattr(self, name)}")
+                raise ArgumentError(f"{arg(name)} must be >= 1; got {getattr(self, name)}")
         if not (self.learning_rate > 0 and self.tau_start > 0 and self.tau_end > 0):
-            raise ValueError("--learning-rate, --tau-start and --tau-end must be > 0")
+            raise ArgumentError(f"{arg('learning_rate')}, {arg('tau_start')} and {arg('tau_end')} must be > 0")
 
 
 def soft_rollout(params: dict, package: dict, budget, tau, h_name: str = "min", key=None):
@@ -179,7 +180,8 @@ def _initial(config: WriterTrainConfig, n_kinds: int) -> dict:
 
     params, info = load_writer(config.init)
     if info["kinds"] != list(KINDS)[:n_kinds] or params["candidate"]["b_in"].shape != (config.hidden,):
-        raise ValueError(f"--init {config.init}: built with other kinds or --hidden {params['candidate']['b_in'].shape[0]}")
+        raise ArgumentError(f"{arg('init')} {config.init}: built with other kinds or {arg('hidden')} "
+                            f"{params['candidate']['b_in'].shape[0]}")
     return params
 
 

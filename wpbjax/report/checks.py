@@ -8,7 +8,8 @@ itself before any number is reported.
   track, policy and swept-param point has the same budgets, and as many rows at each budget), which
   a table missing the end of a chunk or glued from two runs does not have.
 
-Each failure is one ValueError naming the file (the CLI prints it as one line, exit status 2).
+Each failure is one ValueError naming the file (the CLI prints it as one line, exit status 2); one
+that suggests a resumed sweep is an ArgumentError, naming ``resume`` as the caller spells it.
 """
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import os
 
 import pandas as pd
 
+from wpbjax.argument_errors import ArgumentError, arg
 from wpbjax.results_io import sha256
 
-RERUN = "rerun the sweep (or finish it with --resume)"
+RERUN = f"rerun the sweep (or finish it with the {arg('resume')} option)"
 
 
 def check_table(path: str | os.PathLike, results: pd.DataFrame, meta: dict | None, meta_path: str | None) -> None:
@@ -34,11 +36,11 @@ def check_against_sidecar(path: str, results: pd.DataFrame, meta: dict, meta_pat
     recorded = meta.get("results") or {}
     rows = recorded.get("rows", meta.get("rows"))
     if rows is not None and len(results) != rows:
-        raise ValueError(f"{path}: {len(results):,} rows, but its sidecar {meta_path} records {rows:,}: "
-                         f"an incomplete or different table; {RERUN}")
+        raise ArgumentError(f"{path}: {len(results):,} rows, but its sidecar {meta_path} records {rows:,}: "
+                            f"an incomplete or different table; {RERUN}")
     if recorded.get("sha256") and sha256(path) != recorded["sha256"]:
-        raise ValueError(f"{path}: its bytes differ from the table its sidecar {meta_path} describes (SHA-256 "
-                         f"mismatch): changed or cut after the sweep; {RERUN}")
+        raise ArgumentError(f"{path}: its bytes differ from the table its sidecar {meta_path} describes (SHA-256 "
+                            f"mismatch): changed or cut after the sweep; {RERUN}")
     if "budget_bytes" in results and meta.get("budgets"):
         budgets = sorted(int(budget) for budget in results["budget_bytes"].unique())
         if budgets != sorted(int(budget) for budget in meta["budgets"]):
@@ -68,20 +70,20 @@ def check_grid(path: str, results: pd.DataFrame) -> None:
         first = results[duplicated].iloc[0]
         where = ", ".join(f"{column} {first[column]}" for column in ("mode", "episode_id", "budget_bytes", "track", "policy")
                           if column in results)
-        raise ValueError(f"{path}: {int(duplicated.sum()):,} duplicate rows (the first: {where}); {RERUN}")
+        raise ArgumentError(f"{path}: {int(duplicated.sum()):,} duplicate rows (the first: {where}); {RERUN}")
     runs = ["track", "policy"] + sorted(column for column in results if column.startswith("param_"))
     counts = results.groupby(runs + ["budget_bytes"], dropna=False, sort=False).size()
     budgets_per_run = counts.groupby(level=list(range(len(runs))), dropna=False, sort=False).size()
     n_budgets = results["budget_bytes"].nunique()
     if (budgets_per_run != n_budgets).any():
         run = budgets_per_run[budgets_per_run != n_budgets].index[0]
-        raise ValueError(f"{path}: {_label(run)} ran {budgets_per_run[run]} of the table's {n_budgets} budgets: "
-                         f"an incomplete or merged table; {RERUN}")
+        raise ArgumentError(f"{path}: {_label(run)} ran {budgets_per_run[run]} of the table's {n_budgets} budgets: "
+                            f"an incomplete or merged table; {RERUN}")
     if counts.nunique() > 1:
         usual = counts.mode().iloc[0]
         odd = counts[counts != usual].index[0]
-        raise ValueError(f"{path}: {_label(odd[:-1])} at budget {odd[-1]} has {counts[odd]:,} rows where the other "
-                         f"runs have {usual:,}: an incomplete or merged table; {RERUN}")
+        raise ArgumentError(f"{path}: {_label(odd[:-1])} at budget {odd[-1]} has {counts[odd]:,} rows where the other "
+                            f"runs have {usual:,}: an incomplete or merged table; {RERUN}")
 
 
 def _label(run) -> str:
