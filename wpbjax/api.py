@@ -134,7 +134,7 @@ def sweep_to_file(out: str | os.PathLike, episodes=None, *, modes: Sequence[str]
 
 def _stream_to_file(out, plan, source, arguments: dict, params, command, resume: bool, quiet: bool) -> SweepFile | None:
     """Run ``plan`` into ``out`` (from the resume point, when resuming) and commit table and sidecar."""
-    from wpbjax import resume as resume_lib, simulate as simulate_lib
+    from wpbjax import resume as resume_lib, segments
     from wpbjax.progress import Progress
     from wpbjax.report.metadata import sweep_metadata
     from wpbjax.results_io import ResultsWriter, read_sidecar, sidecar_path
@@ -158,12 +158,12 @@ def _stream_to_file(out, plan, source, arguments: dict, params, command, resume:
         with Progress(plan.total_runs, enabled=not quiet) as progress:
             if checkpoint.rows:
                 progress.advance(checkpoint.rows, "on disk")
-            if progress.enabled and plan.encoded.n_steps > simulate_lib.STEPS_PER_REPORT:
-                simulate_lib.listen_to_steps(progress.steps)  # long episodes: progress within calls
+            if progress.enabled:
+                segments.listen_to_steps(progress.steps)  # long episodes: progress within calls
             try:
                 sums = write_chunks(plan, writer, progress, chunks=remaining, sums=checkpoint.sums, after_write=record)
             finally:
-                simulate_lib.stop_listening(progress.steps)
+                segments.stop_listening(progress.steps)
         writer.commit(sweep_metadata(plan, source, arguments, params=params, command=command))
         resume_lib.finish(out)
     return SweepFile(os.fspath(out), writer.rows, read_sidecar(sidecar_path(out)), leaderboard_from_sums([sums]))

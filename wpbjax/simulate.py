@@ -73,44 +73,21 @@ def _initial(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_tr
         initial)
 
 
+def advance(policy: Policy, params, episode: EpisodeBatch, budget, carry: tuple, first, stop) -> tuple:
+    """Steps ``first .. stop-1`` of a rollout: the carry (store, policy state) before step ``first``
+    -> after step ``stop - 1``. Python-int bounds compile to a scan; traced bounds to a loop that
+    serves every segment of a long rollout (see :func:`simulate_in_segments`)."""
+    budget = jnp.asarray(budget, jnp.int32)
+    return jax.lax.fori_loop(first, stop, lambda pos, carry: step(policy, params, episode, budget, *carry, pos), carry)
+
+
 def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> store_lib.StoreState:
     """Final store of one policy on one episode (arrays without the N axis) at one budget
     (``fast_trace``: see :func:`_initial`; the same store either way)."""
     n_steps = episode.valid.shape[0]
-    budget = jnp.asarray(budget, jnp.int32)
-
-    def scan_step(carry, pos):
-        if n_steps > STEPS_PER_REPORT:  # a long episode: say how far its rollouts are (static choice)
-            jax.lax.cond((pos + 1) % STEPS_PER_REPORT == 0,
-                         lambda: jax.debug.callback(_report_steps, pos + 1, n_steps), lambda: None)
-        return step(policy, params, episode, budget, *carry, pos), None
-
-    initial = _initial(policy, params, episode, budget, key, fast_trace)
-    (final, _), _ = jax.lax.scan(scan_step, initial, jnp.arange(n_steps))
+    final, _ = advance(policy, params, episode, budget, _initial(policy, params, episode, budget, key, fast_trace),
+                       0, n_steps)
     return store_lib.flush(final, n_steps, policy.kinds)
-
-
-# --- Progress inside long rollouts ----------------------------------------------------------------
-# A rollout of more than STEPS_PER_REPORT steps calls the host every STEPS_PER_REPORT steps (the
-# step index is the scan's, the same for every run of a call, so the call is one per pass and
-# device, not per run): a 200,000-step sweep shows its progress while one call runs for seconds.
-STEPS_PER_REPORT = 10_000
-_step_listeners: list = []
-
-
-def _report_steps(steps_done, n_steps) -> None:
-    for listener in list(_step_listeners):
-        listener(int(steps_done), int(n_steps))
-
-
-def listen_to_steps(listener) -> None:
-    """Call ``listener(steps_done, n_steps)`` as long rollouts advance (see STEPS_PER_REPORT)."""
-    _step_listeners.append(listener)
-
-
-def stop_listening(listener) -> None:
-    if listener in _step_listeners:
-        _step_listeners.remove(listener)
 
 
 def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> metrics.Counts:
@@ -192,9 +169,9 @@ _simulate = programs.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_opt
 _simulate_quick = programs.jit(functools.partial(_simulate_batch, fast_trace=True), static_argnums=(0, 1, 2),
                           compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0})
 QUICK_COMPILE_BELOW = 1_000_000  # run-steps
-# ... and only for episodes this short: the quick build's slower steps run one after another, so a
-# long episode pays them in full (200,000 steps of merge_aggressive: 22 s quick, 11 s full, measured)
-QUICK_MAX_STEPS = 10_000
+# (Long episodes run in segments, always fully optimised: the quick build's slower steps run one
+# after another, so a long episode pays them in full: 200,000 steps of merge_aggressive took 22 s
+# quick, 11 s full, measured.)
 
 
 def episode_keys(key, episode_index) -> jax.Array:
@@ -236,9 +213,18 @@ def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None
     episode_index = _episode_index(episode_index, batch.n_episodes)
     if work is None:
         work = batch.n_episodes * budgets.shape[0] * batch.valid.shape[1]
-    compiled = _simulate_quick if work < QUICK_COMPILE_BELOW and batch.n_steps <= QUICK_MAX_STEPS else _simulate
+    if batch.n_steps > segments_lib().STEPS_PER_SEGMENT:  # long episodes: progress between segments
+        return segments_lib().simulate_in_segments(policy, batch, budgets, params, {}, key, episode_index, grid=False)
+    compiled = _simulate_quick if work < QUICK_COMPILE_BELOW else _simulate
     per_pass = per_pass or episodes_per_pass(batch.n_steps, budgets.shape[0])
     return compiled(policy, _mesh_of(batch), per_pass, params, batch, budgets, key, episode_index)
+
+
+def segments_lib():
+    """:mod:`wpbjax.segments`, which builds on this module (imported when first needed)."""
+    from wpbjax import segments
+
+    return segments
 
 
 # --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
@@ -291,6 +277,12 @@ def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run
                                      np.asarray(batch.length), np.asarray(budgets))
     run_inputs = {name: np.asarray(value) for name, value in run_inputs.items()}
     episode_index = _episode_index(episode_index, batch.n_episodes)
+    if batch.n_steps > segments_lib().STEPS_PER_SEGMENT:  # long episodes: progress between segments
+        per_run = {name: np.broadcast_to(value[:, None], (value.shape[0], n_points) + value.shape[1:])
+                   for name, value in run_inputs.items()}  # [N, B, ...] -> [N, P, B, ...]
+        counts = segments_lib().simulate_in_segments(policy, batch, budgets, resolved, per_run, key, episode_index,
+                                                     grid=True)
+        return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
     per_pass = episodes_per_pass(batch.n_steps, n_points * budgets.shape[0])
     return _simulate_grid(policy, _mesh_of(batch), per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
 

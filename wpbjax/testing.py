@@ -12,11 +12,12 @@ It checks, on a few generated episodes of every kind of the published generator:
 3. *O(1) per step*: the compiled step's work (XLA's flop count) does not grow with the episode
    length T, and the traced rollout does not either (no Python loop over steps).
 
-:func:`max_traces` counts the traces of one of the library's compiled programs in a block (the
-test suite's recompile checks).
+:func:`max_traces` counts the traces of one of the library's compiled programs in a block, and
+:func:`count_compiles` the executables JAX builds (the test suite's recompile checks).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -165,3 +166,21 @@ def max_traces(owner, name: str, n: int = 1):
         yield
     finally:
         setattr(owner, name, original)
+
+
+@contextlib.contextmanager
+def count_compiles():
+    """Within the block, count the executables JAX builds (compiled or loaded from the persistent
+    cache), by program name (``"jit(_advance)"``): yields a ``collections.Counter`` it fills. Unlike
+    :func:`max_traces` it also sees a program compiled again for differently placed inputs."""
+    counts = collections.Counter()
+
+    def listener(event: str, duration: float, fun_name: str = "", **_) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            counts[fun_name] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield counts
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
