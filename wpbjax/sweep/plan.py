@@ -275,20 +275,21 @@ def make_plan(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     set_index = np.zeros(n_episodes, np.int64) if set_index is None else np.asarray(set_index, np.int64)
     if set_index.shape != (n_episodes,):
         raise ValueError(f"set_index: expected one set number per episode ({n_episodes}); got shape {set_index.shape}")
-    devices = tuple(devices or devices_lib.local_devices())
+    # a policy runs all its tracks in one call (its episodes once per track, stacked)
+    tracks_per_call = max(sum(name in names for names in lineup_.values()) for name in names)
+    n_points = max([len(next(iter(grid.values()))) for grid in grids.values() if grid] + [1])
+    runs_per_episode = len(budgets) * tracks_per_call
+    # (a sweep of few runs starts JAX on one core, see devices.start_on_one_core)
+    devices = tuple(devices or devices_lib.local_devices(runs_per_call=n_episodes * runs_per_episode * n_points))
     # Fewer episodes than devices: splitting them over every device pads each call with copies (one
     # 200,000-step episode ran as 4 runs on 2 devices, 1 of them real), so each call runs on one
     # device, and the calls of different policies side by side (the CPU runtime runs them at once).
     call_devices = devices if n_episodes >= len(devices) or cluster is not None else devices[:1]
-    # a policy runs all its tracks in one call (its episodes once per track, stacked)
-    tracks_per_call = max(sum(name in names for names in lineup_.values()) for name in names)
-    n_points = max([len(next(iter(grid.values()))) for grid in grids.values() if grid] + [1])
     # The first chunk compiles every policy's program: one thread per core overlaps one policy's
     # tracing (Python) with another's compiling (XLA, outside the GIL), 10-20% off a paper-grid sweep.
     # Later chunks reuse the programs and run one call at a time. Chunks fit the cap either way.
     first_chunk_workers = min(len(names), len(os.sched_getaffinity(0)))
     # a grid too large for one call runs in slices of points (each (chunk, slice) one unit of rows)
-    runs_per_episode = len(budgets) * tracks_per_call
     call_cap = memory_cap // first_chunk_workers
     per_slice = points_per_slice(encoded, runs_per_episode, n_points, call_cap, len(call_devices))
     size = chunk_size(encoded, runs_per_episode * per_slice, call_cap, len(call_devices))
