@@ -181,8 +181,11 @@ CLI_CASES = {
                                "deep.jsonl:1: not valid JSON (nested too deeply"),
     "--memory-cap infG": (SWEEP + ["--memory-cap", "infG"], "argument --memory-cap: expected a size like 2G"),
     "--memory-cap nan": (SWEEP + ["--memory-cap", "nan"], "argument --memory-cap: expected a size like 2G"),
+    # generated a block at a time (wpbjax.sweep.blocks), so refused only for its table's size
     "--n-episodes 1e9": (SWEEP + ["--n-episodes", "1000000000", "--steps", "200"],
-                         "--n-episodes 1000000000: 4 modes x 1,000,000,000 episodes x 200 steps need about"),
+                         "the sweep's 8,000,000,000 rows need about"),
+    "--n-episodes 1e9 --engine jax": (SWEEP + ["--n-episodes", "1000000000", "--steps", "200", "--engine", "jax"],
+                                      "--n-episodes 1000000000: 4 modes x 1,000,000,000 episodes x 200 steps need about"),
     "generate --episodes 1e9": (["generate", "--episodes", "1000000000", "--out", lambda tmp: str(tmp / "e.jsonl")],
                                 "--episodes 1,000,000,000 x --steps 200 need about"),
     "--api-pool 1e12": (SWEEP + ["--api-pool", "999999999999"], "--api-pool 999,999,999,999 x --max-params 6 need about"),
@@ -269,7 +272,7 @@ def test_repeated_values_are_dropped_with_one_warning_each(tmp_path):
 
 def test_generated_sets_past_memory_are_refused_up_front():
     args = argparse.Namespace(command="sweep", episodes=None, modes=["default", "redundancy"], n_episodes=1000,
-                              steps=200, api_pool=8, max_params=6)
+                              steps=200, api_pool=8, max_params=6, engine="jax")  # (python: made in blocks)
     check_generator_size(args, memory=2000 * 200 * 87)  # exactly fits
     with pytest.raises(ValueError, match=r"--n-episodes 1000: 2 modes x 1,000 episodes x 200 steps need about 33.2 MiB"):
         check_generator_size(args, memory=2000 * 200 * 87 - 1)

@@ -111,29 +111,39 @@ def sweep_to_file(out: str | os.PathLike, episodes=None, *, modes: Sequence[str]
     from wpbjax.output_size import check_disk_space
     from wpbjax.results_io import check_output
     from wpbjax.sweep import make_plan
+    from wpbjax.sweep.blocks import Blocks, streams
 
     _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params)
     source = episode_source(episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs)
     writes = cluster is None or cluster.writes
     if writes:
         check_output(out, inputs=source.files if source is not None else ())
-    encoded, set_index = _encoded(episodes, source)  # (the episode files' own errors first)
+    plan_arguments = dict(budgets=budgets, policies=policies, tracks=tracks, oracle=oracle, devices=devices,
+                          params=params, cluster=cluster)
+    if streams(source, memory_cap):  # generated a block at a time (wpbjax.sweep.blocks)
+        blocks = Blocks(source, plan_arguments, memory_cap)
+        plan, n_swept = blocks.plan, blocks.n_total
+    else:
+        encoded, set_index = _encoded(episodes, source)  # (the episode files' own errors first)
+        plan = make_plan(encoded, set_index=set_index, memory_cap=memory_cap, **plan_arguments)
+        blocks, n_swept = None, encoded.n_episodes
     arguments = dict(episodes=list(source.files) if source is not None and source.files else None, modes=modes,
                      n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, budgets=budgets, policies=policies,
                      tracks=tracks, oracle=oracle, memory_cap=memory_cap, params=params, **knobs)
-    plan = make_plan(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, params, cluster)
     if writes:
         check_disk_space(out, plan.total_runs, len(params or {}))  # one row per run
     if not quiet:
-        print(f"wpbjax sweep: {encoded.n_episodes} episodes x {len(plan.budgets)} budgets, tracks "
+        print(f"wpbjax sweep: {n_swept:,} episodes x {len(plan.budgets)} budgets, tracks "
               f"{','.join(plan.lineup)}, oracle {plan.oracle}, {plan.total_runs:,} runs on "
-              f"{devices_lib.describe(plan.devices)}" + (f" in each of {cluster.num_processes} processes" if cluster else ""),
-              file=sys.stderr)
-    return _stream_to_file(out, plan, source, arguments, params, command, resume, quiet)
+              f"{devices_lib.describe(plan.devices)}" + (f" in each of {cluster.num_processes} processes" if cluster else "")
+              + (f", episodes made {blocks.block_episodes:,} at a time" if blocks else ""), file=sys.stderr)
+    return _stream_to_file(out, plan, blocks, source, arguments, params, command, resume, quiet)
 
 
-def _stream_to_file(out, plan, source, arguments: dict, params, command, resume: bool, quiet: bool) -> SweepFile | None:
-    """Run ``plan`` into ``out`` (from the resume point, when resuming) and commit table and sidecar."""
+def _stream_to_file(out, plan, blocks, source, arguments: dict, params, command, resume: bool,
+                    quiet: bool) -> SweepFile | None:
+    """Run ``plan`` (or each of ``blocks``' plans) into ``out`` (from the resume point, when
+    resuming) and commit table and sidecar."""
     from wpbjax import resume as resume_lib, segments
     from wpbjax.progress import Progress
     from wpbjax.report.metadata import sweep_metadata
@@ -142,9 +152,11 @@ def _stream_to_file(out, plan, source, arguments: dict, params, command, resume:
     from wpbjax.sweep import write_chunks
 
     checkpoint, identity = _resume_point(out, arguments, plan, resume, quiet)
-    remaining = plan.chunks()[checkpoint.chunks:]
+    # (a block's plan, its chunks to run) in order
+    work = blocks.plans(checkpoint.chunks) if blocks else [(plan, plan.chunks()[checkpoint.chunks:])]
     if plan.cluster is not None and not plan.cluster.writes:  # its share of every chunk goes to process 0
-        write_chunks(plan, None, chunks=remaining)
+        for block_plan, chunks in work:
+            write_chunks(block_plan, None, chunks=chunks)
         return None
 
     def record(sums) -> None:
@@ -161,7 +173,10 @@ def _stream_to_file(out, plan, source, arguments: dict, params, command, resume:
             if progress.enabled:
                 segments.listen_to_steps(progress.steps)  # long episodes: progress within calls
             try:
-                sums = write_chunks(plan, writer, progress, chunks=remaining, sums=checkpoint.sums, after_write=record)
+                sums = checkpoint.sums
+                for block_plan, chunks in work:
+                    sums = write_chunks(block_plan, writer, progress, chunks=chunks, sums=sums, after_write=record)
+                    del block_plan, chunks  # the block's episodes go before the next block is made
             finally:
                 segments.stop_listening(progress.steps)
         writer.commit(sweep_metadata(plan, source, arguments, params=params, command=command))

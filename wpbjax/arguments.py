@@ -6,11 +6,13 @@ import os
 import sys
 from typing import Callable
 
-# Host bytes per episode-step of an encoded episode set (measured: 87 for the published modes with
-# their 3 observation fields) and of episodes as Python dicts (measured with tracemalloc: ~800);
-# a command holds its whole set, so a set past the machine's memory is refused up front rather
-# than failing on an allocation (or the kernel's OOM killer) minutes later.
-ENCODED_BYTES_PER_STEP = 87
+from wpbjax.episodes.batch import ENCODED_BYTES_PER_STEP
+
+# Host bytes per episode-step of episodes as Python dicts (measured with tracemalloc: ~800). A
+# command that holds its whole set (generate; a sweep of episode files or of the jax engine's
+# episodes) refuses a set past the machine's memory up front rather than failing on an allocation
+# (or the kernel's OOM killer) minutes later; a sweep of the python engine's episodes makes them a
+# block at a time (wpbjax.sweep.blocks).
 DICT_BYTES_PER_STEP = 800
 PARAM_BYTES = 64  # one endpoint param of the generator's state: a short str and its list slot
 
@@ -78,7 +80,7 @@ def check_generator_size(args, memory: int | None = None) -> None:
     if args.command == "generate":
         refuse_past_memory(f"--episodes {args.episodes:,} x --steps {args.steps:,}",
                            args.episodes * args.steps * (DICT_BYTES_PER_STEP + 8 * args.max_params), memory)
-    elif not args.episodes:  # sweep: generated and encoded in-process
+    elif not args.episodes and args.engine == "jax":  # sweep: generated on device, all at once
         refuse_past_memory(f"--n-episodes {args.n_episodes}: {len(args.modes)} modes x {args.n_episodes:,} episodes x "
                            f"{args.steps:,} steps", len(args.modes) * args.n_episodes * args.steps * ENCODED_BYTES_PER_STEP,
                            memory)

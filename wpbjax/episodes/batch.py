@@ -22,6 +22,9 @@ import numpy as np
 from wpbjax.constants import NONE
 from wpbjax.tracks import TRACKS, check_track, sees_priority
 
+# Host bytes per episode-step of an encoded episode set (measured: 87 for the published modes with
+# their 3 observation fields): what a sweep holds in memory for its episodes.
+ENCODED_BYTES_PER_STEP = 87
 NULL_VALUE_ID = 0  # id of JSON null: the value ``old.get(key)`` compares with when the key is absent
 
 
@@ -215,6 +218,22 @@ def concat(parts: Sequence[EncodedEpisodes]) -> EncodedEpisodes:
     joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *aligned)
     ranks = priority_columns(joined.priority64, joined.arrays.valid)
     return dataclasses.replace(joined, arrays=dataclasses.replace(joined.arrays, **ranks))
+
+
+def pad_to_buckets(encoded: EncodedEpisodes) -> EncodedEpisodes:
+    """``encoded`` with each padded axis (the apis, the priority levels, ...) widened with its fill
+    to the next power of two: sets made apart (the blocks of a generated set) then mostly share
+    shapes, so one compile serves them. Only the widths change (R levels stay R ranks of R slots)."""
+    changes = {"arrays": {}, "": {}}
+    for owner, field in _column_specs():
+        value = _leaf(encoded, (owner, field.name))
+        if field.metadata["align"] != "pad" or value is None:
+            continue
+        extra = (1 << (value.shape[-1] - 1).bit_length()) - value.shape[-1]
+        if extra:
+            changes[owner][field.name] = np.pad(value, [(0, 0)] * (value.ndim - 1) + [(0, extra)],
+                                                constant_values=field.metadata["fill"])
+    return dataclasses.replace(encoded, arrays=dataclasses.replace(encoded.arrays, **changes["arrays"]), **changes[""])
 
 
 def _column_specs():

@@ -27,16 +27,23 @@ def _generate_and_encode(config: DriftConfig, start: int, count: int) -> Encoded
                            n_steps=config.steps, validate=False)  # our generator's output (tests validate it)
 
 
-def generate_encoded(configs: list[DriftConfig], n_episodes: int, workers: int | None = None) -> EncodedEpisodes:
-    """Episodes 0..n_episodes-1 of each config, encoded, in config order."""
+def generate_encoded(configs: list[DriftConfig], n_episodes: int, workers: int | None = None,
+                     start: int = 0, stop: int | None = None) -> EncodedEpisodes:
+    """Episodes 0..n_episodes-1 of each config, encoded, in config order; or of those
+    ``len(configs) * n_episodes`` episodes only numbers ``start .. stop-1`` (config-major)."""
     workers = workers or os.cpu_count() or 1
     path = "arrays" if all(published_arrays.as_jax_config(config) for config in configs) else "json"
-    total = len(configs) * n_episodes
+    stop = len(configs) * n_episodes if stop is None else stop
+    # (config, first episode, count) of each config's part of the range
+    parts = [(config, max(start - first, 0), min(stop - first, n_episodes) - max(start - first, 0))
+             for config, first in zip(configs, range(0, len(configs) * n_episodes, n_episodes))
+             if first < stop and first + n_episodes > start]
+    total = stop - start
     if workers == 1 or total * max(config.steps for config in configs) / 200 < PARALLEL_THRESHOLD[path]:
-        return concat_encoded([_generate_and_encode(config, 0, n_episodes) for config in configs])
+        return concat_encoded([_generate_and_encode(*part) for part in parts])
     per_job = max(-(-total // (4 * workers)), 32)
-    jobs = [(config, start, min(per_job, n_episodes - start)) for config in configs
-            for start in range(0, n_episodes, per_job)]
+    jobs = [(config, begin, min(per_job, first + count - begin)) for config, first, count in parts
+            for begin in range(first, first + count, per_job)]
     # forkserver: workers fork from a fresh server process, never from one whose JAX runtime
     # threads are running (forking those can deadlock)
     context = multiprocessing.get_context("forkserver")

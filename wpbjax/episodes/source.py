@@ -117,6 +117,25 @@ class EpisodeSource:
             encoded = generate_encoded(list(self.configs), self.n_episodes)
         return encoded, np.repeat(np.arange(len(self.configs), dtype=np.int64), self.n_episodes)
 
+    @property
+    def n_total(self) -> int | None:
+        """Episodes a generated source makes (configs x n_episodes); None for files."""
+        return None if self.files else len(self.configs) * self.n_episodes
+
+    def load_range(self, start: int, stop: int) -> tuple:
+        """(encoded episodes, [n] set index) of the generated episodes numbered ``start .. stop-1``
+        (config-major, as :meth:`load_sets` orders them); each is generated alone, from its own seed,
+        so a range equals that slice of the whole set (up to the priority ranks' numbering, which
+        keeps their order). The python engine only."""
+        if self.files or self.engine != "python":
+            raise ValueError("load_range: generated episodes of the python engine only")
+        if not 0 <= start < stop <= self.n_total:
+            raise ValueError(f"load_range: expected 0 <= start < stop <= {self.n_total}; got {start}, {stop}")
+        from wpbjax.episodes.parallel import generate_encoded
+
+        encoded = generate_encoded(list(self.configs), self.n_episodes, start=start, stop=stop)
+        return encoded, np.arange(start, stop, dtype=np.int64) // self.n_episodes
+
     def _load_files(self) -> tuple:
         from wpbjax.episodes.encode import concat_encoded, encode_episodes
         from wpbjax.episodes.jsonl import load_jsonl

@@ -123,14 +123,15 @@ def param_grids(params: dict | None, names: Sequence[str]) -> dict:
     return grids
 
 
-def chunk_size(encoded: EncodedEpisodes, n_runs: int, memory_cap: int, n_devices: int) -> int:
+def chunk_size(encoded: EncodedEpisodes, n_runs: int, memory_cap: int, n_devices: int,
+               n_episodes: int | None = None) -> int:
     """Episodes per chunk, each run ``n_runs`` times by a call (budgets x tracks x grid points):
-    within the memory cap and RUNS_PER_CALL runs per device, balanced so the padded last chunk
-    wastes little, and a multiple of the device count."""
+    within the memory cap and RUNS_PER_CALL runs per device, balanced over ``n_episodes`` (default:
+    the set's) so the padded last chunk wastes little, and a multiple of the device count."""
     n_steps, n_fields = encoded.n_steps, encoded.arrays.field_value.shape[-1]
     per_episode = n_steps * (n_runs * BYTES_PER_RUN_STEP + BYTES_PER_EPISODE_STEP + 12 * n_fields)
     per_device = max(min(memory_cap // per_episode // n_devices, RUNS_PER_CALL // n_runs), 1)
-    per_device_needed = -(-encoded.n_episodes // n_devices)
+    per_device_needed = -(-(n_episodes or encoded.n_episodes) // n_devices)
     n_chunks = -(-per_device_needed // per_device)
     return int(-(-per_device_needed // n_chunks) * n_devices)
 
@@ -190,6 +191,8 @@ class SweepPlan:
     points_per_slice: int        # param grid points per call (all of them unless the grid is too large)
     work: dict                   # policy name -> run-steps its program does over the sweep (this process)
     cluster: object = None       # wpbjax.distributed.Cluster: this process's place among several, or None
+    first_episode: int = 0       # a block of a larger set (wpbjax.sweep.blocks): its first episode's number
+    n_episodes_total: int = 0    # ... and the whole set's episode count (0: the plan covers the whole set)
 
     @property
     def policy_names(self) -> list[str]:
@@ -228,8 +231,8 @@ class SweepPlan:
 
     @property
     def total_runs(self) -> int:
-        """Runs of the sweep (a policy with swept params counts once per grid point)."""
-        return self.encoded.n_episodes * len(self.budgets) * sum(
+        """Runs of the sweep, every block's (a policy with swept params counts once per grid point)."""
+        return (self.n_episodes_total or self.encoded.n_episodes) * len(self.budgets) * sum(
             self.points(name) for names in self.lineup.values() for name in names)
 
 
@@ -262,16 +265,20 @@ def make_plan(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
               policies: str | Sequence[str] = PUBLISHED_LINEUP, tracks: Sequence[str] = DEFAULT_TRACKS,
               oracle: str = "exact", set_index: Sequence[int] | None = None,
               memory_cap: int = DEFAULT_MEMORY_CAP, devices=None, params: dict | None = None,
-              cluster=None) -> SweepPlan:
+              cluster=None, first_episode: int = 0, n_episodes_total: int | None = None) -> SweepPlan:
     """Check every argument and fix the sweep's line-up, grids and chunks (see :func:`wpbjax.sweep.run_sweep`).
     ``cluster``: this process's place among several (:mod:`wpbjax.distributed`): each runs its share of
-    every chunk, and process 0 gathers the rows."""
+    every chunk, and process 0 gathers the rows. ``first_episode``, ``n_episodes_total``: ``encoded``
+    is the block of episodes ``first_episode ..`` of a set of ``n_episodes_total`` (see
+    :mod:`wpbjax.sweep.blocks`): devices and chunks are chosen for the whole set, and the episodes'
+    random keys are their numbers in it."""
     from wpbjax import devices as devices_lib
 
     budgets, lineup_, _, oracle = check_sweep(budgets, policies, tracks, oracle, memory_cap, params)
     names = list(dict.fromkeys(name for names in lineup_.values() for name in names))
     grids = param_grids(params, names)
     n_episodes = encoded.n_episodes
+    whole = n_episodes_total or n_episodes  # the set the devices and chunks are chosen for
     set_index = np.zeros(n_episodes, np.int64) if set_index is None else np.asarray(set_index, np.int64)
     if set_index.shape != (n_episodes,):
         raise ValueError(f"set_index: expected one set number per episode ({n_episodes}); got shape {set_index.shape}")
@@ -280,11 +287,11 @@ def make_plan(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     n_points = max([len(next(iter(grid.values()))) for grid in grids.values() if grid] + [1])
     runs_per_episode = len(budgets) * tracks_per_call
     # (a sweep of few runs starts JAX on one core, see devices.start_on_one_core)
-    devices = tuple(devices or devices_lib.local_devices(runs_per_call=n_episodes * runs_per_episode * n_points))
+    devices = tuple(devices or devices_lib.local_devices(runs_per_call=whole * runs_per_episode * n_points))
     # Fewer episodes than devices: splitting them over every device pads each call with copies (one
     # 200,000-step episode ran as 4 runs on 2 devices, 1 of them real), so each call runs on one
     # device, and the calls of different policies side by side (the CPU runtime runs them at once).
-    call_devices = devices if n_episodes >= len(devices) or cluster is not None else devices[:1]
+    call_devices = devices if whole >= len(devices) or cluster is not None else devices[:1]
     # The first chunk compiles every policy's program: one thread per core overlaps one policy's
     # tracing (Python) with another's compiling (XLA, outside the GIL), 10-20% off a paper-grid sweep.
     # Later chunks reuse the programs and run one call at a time. Chunks fit the cap either way.
@@ -292,10 +299,11 @@ def make_plan(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     # a grid too large for one call runs in slices of points (each (chunk, slice) one unit of rows)
     call_cap = memory_cap // first_chunk_workers
     per_slice = points_per_slice(encoded, runs_per_episode, n_points, call_cap, len(call_devices))
-    size = chunk_size(encoded, runs_per_episode * per_slice, call_cap, len(call_devices))
-    n_chunks = -(-n_episodes // size)
+    size = chunk_size(encoded, runs_per_episode * per_slice, call_cap, len(call_devices), whole)
+    n_chunks = -(-whole // size)
     per_run = size if cluster is None else cluster.share_size(size, len(devices))
     work = {name: n_chunks * per_run * len(budgets) * encoded.n_steps * sum(name in names for names in lineup_.values())
             for name in names}
     return SweepPlan(encoded, budgets, lineup_, grids, tuple(f"param_{name}" for name in (params or {})), oracle,
-                     set_index, devices, call_devices, size, first_chunk_workers, per_slice, work, cluster)
+                     set_index, devices, call_devices, size, first_chunk_workers, per_slice, work, cluster,
+                     first_episode, n_episodes_total or 0)

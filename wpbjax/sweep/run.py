@@ -58,7 +58,7 @@ def _policy_rows(plan: SweepPlan, chunk: Chunk, name: str, tracks: tuple, batch,
     policy, encoded = make(name), plan.encoded
     grid, n_grid = _grid_slice(plan.grids[name], chunk)
     real, padded, n = chunk.real, chunk.padded, len(chunk.real)
-    index = np.tile(padded, len(tracks))  # each track's runs draw the same keys
+    index = np.tile(padded + plan.first_episode, len(tracks))  # each track's runs draw the same keys
     if grid is None and policy.plan is None:
         counts = simulate.simulate(policy, batch, plan.budgets, episode_index=index, work=plan.work[name])
         counts = jax.tree_util.tree_map(lambda leaf: leaf[None], counts)  # one grid point

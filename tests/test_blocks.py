@@ -1,0 +1,66 @@
+"""A generated set too large to hold is made and swept a block at a time (wpbjax/sweep/blocks.py):
+the table is byte-identical to an in-memory sweep's, and a killed sweep resumes without making the
+finished blocks again."""
+import filecmp
+import os
+
+import pytest
+
+import wpbjax as wj
+from wpbjax.episodes.source import EpisodeSource
+from wpbjax.results_io import ResultsWriter, partial_path
+from wpbjax.sweep import blocks
+
+# 4 modes x 5 episodes of 40 steps (7 KB encoded) against a 24 KB cap: blocks of a few episodes
+SWEEP = dict(n_episodes=5, steps=40, budgets=[1024, 4096], memory_cap=24_000,
+             policies="priority_greedy,merge_aggressive,random")  # levels, merges, random keys
+
+
+@pytest.fixture(scope="module")
+def in_memory(tmp_path_factory):
+    path = tmp_path_factory.mktemp("memory") / "rows.csv"
+    mp = pytest.MonkeyPatch()
+    mp.setattr(blocks, "streams", lambda source, memory_cap: False)
+    try:
+        wj.sweep_to_file(path, **SWEEP)
+    finally:
+        mp.undo()
+    return path
+
+
+def _made_blocks(monkeypatch) -> list:
+    """Record the (start, stop) of every block generated from here on."""
+    made, load_range = [], EpisodeSource.load_range
+    monkeypatch.setattr(EpisodeSource, "load_range",
+                        lambda self, start, stop: made.append((start, stop)) or load_range(self, start, stop))
+    return made
+
+
+def test_a_streamed_sweep_writes_the_rows_of_one_in_memory(tmp_path, in_memory, monkeypatch):
+    made = _made_blocks(monkeypatch)
+    done = wj.sweep_to_file(tmp_path / "rows.csv", **SWEEP)
+    assert len(made) > 3 and made[1:] == sorted(made[1:])  # a probe of episode 0, then the blocks in order
+    assert [stop for _, stop in made[1:-1]] == [start for start, _ in made[2:]]
+    assert filecmp.cmp(done.path, in_memory, shallow=False)
+
+
+def test_a_killed_streamed_sweep_resumes_without_making_finished_blocks(tmp_path, in_memory, monkeypatch):
+    out = tmp_path / "rows.csv"
+    written, write = [], ResultsWriter.write
+
+    def dies_after_four_chunks(self, table):
+        if len(written) == 4:
+            raise KeyboardInterrupt  # as a kill would, between chunks
+        written.append(len(table))
+        write(self, table)
+
+    monkeypatch.setattr(ResultsWriter, "write", dies_after_four_chunks)
+    monkeypatch.setattr(ResultsWriter, "abort", lambda self: None)  # killed: nothing cleans up
+    with pytest.raises(KeyboardInterrupt):
+        wj.sweep_to_file(out, **SWEEP)
+    assert not out.exists() and os.path.exists(partial_path(out))
+    monkeypatch.undo()
+    made = _made_blocks(monkeypatch)
+    wj.sweep_to_file(out, resume=True, **SWEEP)
+    assert made[1][0] > 0  # the blocks of the chunks on disk were not made again
+    assert filecmp.cmp(out, in_memory, shallow=False)
