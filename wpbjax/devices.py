@@ -73,6 +73,9 @@ def start_on_one_core() -> bool:
     if _device_count_chosen_by_user() or list(importlib.metadata.entry_points(group="jax_plugins")):
         return False
     try:
+        # JAX refuses a *new* device count once it has started (the same value passes): step
+        # through a different one first, so that a started JAX is always caught here
+        jax.config.update("jax_num_cpu_devices", jax.config.jax_num_cpu_devices + 2)
         jax.config.update("jax_num_cpu_devices", 1)
     except RuntimeError:  # backends already started
         return False

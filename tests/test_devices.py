@@ -1,0 +1,48 @@
+"""Where a sweep runs: a sweep of few runs per call starts JAX on one core (devices.start_on_one_core),
+with the rows of a sweep on every core."""
+import filecmp
+import os
+import subprocess
+import sys
+
+import wpbjax as wj
+
+START = """
+import os, threading, jax
+from wpbjax import devices
+cores = os.sched_getaffinity(0)
+devices.use_every_core()
+devices.local_devices(runs_per_call={runs})
+seen = []
+thread = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+thread.start(); thread.join()
+print(len(jax.local_devices()), os.sched_getaffinity(0) == cores == seen[0], devices.start_on_one_core())
+"""
+
+
+def _run(code: str, **env) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "WPBJAX_CACHE_DIR": "", **env})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_few_runs_start_jax_on_one_core_and_every_thread_keeps_every_core():
+    cores = len(os.sched_getaffinity(0))
+    # one device; this thread and later ones keep every core; a second start does nothing
+    assert _run(START.format(runs=2)) == "1 True False"
+    assert _run(START.format(runs=64 * cores)) == f"{cores} True False"  # many runs: a device per core
+    assert _run(START.format(runs=2), XLA_FLAGS="--xla_force_host_platform_device_count=3") == "3 True False"
+
+
+def test_a_cli_sweep_on_one_core_writes_the_rows_of_one_on_every_core(tmp_path):
+    arguments = dict(modes=["default"], n_episodes=1, steps=60, budgets=[1024, 4096],
+                     policies=["merge_aggressive", "priority_greedy"])
+    wj.sweep_to_file(tmp_path / "here.csv", **arguments)  # this process: JAX started, a device per core
+    done = subprocess.run([sys.executable, "-m", "wpbjax.cli", "sweep", "--modes", "default", "--n-episodes", "1",
+                           "--steps", "60", "--budgets", "1024,4096", "--policies", "merge_aggressive,priority_greedy",
+                           "--out", str(tmp_path / "cli.csv")], capture_output=True, text=True,
+                          env={**os.environ, "WPBJAX_CACHE_DIR": ""})
+    assert done.returncode == 0, done.stderr
+    assert "runs on 1 x cpu" in done.stderr
+    assert filecmp.cmp(tmp_path / "here.csv", tmp_path / "cli.csv", shallow=False)
