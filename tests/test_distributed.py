@@ -23,7 +23,10 @@ def _free_port() -> int:
 
 
 def _wpbjax(args, **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "WPBJAX_CACHE_DIR": "", "WPBJAX_DISTRIBUTED_TIMEOUT": "60"}
+    # the same devices in every process (chunks, and so row order, follow the device count; alone, a
+    # sweep this small would start on one core)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WPBJAX_CACHE_DIR": "", "WPBJAX_DISTRIBUTED_TIMEOUT": "60",
+           "JAX_NUM_CPU_DEVICES": "2"}
     return subprocess.Popen([sys.executable, "-m", "wpbjax.cli", *args], env=env, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 

@@ -76,7 +76,7 @@ def _initial(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_tr
 def advance(policy: Policy, params, episode: EpisodeBatch, budget, carry: tuple, first, stop) -> tuple:
     """Steps ``first .. stop-1`` of a rollout: the carry (store, policy state) before step ``first``
     -> after step ``stop - 1``. Python-int bounds compile to a scan; traced bounds to a loop that
-    serves every segment of a long rollout (see :func:`simulate_in_segments`)."""
+    serves every segment of a long rollout (:func:`wpbjax.segments.simulate_in_segments`)."""
     budget = jnp.asarray(budget, jnp.int32)
     return jax.lax.fori_loop(first, stop, lambda pos, carry: step(policy, params, episode, budget, *carry, pos), carry)
 
@@ -213,14 +213,14 @@ def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None
     episode_index = _episode_index(episode_index, batch.n_episodes)
     if work is None:
         work = batch.n_episodes * budgets.shape[0] * batch.valid.shape[1]
-    if batch.n_steps > segments_lib().STEPS_PER_SEGMENT:  # long episodes: progress between segments
-        return segments_lib().simulate_in_segments(policy, batch, budgets, params, {}, key, episode_index, grid=False)
+    if batch.n_steps > _segments().STEPS_PER_SEGMENT:  # long episodes: progress between segments
+        return _segments().simulate_in_segments(policy, batch, budgets, params, {}, key, episode_index, grid=False)
     compiled = _simulate_quick if work < QUICK_COMPILE_BELOW else _simulate
     per_pass = per_pass or episodes_per_pass(batch.n_steps, budgets.shape[0])
     return compiled(policy, _mesh_of(batch), per_pass, params, batch, budgets, key, episode_index)
 
 
-def segments_lib():
+def _segments():
     """:mod:`wpbjax.segments`, which builds on this module (imported when first needed)."""
     from wpbjax import segments
 
@@ -277,10 +277,10 @@ def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run
                                      np.asarray(batch.length), np.asarray(budgets))
     run_inputs = {name: np.asarray(value) for name, value in run_inputs.items()}
     episode_index = _episode_index(episode_index, batch.n_episodes)
-    if batch.n_steps > segments_lib().STEPS_PER_SEGMENT:  # long episodes: progress between segments
+    if batch.n_steps > _segments().STEPS_PER_SEGMENT:  # long episodes: progress between segments
         per_run = {name: np.broadcast_to(value[:, None], (value.shape[0], n_points) + value.shape[1:])
                    for name, value in run_inputs.items()}  # [N, B, ...] -> [N, P, B, ...]
-        counts = segments_lib().simulate_in_segments(policy, batch, budgets, resolved, per_run, key, episode_index,
+        counts = _segments().simulate_in_segments(policy, batch, budgets, resolved, per_run, key, episode_index,
                                                      grid=True)
         return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
     per_pass = episodes_per_pass(batch.n_steps, n_points * budgets.shape[0])

@@ -286,8 +286,9 @@ def make_plan(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     tracks_per_call = max(sum(name in names for names in lineup_.values()) for name in names)
     n_points = max([len(next(iter(grid.values()))) for grid in grids.values() if grid] + [1])
     runs_per_episode = len(budgets) * tracks_per_call
-    # (a sweep of few runs starts JAX on one core, see devices.start_on_one_core)
-    devices = tuple(devices or devices_lib.local_devices(runs_per_call=whole * runs_per_episode * n_points))
+    # (a sweep of few runs in one process starts JAX on one core, see devices.start_on_one_core)
+    runs_per_call = whole * runs_per_episode * n_points if cluster is None else None
+    devices = tuple(devices or devices_lib.local_devices(runs_per_call=runs_per_call))
     # Fewer episodes than devices: splitting them over every device pads each call with copies (one
     # 200,000-step episode ran as 4 runs on 2 devices, 1 of them real), so each call runs on one
     # device, and the calls of different policies side by side (the CPU runtime runs them at once).
