@@ -14,10 +14,10 @@ import time
 
 import numpy as np
 
-from wpbjax import simulate
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.sweep import PAPER_BUDGETS, run_sweep
+from wpbjax.testing import count_compiles
 
 
 def timed(encoded, thresholds, repeats):
@@ -27,9 +27,9 @@ def timed(encoded, thresholds, repeats):
                           params={"threshold": thresholds})
         return time.perf_counter() - started, len(table)
 
-    compiles = simulate._simulate_grid._cache_size()
-    first, rows = once()
-    compiled = simulate._simulate_grid._cache_size() - compiles
+    with count_compiles() as compiles:
+        first, rows = once()
+    compiled = compiles["jit(_simulate_grid_batch)"]
     warm = min(once()[0] for _ in range(repeats))
     return first, warm, rows, compiled
 
