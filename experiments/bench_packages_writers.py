@@ -25,7 +25,7 @@ def main() -> None:
 
     from wpbjax.packages import writers
     from wpbjax.packages.catalog import STREAMING
-    from wpbjax.packages.generate import memaudit_small
+    from wpbjax.packages.memaudit_gen import memaudit_small
 
     budgets = [int(b) for b in args.budgets.split(",")]
     start = time.perf_counter()

@@ -21,7 +21,7 @@ from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.learn.config import TrainConfig
 from wpbjax.learn.gate import save_gate
 from wpbjax.learn.train import train_gate
-from wpbjax.sweep import run_sweep
+from wpbjax.sweeps import run_sweep
 
 BUDGETS = (2048, 4096, 10240)
 

@@ -21,8 +21,8 @@ from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.integrity import COLUMNS
 from wpbjax.policies import lineup
 from wpbjax.policies.zoo import ZOO_NAMES
-from wpbjax.report.integrity import scorecard, scorecard_markdown
-from wpbjax.sweep import run_sweep
+from wpbjax.reports.integrity import scorecard, scorecard_markdown
+from wpbjax.sweeps import run_sweep
 from wpbjax.tracks import ALL_TRACKS
 
 BUDGETS = (1024, 10240, 102400)

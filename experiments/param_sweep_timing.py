@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
-from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episodes
-from wpbjax.sweep import PAPER_BUDGETS, run_sweep
+from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.sweeps import PAPER_BUDGETS, run_sweep
 from wpbjax.testing import count_compiles
 
 

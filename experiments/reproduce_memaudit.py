@@ -37,18 +37,18 @@ def main() -> int:
     parser.add_argument("--verify-milp", action="store_true", help="cross-check every OPT with the MILP (slow)")
     args = parser.parse_args()
     use_every_core()
-    from wpbjax.cli import enable_compilation_cache
-    from wpbjax.packages import sweep
+    from wpbjax.devices import enable_compilation_cache
+    from wpbjax.packages import sweeps
     from wpbjax.packages.catalog import PAPER_METHODS
 
     enable_compilation_cache()
     started = time.perf_counter()
-    table = sweep.run_distribution("memaudit_small", range(args.seeds), [1, 2, 4, 8, 16], PAPER_METHODS,
+    table = sweeps.run_distribution("memaudit_small", range(args.seeds), [1, 2, 4, 8, 16], PAPER_METHODS,
                                    verify="milp" if args.verify_milp else None)
     elapsed = time.perf_counter() - started
     if args.out:
         table.to_parquet(args.out, index=False) if args.out.endswith(".parquet") else table.to_csv(args.out, index=False)
-    print(sweep.ratio_table(table))
+    print(sweeps.ratio_table(table))
     print(f"\n{len(table)} rows, OPT certified by {table['opt_certified_by'].unique().tolist()}, {elapsed:.2f} s\n")
     mean = table.groupby(["method", "budget"])["ratio"].mean()
     opt_value = table[table.method == "opt"].groupby("budget")["opt"].mean()

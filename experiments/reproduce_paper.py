@@ -34,9 +34,9 @@ sys.path.insert(0, os.fspath(HERE.parent))  # run from a checkout without instal
 
 from wpbjax.episodes.encode import encode_episodes  # noqa: E402
 from wpbjax.episodes.jsonl import save_jsonl  # noqa: E402
-from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episodes  # noqa: E402
-from wpbjax.report import plots, tables  # noqa: E402
-from wpbjax.sweep import PAPER_BUDGETS, run_sweep  # noqa: E402
+from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes  # noqa: E402
+from wpbjax.reports import plots, tables  # noqa: E402
+from wpbjax.sweeps import PAPER_BUDGETS, run_sweep  # noqa: E402
 
 N_EPISODES, N_STEPS, SEED = 10, 200, 0
 DIAGNOSTIC_BUDGET = 10240

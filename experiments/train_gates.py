@@ -6,7 +6,8 @@ and on held-out 500-step episodes (seed 10_000).
     python experiments/train_gates.py [--seed 0] [--out-dir experiments/results] [--gates U.npz P.npz]
 
 Writes <out-dir>/learned_gates.csv (track, set, mode, budget_bytes, policy, f1) and the gates'
-checkpoints, prints the tables and the issue's acceptance checks.
+checkpoints, prints the tables and the issue's acceptance checks (PASS/FAIL lines); exits 1 if any
+check fails, 0 if all pass.
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ import time
 
 import pandas as pd
 
+from wpbjax.cli.output import stderr_log
 from wpbjax.learn.evaluate import compare, evaluation_sets, wide
 from wpbjax.learn.gate import save_gate
-from wpbjax.learn.train import TrainConfig, stderr_log, train_gate
+from wpbjax.learn.train import TrainConfig, train_gate
 
 
 def train_both(seed: int, out_dir: str) -> dict[str, str]:
@@ -91,9 +93,13 @@ def main(argv=None) -> int:
     table = pd.concat(frames, ignore_index=True)
     out = os.path.join(args.out_dir, "learned_gates.csv")
     table.to_csv(out, index=False)
-    print("\n" + "\n".join(checks(table)))
+    verdicts = checks(table)
+    print("\n" + "\n".join(verdicts))
     print(f"\nwrote {out} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-    return 0
+    failed = [line for line in verdicts if not line.startswith("PASS")]
+    if failed:
+        print(f"train_gates: {len(failed)} of {len(verdicts)} acceptance checks failed", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

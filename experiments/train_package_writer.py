@@ -25,7 +25,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from wpbjax.packages import sweep
+from wpbjax.packages import sweeps
 from wpbjax.packages.catalog import STRESS
 from wpbjax.packages.distributions import generate
 from wpbjax.packages.learned import save_writer
@@ -46,15 +46,15 @@ def evaluate(writer: str, name: str, distribution: str, shape, seeds, budgets=BU
     """Rows of opt / oracle_gvt / the learned writer on one evaluation set, and its summary lines."""
     method = f"learned:{writer}"
     pset = generate(distribution, seeds, *shape)
-    rows = sweep.run(pset, budgets, ["opt", "oracle_gvt", method], distribution=distribution)
+    rows = sweeps.run(pset, budgets, ["opt", "oracle_gvt", method], distribution=distribution)
     rows.insert(1, "eval_set", name)
     lines = []
     for budget in budgets:
         at = rows[rows.budget == budget]
         mine = at[at.method == method]["ratio"].to_numpy()
         gvt = at[at.method == "oracle_gvt"]["ratio"].to_numpy()
-        lo, hi = sweep.bootstrap_interval(mine)
-        glo, ghi = sweep.bootstrap_interval(gvt)
+        lo, hi = sweeps.bootstrap_interval(mine)
+        glo, ghi = sweeps.bootstrap_interval(gvt)
         dlo, dhi = paired_interval(mine - gvt)
         lines.append({"set": name, "budget": budget, "n": len(mine), "learned": mine.mean(), "learned_ci": (lo, hi),
                       "gvt": gvt.mean(), "gvt_ci": (glo, ghi), "diff": (mine - gvt).mean(), "diff_ci": (dlo, dhi)})
@@ -91,7 +91,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    log = lambda line: print(line, file=sys.stderr, flush=True)
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     distributions = tuple(args.distributions.split(","))
     shapes = tuple(tuple(int(n) for n in part.split("x")) for part in args.shapes.split(","))
     writer = args.writer

@@ -21,10 +21,16 @@ def shared_path(*parts) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
-def paper_sweep(tmp_path_factory) -> pd.DataFrame:
-    """The paper grid run through the CLI exactly as a user would (reference oracle)."""
+def paper_sweep_csv(tmp_path_factory) -> pathlib.Path:
+    """The paper grid run through the CLI exactly as a user would (reference oracle): its results file."""
     from wpbjax.cli import main
 
     out = tmp_path_factory.mktemp("paper") / "results.csv"
     assert main(["sweep", "--oracle", "reference", "--out", os.fspath(out), "--quiet"]) == 0
-    return pd.read_csv(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def paper_sweep(paper_sweep_csv) -> pd.DataFrame:
+    """The paper grid's 5,280 rows (:func:`paper_sweep_csv`), shared by every test that reads them."""
+    return pd.read_csv(paper_sweep_csv)

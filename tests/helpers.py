@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import actions, metrics, simulate, store as store_lib
+from wpbjax import actions, metrics, rollout, store as store_lib
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies.base import Policy
 
@@ -62,7 +62,7 @@ def script(n_steps, plan, max_expires=4):
 @functools.partial(jax.jit, static_argnums=0)
 def _rollouts(policy, params, batch, budget):
     keys = jax.random.split(jax.random.key(0), batch.n_episodes)
-    stores = jax.vmap(lambda episode, key: simulate.rollout(policy, params, episode, budget, key))(batch, keys)
+    stores = jax.vmap(lambda episode, key: rollout.rollout(policy, params, episode, budget, key))(batch, keys)
     return stores, jax.vmap(metrics.count)(stores, batch)
 
 

@@ -1,7 +1,7 @@
 """The public Python API (`import wpbjax as wj`): the CLI's rows and files from Python, checked inputs,
 episode sources that rebuild the same episodes, and a library that never imports its CLI."""
-import ast
 import dataclasses
+import importlib
 import inspect
 import json
 import pathlib
@@ -29,6 +29,20 @@ def test_public_names_resolve_and_import_wpbjax_is_light():
     done = subprocess.run([sys.executable, "-c", "import sys, wpbjax; print('jax' in sys.modules)"],
                           capture_output=True, text=True, cwd=PACKAGE.parent, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_public_functions_are_plain_functions_named_unlike_any_module():
+    """wj.simulate, wj.sweep, ... are functions (what inspect, IDEs and docs tools see), and no module of
+    the package shares a public function's name (importing it would shadow the function)."""
+    import pkgutil
+
+    public = {name for name in wj.__all__ if inspect.isfunction(getattr(wj, name))}
+    assert {"simulate", "sweep", "sweep_to_file", "report", "leaderboard", "train_gate"} <= public
+    for name in ("simulate", "sweep", "report"):
+        importlib.import_module("wpbjax.api")  # importing the API's modules must not rebind the names
+        assert inspect.isfunction(getattr(wj, name)) and getattr(wj, name).__module__ == "wpbjax.api", name
+    modules = {info.name.rpartition(".")[2] for info in pkgutil.walk_packages([str(PACKAGE)], "wpbjax.")}
+    assert not public & modules, public & modules
 
 
 def test_cli_sweep_defaults_are_the_api_defaults():
@@ -159,42 +173,3 @@ def test_a_users_policy_sweeps_from_python_and_the_cli(tmp_path):
     assert main(["sweep", *SMALL_ARGV, "--policies", "test_api_floor", "--tracks", "privileged",
                  "--out", str(out), "--quiet"]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(out, dtype={"mode": str}), table, check_dtype=False)
-
-
-def _top_level_imports(path: pathlib.Path, modules) -> set[str]:
-    """wpbjax modules imported at module level (imports inside functions load lazily: not cycles);
-    ``from package import submodule`` depends on the submodule."""
-    names = set()
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                full = f"{node.module}.{alias.name}"
-                names.add(full if full in modules else node.module)
-    return {name for name in names if name.startswith("wpbjax")}
-
-
-def test_no_module_imports_the_cli_and_no_import_cycles():
-    modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
-        modules[name] = path
-    for name, path in modules.items():
-        if name != "wpbjax.cli":
-            assert "wpbjax.cli" not in path.read_text().replace("wpbjax.cli:", ""), f"{name} mentions wpbjax.cli"
-    graph = {name: {dep for dep in _top_level_imports(path, modules) if dep in modules and dep != name}
-             for name, path in modules.items()}
-    state = {}
-
-    def visit(name, trail):
-        if state.get(name) == "done":
-            return
-        assert state.get(name) != "open", f"import cycle: {' -> '.join(trail + [name])}"
-        state[name] = "open"
-        for dep in sorted(graph[name]):
-            visit(dep, trail + [name])
-        state[name] = "done"
-
-    for name in sorted(graph):
-        visit(name, [])

@@ -1,6 +1,6 @@
 """One check, two spellings: a library error names an argument as the caller wrote it, ``out`` /
 ``num_processes`` / ``params`` from Python and ``--out`` / ``--num-processes`` / ``--param`` from
-the command line (wpbjax.argument_errors; the CLI renders the flags in wpbjax.failures)."""
+the command line (wpbjax.argument_errors; the CLI renders the flags in wpbjax.cli.failures)."""
 import argparse
 import dataclasses
 import inspect
@@ -16,10 +16,10 @@ import wpbjax as wj
 from wpbjax import api, distributed, resume as resume_lib
 from wpbjax.argument_errors import ArgumentError, arg
 from wpbjax.cli import build_parser, main
+from wpbjax.cli.failures import cli_message, flag
 from wpbjax.episodes.jax_gen import JaxGenConfig
-from wpbjax.failures import cli_message, flag
 from wpbjax.learn.config import TrainConfig
-from wpbjax.report import checks
+from wpbjax.reports import checks
 from wpbjax.results_io import partial_path
 
 A_FLAG = re.compile(r"--[a-z]")
@@ -48,7 +48,7 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_flag_of_every_api_argument_is_a_real_flag():
-    sweep_names = set(inspect.signature(api.sweep_to_file).parameters) - {"devices", "command", "cluster", "knobs"}
+    sweep_names = set(inspect.signature(api.sweep_to_file).parameters) - {"devices", "command", "cluster", "log", "knobs"}
     sweep_names |= set(inspect.signature(distributed.initialize).parameters)
     sweep_names |= {field.name for field in dataclasses.fields(JaxGenConfig)} - {"mode"}  # generator knobs
     sweep_options = _options(_subcommand("sweep"))
@@ -97,7 +97,7 @@ def test_python_disk_space_refusal_names_out_and_params(tmp_path, monkeypatch):
     with pytest.raises(ArgumentError) as caught:
         wj.sweep_to_file(tmp_path / "r.csv", **TINY)
     message = str(caught.value)
-    assert message.startswith(f"out {tmp_path / 'r.csv'}: the sweep's 4 rows need about 780.0 B, more than the 100.0 B free")
+    assert message.startswith(f"out {tmp_path / 'r.csv'}: the sweep's 4 rows need about 940.0 B, more than the 100.0 B free")
     assert "fewer episodes, budgets, policies or params values" in message and not A_FLAG.search(message)
     assert not (tmp_path / "r.csv").exists()
 

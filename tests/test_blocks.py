@@ -1,4 +1,4 @@
-"""A generated set too large to hold is made and swept a block at a time (wpbjax/sweep/blocks.py):
+"""A generated set too large to hold is made and swept a block at a time (wpbjax/sweeps/blocks.py):
 the table is byte-identical to an in-memory sweep's, and a killed sweep resumes without making the
 finished blocks again."""
 import filecmp
@@ -7,9 +7,10 @@ import os
 import pytest
 
 import wpbjax as wj
+from wpbjax import resume as resume_lib
 from wpbjax.episodes.source import EpisodeSource
 from wpbjax.results_io import ResultsWriter, partial_path
-from wpbjax.sweep import blocks
+from wpbjax.sweeps import blocks
 
 # 4 modes x 5 episodes of 40 steps (7 KB encoded) against a 24 KB cap: blocks of a few episodes
 SWEEP = dict(n_episodes=5, steps=40, budgets=[1024, 4096], memory_cap=24_000,
@@ -55,7 +56,9 @@ def test_a_killed_streamed_sweep_resumes_without_making_finished_blocks(tmp_path
         write(self, table)
 
     monkeypatch.setattr(ResultsWriter, "write", dies_after_four_chunks)
-    monkeypatch.setattr(ResultsWriter, "abort", lambda self: None)  # killed: nothing cleans up
+    # killed outright (SIGKILL): nothing cleans up, neither the temporary table nor its resume manifest
+    monkeypatch.setattr(ResultsWriter, "abort", lambda self: None)
+    monkeypatch.setattr(resume_lib, "finish", lambda target: None)
     with pytest.raises(KeyboardInterrupt):
         wj.sweep_to_file(out, **SWEEP)
     assert not out.exists() and os.path.exists(partial_path(out))

@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 import pytest
-
 from helpers import make_episode
+
 from wpbjax.episodes.encode import _ValueIds, encode_episodes, write_cost
 from wpbjax.store import merge_delta
 

@@ -11,17 +11,17 @@ import sys
 
 import pandas as pd
 import pytest
-
 from helpers import make_episode
-from wpbjax import failures
-from wpbjax.arguments import check_generator_size, drop_repeats
-from wpbjax.cli import main
+
+from wpbjax.cli import failures, main
+from wpbjax.cli.arguments import check_generator_size, drop_repeats
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError, load_jsonl
-from wpbjax.report.tables import REQUIRED
+from wpbjax.reports.tables import REQUIRED
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GOOD = '{"labels": {}, "steps": [{"t": 0, "observation": {"api": "a"}, "metadata": {}}]}'
+CAFE_COLUMN = GOOD.index('"a"') + 5  # where "café" (latin-1, so byte 0xe9) stands in line 2 of the file below
 
 
 def _labelled(utility=None, priority=None, **labels) -> str:
@@ -79,7 +79,7 @@ def test_numbers_at_the_edge_of_float32_load(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    ((GOOD + "\n" + GOOD.replace('"a"', '"caf\u00e9"') + "\n").encode("latin-1"), r"bad.jsonl:2: not UTF-8 text \(byte 0xe9 at column %d\)" % (GOOD.index('"a"') + 5)),
+    ((GOOD + "\n" + GOOD.replace('"a"', '"caf\u00e9"') + "\n").encode("latin-1"), rf"bad.jsonl:2: not UTF-8 text \(byte 0xe9 at column {CAFE_COLUMN}\)"),
     (bytes(range(128, 256)) * 4, r"bad.jsonl:1: not UTF-8 text"),
     (b"\x00\x01\x02binary\n", r"bad.jsonl:1: not valid JSON"),
     (gzip.compress(((GOOD + "\n") * 50).encode())[:40], r"bad.jsonl:1: cannot read episode file"),  # a cut gzip stream
@@ -159,6 +159,7 @@ def _file(name, content):
     """argv builder: ``content`` (text or bytes) written to ``tmp_path / name``, its path returned."""
     def write(tmp_path):
         path = tmp_path / name
+        path.parent.mkdir(exist_ok=True)
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
         return str(path)
     return write
@@ -181,7 +182,7 @@ CLI_CASES = {
                                "deep.jsonl:1: not valid JSON (nested too deeply"),
     "--memory-cap infG": (SWEEP + ["--memory-cap", "infG"], "argument --memory-cap: expected a size like 2G"),
     "--memory-cap nan": (SWEEP + ["--memory-cap", "nan"], "argument --memory-cap: expected a size like 2G"),
-    # generated a block at a time (wpbjax.sweep.blocks), so refused only for its table's size
+    # generated a block at a time (wpbjax.sweeps.blocks), so refused only for its table's size
     "--n-episodes 1e9": (SWEEP + ["--n-episodes", "1000000000", "--steps", "200"],
                          "the sweep's 8,000,000,000 rows need about"),
     "--n-episodes 1e9 --engine jax": (SWEEP + ["--n-episodes", "1000000000", "--steps", "200", "--engine", "jax"],
@@ -220,6 +221,24 @@ CLI_CASES = {
         "0.5", "abc", 1)), "--out", lambda tmp: str(tmp / "rep")], "words.csv: column"),
     "report corrupt parquet": (["report", _file("bad.parquet", b"PAR1 not parquet"), "--out", lambda tmp: str(tmp / "rep")],
                                "bad.parquet: not a readable results table"),
+    # an --out that names an input is refused before any work (issue 25)
+    "import-writ --out its input": (["import-writ", _file("s.json", "{}"), "--out", lambda tmp: str(tmp / "s.json")],
+                                    "s.json, an input of this command; choose another --out"),
+    "import-writ --out a scenario of its directory": (
+        ["import-writ", lambda tmp: _file("in/a.json", "{}")(tmp) and str(tmp / "in"), "--out",
+         lambda tmp: str(tmp / "in" / "a.json")], "a.json, an input of this command"),
+    "import-writ --out in no directory": (["import-writ", _file("s.json", "{}"), "--out", "/no/such/dir/w.jsonl"],
+                                          "/no/such/dir/w.jsonl: directory /no/such/dir does not exist"),
+    "report --out the results' directory": (["report", lambda tmp: _results_csv(tmp / "res.csv"), "--out", str],
+                                            "res.csv, an input of this report"),
+    "report --out a directory of other files": (
+        ["report", lambda tmp: _results_csv(tmp / "res.csv"), "--out", lambda tmp: _file("notes/a.txt", "mine")(tmp)
+         and str(tmp / "notes")], "exists and holds other files than a previous report"),
+    "packages score --out its store": (["packages", "score", "--package", str, "--store",
+                                        _file("store.csv", ""), "--budget", "10", "--out",
+                                        lambda tmp: str(tmp / "store.csv")], "store.csv, an input of this command"),
+    "packages train --out its --init": (["packages", "train", "--init", _file("w.npz", b"PK"), "--out",
+                                         lambda tmp: str(tmp / "w.npz")], "w.npz, an input of this command"),
 }
 
 
@@ -241,7 +260,7 @@ def test_every_failure_is_one_line_with_status_2(case, capsys, tmp_path):
 
 
 def test_numeric_column_error_names_column_row_and_value(tmp_path):
-    from wpbjax.report import load_results
+    from wpbjax.reports import load_results
 
     path = _results_csv(tmp_path / "f1.csv", rows=3)
     table = pd.read_csv(path).astype({"f1": object})

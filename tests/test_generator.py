@@ -1,9 +1,9 @@
 """The reference generator writes the published frozen files byte for byte."""
 import pytest
-
 from conftest import shared_path
+
 from wpbjax.cli import main
-from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episodes, paper_filename
+from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes, paper_filename
 
 
 @pytest.mark.parametrize("mode", MODES)

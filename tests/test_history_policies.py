@@ -6,14 +6,14 @@ import glob
 
 import numpy as np
 import pytest
-
 from conftest import SHARED
 from helpers import make_episode, run_one
 from test_integrity import HAND
+
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.jsonl import load_jsonl
 from wpbjax.policies import make
-from wpbjax.sweep import run_sweep
+from wpbjax.sweeps import run_sweep
 
 STEP = 106  # bytes of each HAND step (58 observation + 16 metadata + 48 header and index)
 

@@ -7,15 +7,15 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
-
 import pyref
+import pytest
 from helpers import make_episode
+
 from wpbjax import integrity
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError
 from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
-from wpbjax.sweep import PAPER_BUDGETS, run_sweep
+from wpbjax.sweeps import PAPER_BUDGETS, run_sweep
 
 ENDPOINT = re.compile(r"endpoint_(\d+)$")
 
@@ -40,7 +40,8 @@ def _plain_fidelity_and_coverage(episode: dict, policy: str, track: str, budget:
 
 def test_fidelity_and_coverage_equal_the_published_stores():
     # every mode, both tracks, budgets 1 KB .. 1 MB; one sweep (one compile per policy). The generators'
-    # array path (published_arrays, jax_gen) builds the same fact tables: tests/test_reference_arrays.py / test_published_arrays.py.
+    # array paths (published_arrays, jax_gen) build the same fact tables: tests/test_reference_arrays.py and
+    # tests/test_jax_gen.py compare them (helpers.assert_same_encoding).
     episodes = [episode for mode in MODES for episode in generate_episodes(DriftConfig(mode=mode, seed=3), 2)]
     table = run_sweep(concat_encoded([encode_episodes(episodes[i:i + 2]) for i in range(0, len(episodes), 2)]),
                       PAPER_BUDGETS)
@@ -150,7 +151,7 @@ def _plain_fact_tables(fact, version, persist, length, extra):
     probes = [length * i // 8 - 1 for i in range(1, 9)] + [p for p in extra if p >= 0]
     for tau in probes:
         current = {}
-        for pos, k, f, v in seen:
+        for pos, _kind, f, v in seen:
             if pos <= tau:
                 current[f] = (f, v)
         for pair in current.values():

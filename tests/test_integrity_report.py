@@ -1,15 +1,15 @@
-"""The integrity scorecard of `wpbjax report` (wpbjax/report/integrity.py)."""
+"""The integrity scorecard of `wpbjax report` (wpbjax/reports/integrity.py)."""
 from __future__ import annotations
 
 import numpy as np
-
 from helpers import make_episode
 from test_integrity import HAND
+
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.integrity import COLUMNS
-from wpbjax.report import integrity as integrity_report, write_report
-from wpbjax.report.plots import policy_styles
-from wpbjax.sweep import run_sweep
+from wpbjax.reports import integrity as integrity_report, write_report
+from wpbjax.reports.plots import policy_styles
+from wpbjax.sweeps import run_sweep
 
 
 def _results():
@@ -22,9 +22,14 @@ def test_scorecard_rows_and_writ_modes(tmp_path):
     results = _results()
     card = integrity_report.scorecard(results)
     assert list(card.columns[:3]) == ["budget_bytes", "track", "policy"] and set(COLUMNS) <= set(card.columns)
+    # By hand (test_integrity's worked example and its reverse; 106 bytes a step, so 300 B holds two):
+    # last_kb keeps the last two steps, which hold the latest version of both facts in either order.
     row = card[(card.budget_bytes == 300) & (card.policy == "last_kb")].iloc[0]
-    expected = results[(results.budget_bytes == 300) & (results.policy == "last_kb")].update_fidelity.mean()
-    assert row.update_fidelity == expected and row.episodes == 2
+    assert row.update_fidelity == 1.0 and row.episodes == 2
+    # fifo_store_all keeps the first two: e0 v1, e1 v1 forward (7 of the 13 probed (time, fact) pairs
+    # current and held), e1 v2, e0 v3 reversed (6 of 13: e1 at probes 0..3, e0 at probe 1): the mean, 1/2
+    row = card[(card.budget_bytes == 300) & (card.policy == "fifo_store_all")].iloc[0]
+    assert np.isclose(row.temporal_accuracy, (7 / 13 + 6 / 13) / 2) and np.isclose(row.history_coverage, 2 / 5)
     modes = integrity_report.writ_modes(card)
     # one row per native policy and budget; no memory scores 0, the oracle row is oracle_optimal's
     assert sorted(set(modes.policy)) == ["fifo_store_all", "last_kb"] and len(modes) == 4

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from wpbjax import simulate
+from wpbjax import rollout
 from wpbjax.episodes.encode import api_endpoint, encode_episodes
-from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
+from wpbjax.episodes.published_gen import DriftConfig, generate_episodes
 from wpbjax.learn import features as F
 from wpbjax.learn.env import WriteEnv
 from wpbjax.learn.gate import init_gate, load_gate, save_gate
@@ -19,7 +19,7 @@ from wpbjax.learn.hindsight import continuation_members
 from wpbjax.learn.soft import soft_f1_loss, soft_rollout
 from wpbjax.learn.train import TrainConfig, train
 from wpbjax.policies import make
-from wpbjax.sweep import run_sweep
+from wpbjax.sweeps import run_sweep
 from wpbjax.testing import max_traces
 
 
@@ -115,17 +115,24 @@ def test_soft_rollout_counts_match_a_gate_that_always_writes():
 
 
 def test_continuation_members_by_hand():
+    """Steps 3, 4, 5 are the critical ones, costing 147, 151 and 147 bytes. Step t is a member iff it
+    is critical and costs at most the last step taken by a cheapest-first fill of room[t] with the
+    critical steps at positions >= t."""
     episode = one(hand_episode().batch("unprivileged"))
-    costs = np.asarray(episode.write_cost)
-    # room for exactly the cheapest of the critical steps 3, 4, 5 at every position
-    cheapest = min(costs[3], costs[4], costs[5])
-    members = continuation_members(episode, jnp.full(6, cheapest, jnp.int32))
-    expected = [False, False, False] + [bool(costs[t] <= min(costs[t:].tolist() if t < 6 else [0])) for t in (3, 4, 5)]
-    # at t=3 the cheapest future critical is the cheapest of 3..5, so 3 is a member iff it is that one
-    assert members.tolist()[:3] == expected[:3]
-    assert bool(members[3]) == bool(costs[3] == cheapest)
-    assert bool(members[5])  # the last one always fits its own cost
-    assert not continuation_members(episode, jnp.zeros(6, jnp.int32)).any()
+    assert np.asarray(episode.write_cost).tolist()[3:] == [147, 151, 147]
+
+    def members(room):
+        return continuation_members(episode, jnp.asarray(room, jnp.int32)).tolist()
+
+    # room 147 everywhere: t=3 fills [147 | 147, 151] (a 147 is the last taken): member; t=4 fills
+    # [147 | 151]: 151 > 147, not; t=5 fills [147]: member
+    assert members([147] * 6) == [False, False, False, True, False, True]
+    # room 298 = 147 + 151: t=3 takes 147, 147 (the last is 147): member; t=4 takes 147, 151: member
+    assert members([298] * 6) == [False, False, False, True, True, True]
+    # room per position: t=3 294 (147, 147: member), t=4 151 (147 only: not), t=5 146 (nothing fits: not)
+    assert members([0, 0, 0, 294, 151, 146]) == [False, False, False, True, False, False]
+    assert members([0] * 6) == [False] * 6
+    assert members([10**6] * 6) == [False, False, False, True, True, True]  # never a non-critical step
 
 
 def tiny_config(**overrides):
@@ -163,11 +170,11 @@ def test_learned_gate_runs_in_a_sweep_and_bad_files_fail_clearly(tmp_path, tiny_
     assert table.f1.between(0, 1).all()
     assert make(name) is make(name)  # cached: one compile per file
     # the gate's threshold is a traced param: raising it to +inf writes nothing
-    counts = simulate.simulate(make(name), encoded.batch("privileged"), [4096], params={"threshold": 1e9})
+    counts = rollout.simulate(make(name), encoded.batch("privileged"), [4096], params={"threshold": 1e9})
     assert int(np.asarray(counts.n_retained).sum()) == 0
-    with max_traces(simulate, "_simulate_quick"):  # thresholds are traced: one compile for both
+    with max_traces(rollout, "_simulate_quick"):  # thresholds are traced: one compile for both
         for afford_threshold in (-1e9, 3.0):
-            simulate.simulate(make(name), encoded.batch("privileged"), [4096], params={"afford_threshold": afford_threshold})
+            rollout.simulate(make(name), encoded.batch("privileged"), [4096], params={"afford_threshold": afford_threshold})
     with pytest.raises(ValueError, match="not found"):
         make(f"learned_gate:{tmp_path / 'missing.npz'}")
     junk = tmp_path / "junk.npz"
@@ -226,7 +233,7 @@ def test_env_always_write_matches_fifo_store_all():
 
         return jax.lax.scan(step, state, None, length=40)[0]
 
-    counts = simulate.simulate(make("fifo_store_all"), batch, [2048])
+    counts = rollout.simulate(make("fifo_store_all"), batch, [2048])
     for index in range(2):
         state = always_write(jnp.asarray(index))
         assert int(state.retained) == int(counts.n_retained[index, 0])
@@ -242,6 +249,9 @@ def test_self_critical_loss_has_finite_nonzero_gradients():
                                                       jax.random.key(0)), has_aux=True)(weights)
     leaves = jax.tree_util.tree_leaves(grads)
     assert all(np.isfinite(leaf).all() for leaf in leaves) and 0.0 <= float(f1) <= 1.0
+    # each head's weights get a gradient: the sampled rollout's F1 differs from the greedy one's here
+    for head, head_grads in grads.items():
+        assert max(float(np.abs(leaf).max()) for leaf in jax.tree_util.tree_leaves(head_grads)) > 0, head
 
 
 def test_cli_train_writes_a_checkpoint_and_rejects_bad_arguments(tmp_path, capsys):

@@ -34,8 +34,8 @@ def test_exact_choice_is_an_optimal_feasible_set(items, budgets):
 def test_oracle_optimal_equals_the_exact_oracle_on_the_paper_grid():
     """Every paper episode (4 modes x 10) at the 11 paper budgets: utility = exact oracle, regret 0."""
     from wpbjax.episodes.encode import concat_encoded, encode_episodes
-    from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episodes
-    from wpbjax.sweep import PAPER_BUDGETS, run_sweep
+    from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+    from wpbjax.sweeps import PAPER_BUDGETS, run_sweep
 
     encoded = concat_encoded([encode_episodes(generate_episodes(DriftConfig(mode=mode), 10)) for mode in MODES])
     table = run_sweep(encoded, budgets=PAPER_BUDGETS, policies=["oracle_optimal"], tracks=["oracle"])
@@ -51,7 +51,8 @@ def test_oracle_optimal_equals_the_exact_oracle_on_the_paper_grid():
 
 def test_simulate_computes_the_plan_for_hindsight_policies():
     from helpers import make_episode
-    from wpbjax import simulate
+
+    from wpbjax import rollout
     from wpbjax.episodes.encode import encode_episodes
     from wpbjax.metrics import policy_utility
     from wpbjax.policies import make
@@ -60,7 +61,7 @@ def test_simulate_computes_the_plan_for_hindsight_policies():
     utilities = [2.0, 3.0, 3.0, 0.5, 1.0]
     encoded = encode_episodes([make_episode(observations, utilities=utilities)])
     budgets = [100, 294, 400, 10**6]
-    counts = simulate.simulate(make("oracle_optimal"), encoded.batch("unprivileged"), budgets)
+    counts = rollout.simulate(make("oracle_optimal"), encoded.batch("unprivileged"), budgets)
     got = policy_utility(np.asarray(counts.retained), encoded.utility64[:, None, :])
     costs = encoded.track_costs("unprivileged")[0].tolist()
     assert got[0].tolist() == [brute_force(costs, utilities, b) for b in budgets]

@@ -1,11 +1,10 @@
 """Exact OPT and the writers against plain references (tests/packages_plain.py) and the MILP;
 the paper's published base-sweep numbers (MEMAUDIT main.tex) from 500 seeds."""
-import numpy as np
+import packages_plain as plain
 import pytest
 
-import packages_plain as plain
-from wpbjax.packages import opt, sweep, writers
-from wpbjax.packages.generate import memaudit_small
+from wpbjax.packages import opt, sweeps, writers
+from wpbjax.packages.memaudit_gen import memaudit_small
 from wpbjax.packages.model import KIND_ID, cost, value
 
 BUDGETS = [1, 2, 4, 8, 16]
@@ -57,7 +56,7 @@ def test_writers_match_plain_definitions(small, method):
 def test_paper_base_sweep_numbers():
     """MEMAUDIT's published 500-seed figure: GVT 0.9583 at B=8; density-only 0.2637/0.3494/0.3612 at
     B=2/4/8; no-tombstone OPT 0.5226/0.6539/0.6891/0.8148 at B=2/4/8/16; mean OPT 4.5205 at B=2."""
-    table = sweep.run_distribution("memaudit_small", range(500), BUDGETS,
+    table = sweeps.run_distribution("memaudit_small", range(500), BUDGETS,
                                    ["opt", "oracle_gvt", "density_only", "no_tombstone_opt"])
     mean = table.groupby(["method", "budget"])["ratio"].mean()
     assert round(mean["oracle_gvt", 8], 4) == 0.9583

@@ -9,8 +9,8 @@ import pytest
 
 from wpbjax.cli import main
 from wpbjax.packages.external import read_store, score_store, union_batch
-from wpbjax.packages.generate import memaudit_small
 from wpbjax.packages.io import PackageFormatError, read_packages, write_packages
+from wpbjax.packages.memaudit_gen import memaudit_small
 
 
 def _write(path, rows):

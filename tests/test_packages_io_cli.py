@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from wpbjax.cli import main
-from wpbjax.packages.generate import memaudit_small
 from wpbjax.packages.io import PackageFormatError, read_packages, write_packages
+from wpbjax.packages.memaudit_gen import memaudit_small
 
 
 def test_round_trip_keeps_every_array(tmp_path):

@@ -2,9 +2,9 @@
 import jax
 import numpy as np
 
-from wpbjax.packages import sweep
-from wpbjax.packages.generate import memaudit_small
+from wpbjax.packages import sweeps
 from wpbjax.packages.jax_gen import random_packages
+from wpbjax.packages.memaudit_gen import memaudit_small
 
 
 def test_random_packages_have_memaudit_shape_and_values():
@@ -19,5 +19,5 @@ def test_random_packages_have_memaudit_shape_and_values():
     assert set(np.unique(batch.weight[:, ref.invalidation[0]])) <= {2.0, 2.25, 2.5}
     raw_costs = batch.cost[:, :4, 2]                                  # fact groups' raw spans: 5 + {0, 1}
     assert set(np.unique(raw_costs)) == {5, 6}
-    table = sweep.run(pset, [2, 8], ["opt", "oracle_gvt", "density_only"], distribution="random")
+    table = sweeps.run(pset, [2, 8], ["opt", "oracle_gvt", "density_only"], distribution="random")
     assert (table["ratio"] <= 1 + 1e-12).all() and (table["cost"] <= table["budget"]).all()

@@ -3,14 +3,14 @@ import pandas as pd
 import pytest
 
 from wpbjax.cli import main
-from wpbjax.packages import sweep
-from wpbjax.report import load_results
-from wpbjax.report.packages import check_package_results, summary_markdown
+from wpbjax.packages import sweeps
+from wpbjax.reports import load_results
+from wpbjax.reports.packages import check_package_results, summary_markdown
 
 
 @pytest.fixture(scope="module")
 def package_table(tmp_path_factory):
-    table = sweep.run_distribution("memaudit_small", range(30), [1, 4, 8], ["opt", "oracle_gvt", "density_only"])
+    table = sweeps.run_distribution("memaudit_small", range(30), [1, 4, 8], ["opt", "oracle_gvt", "density_only"])
     path = tmp_path_factory.mktemp("pk") / "pk.csv"
     table.to_csv(path, index=False)
     return table, path
@@ -49,4 +49,4 @@ def test_package_table_checks(package_table, tmp_path):
     stray = pd.concat([table, pd.DataFrame([{"distribution": "1", "seed": 2}])], ignore_index=True)  # a glued "1,2" line
     with pytest.raises(ValueError, match="nan at budget nan .* has 1 rows where others have 30"):
         check_package_results(stray, "pk.csv")
-    assert "oracle_gvt" in summary_markdown(sweep.summary(table, n_boot=10))
+    assert "oracle_gvt" in summary_markdown(sweeps.summary(table, n_boot=10))

@@ -1,7 +1,6 @@
 """Parity with the published harness on the paper grid."""
 import numpy as np
 import pandas as pd
-
 from conftest import REPO, shared_path
 
 KEY = ["mode", "budget_bytes", "episode_id", "track", "policy"]

@@ -5,17 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
-from wpbjax.episodes import parallel, reference_arrays
-from wpbjax.episodes.encode import encode_episodes
-from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episodes
-from wpbjax.sweep import run_sweep
-
 from helpers import assert_same_encoding
+
+from wpbjax.episodes import parallel, published_arrays
+from wpbjax.episodes.encode import encode_episodes
+from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.sweeps import run_sweep
 
 
 def _both(config: DriftConfig, n_episodes: int, start: int = 0):
-    via_arrays = reference_arrays.generate_encoded(reference_arrays.as_jax_config(config), start, n_episodes)
+    via_arrays = published_arrays.generate_encoded(published_arrays.as_jax_config(config), start, n_episodes)
     episodes = generate_episodes(config, start + n_episodes)[start:]
     return via_arrays, encode_episodes(episodes)
 
@@ -53,6 +52,6 @@ def test_sweep_rows_are_the_same_either_way():
 def test_ids_that_would_overflow_go_through_json():
     """A seed past int32 (the JAX generator's key) or 600 endpoints: episodes made as JSON and encoded."""
     for config in (DriftConfig(seed=2**31 + 3, steps=30), DriftConfig(api_pool=600, steps=30)):
-        assert reference_arrays.as_jax_config(config) is None
+        assert published_arrays.as_jax_config(config) is None
         encoded = parallel.generate_encoded([config], 3)
         assert_same_encoding(encoded, encode_episodes(generate_episodes(config, 3)))

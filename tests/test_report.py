@@ -66,7 +66,7 @@ def test_leaderboard_numbers(run):
     expected = at.groupby(["track", "policy"])[["recall", "f1", "utility_per_kb", "avg_staleness"]].mean()
     tracks_in_order = ["unprivileged"] * 3 + ["privileged"] * 4
     f1_seen = {}
-    for track, (rank, policy, recall, f1, util, staleness, episodes) in zip(tracks_in_order, rows):
+    for track, (_rank, policy, recall, f1, util, staleness, episodes) in zip(tracks_in_order, rows):
         want = expected.loc[(track, policy)]
         assert recall == f"{want.recall:.3f}" and f1 == f"{want.f1:.3f}"
         assert util == f"{want.utility_per_kb:.2f}" and staleness == f"{want.avg_staleness:.1f}"
@@ -144,12 +144,12 @@ def test_confusion_matrix(run):
                                results.tp / (results.tp + results.fp).clip(lower=1), 0), atol=1e-12)
     np.testing.assert_allclose(results.write_density, (results.tp + results.fp) / N_STEPS, atol=1e-12)
     # tn counted directly from the retained set of a fresh run: steps neither retained nor critical
-    from wpbjax import simulate
+    from wpbjax import rollout
     from wpbjax.policies import make
-    from wpbjax.report.metadata import episodes_from_metadata
+    from wpbjax.reports.metadata import episodes_from_metadata
 
     encoded = episodes_from_metadata(json.loads((out / "run_metadata.json").read_text()))
-    counts = simulate.simulate(make("priority_greedy"), encoded.batch("privileged"), BUDGETS)
+    counts = rollout.simulate(make("priority_greedy"), encoded.batch("privileged"), BUDGETS)
     kept = np.unpackbits(np.asarray(counts.retained), axis=-1, count=N_STEPS).astype(bool)  # [N, B, T]
     critical = encoded.arrays.critical[:, None, :]
     direct = (~kept & ~critical).sum(axis=-1)

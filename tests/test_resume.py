@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import REPO
 from wpbjax import resume as resume_lib
 from wpbjax.argument_errors import ArgumentError
-from wpbjax.failures import flag
+from wpbjax.cli.failures import flag
 from wpbjax.results_io import partial_path
 
 # 2 modes x 8 episodes at 40 steps; a 64K memory cap makes chunks of one episode per device (8 chunks

@@ -1,7 +1,7 @@
 """Each store rule of SEMANTICS §3, checked on hand-built episodes with hand-computed bytes."""
 import numpy as np
-
 from helpers import SCRIPTED, make_episode, run_one, script
+
 from wpbjax.actions import MERGE, SKIP, WRITE
 
 # {"api": "a"} is 12 characters, the unprivileged view {"mode": "hand"} 16: 12 + 16 + 32 + 16 = 76.
@@ -12,10 +12,10 @@ def run_script(observations, plan, budget, **episode_kw):
     episode = make_episode(observations, **episode_kw)
     params = script(len(observations), plan)
     encoded, stores, counts = run_one(SCRIPTED, [episode], budget, params=params)
-    store = {name: value[0] for name, value in vars(stores).items()}
+    store = {name: value[0] for name, value in vars(stores).items() if value is not None}
     store["present"], store["is_delta"] = store["held"] != 0, store["held"] > 0
     store["item_costs"] = np.where(store["is_delta"], store["held"], encoded.track_costs("unprivileged")[0])
-    return store, {name: value[0] for name, value in vars(counts).items()}
+    return store, {name: value[0] for name, value in vars(counts).items() if value is not None}
 
 
 def test_write_cost_is_the_byte_model():

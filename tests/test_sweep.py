@@ -9,8 +9,8 @@ import pytest
 
 from wpbjax.cli import main
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
-from wpbjax.episodes.reference_gen import DriftConfig, generate_episodes
-from wpbjax.sweep import run_sweep
+from wpbjax.episodes.published_gen import DriftConfig, generate_episodes
+from wpbjax.sweeps import run_sweep
 
 KEY = ["mode", "budget_bytes", "episode_id", "track", "policy"]
 SWEEP = ["sweep", "--n-episodes", "5", "--steps", "60", "--budgets", "700,2048,9000", "--seed", "3", "--quiet"]
@@ -28,7 +28,7 @@ def one_chunk(tmp_path_factory):
 
 
 def test_small_memory_cap_gives_the_same_rows_in_chunks(one_chunk, tmp_path):
-    from wpbjax.sweep import chunk_size
+    from wpbjax.sweeps import chunk_size
 
     encoded = encode_episodes(generate_episodes(DriftConfig(steps=60), 20))
     assert chunk_size(encoded, 3, 100_000, 1) == 2  # so the 20 episodes run as 10 chunks
@@ -42,10 +42,10 @@ def test_small_memory_cap_gives_the_same_rows_in_chunks(one_chunk, tmp_path):
 def test_a_failed_write_stops_the_sweep_with_its_error(tmp_path, monkeypatch, capsys):
     """Chunks are written on a thread while the next is computed; a write that fails (the second
     of ten here) stops the sweep at the next chunk with the writer's error."""
-    from wpbjax import sweep
+    from wpbjax import sweeps
 
     calls = []
-    original = sweep.ResultsWriter.write
+    original = sweeps.ResultsWriter.write
 
     def write(self, table):
         calls.append(len(table))
@@ -53,23 +53,32 @@ def test_a_failed_write_stops_the_sweep_with_its_error(tmp_path, monkeypatch, ca
             raise OSError(f"{self.path}: No space left on device")
         original(self, table)
 
-    monkeypatch.setattr(sweep.ResultsWriter, "write", write)
+    monkeypatch.setattr(sweeps.ResultsWriter, "write", write)
     out = tmp_path / "full.csv"
     assert main(SWEEP + ["--memory-cap", "100K", "--out", str(out)]) == 2
     assert f"wpbjax sweep: error: {out}: No space left on device" in capsys.readouterr().err
     assert len(calls) == 2  # the third chunk was computed but never handed to the writer
 
 
-def test_chunks_are_padded_to_one_shape_and_compile_once():
-    from wpbjax import simulate
+def test_chunks_are_padded_to_one_shape_and_compile_once(monkeypatch):
+    from wpbjax import rollout
+    from wpbjax.sweeps import run as sweep_run
     from wpbjax.testing import max_traces
 
     episodes = generate_episodes(DriftConfig(steps=40, seed=9), 7)
     encoded = encode_episodes(episodes)
-    # ~0.6 MB per episode at this size: a 2 MB cap makes chunks of 3 (7 = 3 + 3 + 1, padded)
-    with max_traces(simulate, "_simulate_quick"), max_traces(simulate, "_simulate"):
-        run_sweep(encoded, budgets=[500, 5000], policies="fifo_store_all", tracks=["unprivileged"],
-                  memory_cap=2_000_000)
+    # ~20 KB per episode and run pair at this size: a 50 KB cap gives chunks of 2 (one per device on two,
+    # two on one), so the 7 episodes run as 2 + 2 + 2 + 1, the last padded to 2
+    ran = []
+    original = sweep_run.run_chunk
+    monkeypatch.setattr(sweep_run, "run_chunk", lambda plan, chunk, *args, **kwargs: ran.append(
+        (chunk.stop - chunk.start, chunk.size)) or original(plan, chunk, *args, **kwargs))
+    with max_traces(rollout, "_simulate_quick"), max_traces(rollout, "_simulate"):
+        table = run_sweep(encoded, budgets=[500, 5000], policies="fifo_store_all", tracks=["unprivileged"],
+                          memory_cap=50_000)
+    assert len(ran) >= 3 and len({size for _, size in ran}) == 1, ran  # several chunks, one padded shape
+    assert any(n_episodes < size for n_episodes, size in ran), ran     # the last one padded
+    assert len(table) == 7 * 2 and sorted(set(table.episode_id)) == list(range(7))
 
 
 def test_parquet_output_matches_csv(one_chunk, tmp_path):
@@ -113,7 +122,7 @@ def test_sweep_argument_errors(argv, message, capsys, tmp_path):
 def test_parallel_generation_gives_the_same_rows_as_serial(seed, monkeypatch):
     """Above the threshold, episodes are generated and encoded in worker processes and joined."""
     from wpbjax.episodes import parallel as parallel_lib
-    from wpbjax.episodes.reference_gen import MODES
+    from wpbjax.episodes.published_gen import MODES
 
     monkeypatch.setattr(parallel_lib, "PARALLEL_THRESHOLD", {"arrays": 0, "json": 0})
     joined = []

@@ -8,14 +8,14 @@ import os
 
 import numpy as np
 import pytest
-
 from conftest import REPO
+
 from wpbjax import integrity
 from wpbjax.cli import main
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError, load_jsonl
 from wpbjax.episodes.writ import import_writ
-from wpbjax.sweep import run_sweep
+from wpbjax.sweeps import run_sweep
 
 SCENARIOS = REPO.parent / "shared" / "writ" / "scenarios"
 needs_writ = pytest.mark.skipif(not SCENARIOS.is_dir(), reason=f"WRIT scenarios not found at {SCENARIOS}")

@@ -1,7 +1,7 @@
 """WRITE_PAST: the store's rule for writing a buffered earlier step (used by deferred_batch)."""
 import jax.numpy as jnp
-
 from helpers import make_episode, run_one
+
 from wpbjax import actions
 from wpbjax.policies.base import Policy
 

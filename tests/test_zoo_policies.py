@@ -2,9 +2,9 @@
 import jax
 import numpy as np
 import pytest
-
 from helpers import make_episode, run_one
-from wpbjax import simulate
+
+from wpbjax import rollout
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies import make
 from wpbjax.tracks import cost_track
@@ -23,7 +23,8 @@ def present(policy_name, observations, budget, track="unprivileged", params=None
         plan = policy.plan(encoded.track_costs(cost_track(track)), encoded.utility64, encoded.arrays.length, [budget])
         params.update({name: value[0, 0] for name, value in plan.items()})
     encoded, stores, counts = run_one(policy, [episode], budget, cost_track(track), params)
-    return stores.present[0].tolist(), {name: value[0] for name, value in vars(counts).items()}, encoded
+    kept = {name: value[0] for name, value in vars(counts).items() if value is not None}
+    return stores.present[0].tolist(), kept, encoded
 
 
 def padded(k, api="a"):
@@ -86,16 +87,16 @@ def test_utility_greedy_evicts_the_lowest_utility_first():
 def test_random_writes_with_probability_p_per_episode_key():
     policy = make("random")
     batch = encode_episodes([make_episode([{"api": "a"}] * 400)] * 3).batch("unprivileged")
-    counts = simulate.simulate(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(7))
+    counts = rollout.simulate(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(7))
     written = np.asarray(counts.n_retained)[:, 0]
     assert all(60 <= n <= 140 for n in written)  # 100 expected, sd ~8.7
     assert len(set(written.tolist())) > 1  # each episode draws from its own folded key
-    again = simulate.simulate(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(7))
+    again = rollout.simulate(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(7))
     assert np.array_equal(np.asarray(again.retained), np.asarray(counts.retained))
-    other = simulate.simulate(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(8))
+    other = rollout.simulate(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(8))
     assert not np.array_equal(np.asarray(other.retained), np.asarray(counts.retained))
     for p, n in ((0.0, 0), (1.0, 400)):
-        assert np.asarray(simulate.simulate(policy, batch, [10**6], params={"p": p}).n_retained).tolist() == [[n]] * 3
+        assert np.asarray(rollout.simulate(policy, batch, [10**6], params={"p": p}).n_retained).tolist() == [[n]] * 3
 
 
 def test_expire_oldest_drops_items_older_than_max_age():
@@ -209,7 +210,7 @@ def test_oracle_optimal_writes_a_knapsack_optimum_where_greedy_does_not():
 def test_info_tracks_gate_what_policies_can_read():
     from wpbjax import actions
     from wpbjax.policies.base import Policy
-    from wpbjax.sweep import run_sweep
+    from wpbjax.sweeps import run_sweep
 
     peek = Policy("peek_utility", lambda params, state, store, episode, pos, budget:
                   (actions.write_if(episode.utility[pos] > 0), state),

@@ -5,13 +5,15 @@
     episodes = wj.episodes.generate(modes=["default"], n_episodes=10)        # or wj.episodes.load("ep.jsonl")
     metrics = wj.simulate("priority_greedy", episodes, [1024, 10240], track="privileged")  # {name: [N, B]}
     table = wj.sweep(budgets=[1024, 10240], n_episodes=2)                    # the CLI sweep's rows
+    board = wj.leaderboard(table)                                            # mean F1 by (track, policy) x budget
     wj.sweep_to_file("results.csv", budgets=[1024, 10240], n_episodes=2)     # + results.csv.meta.json
     wj.report("results.csv", "report/")                                      # tables and figures
     policy = wj.policies.get("priority_threshold", threshold=0.5); wj.policies.register(my_policy)
     # a policy's act emits wj.actions (write_if, skip, ...) and reads the store through wj.store (remaining, ...)
 
-Attributes load on first use (``import wpbjax`` alone imports no JAX). ``wj.simulate``, ``wj.sweep`` and
-``wj.report`` are the modules of those names, callable (:mod:`wpbjax._callable`); docs/api.md lists the API.
+Attributes load on first use (``import wpbjax`` alone imports no JAX). The public functions live in
+:mod:`wpbjax.api`; the code behind them in modules named for what they hold (``rollout``, ``sweeps``,
+``reports``; docs/api.md lists the API and the naming scheme).
 """
 from __future__ import annotations
 
@@ -19,10 +21,10 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("episodes", "policies", "simulate", "sweep", "report", "actions", "store")
-_API = ("sweep_to_file", "train_gate", "SweepFile")
-__all__ = ["EpisodeSource", "SweepFile", "WriteEnv", "actions", "episodes", "policies", "report", "simulate", "store", "sweep",
-           "sweep_to_file", "train_gate"]
+_SUBMODULES = ("episodes", "policies", "actions", "store")
+_API = ("simulate", "sweep", "sweep_to_file", "report", "leaderboard", "train_gate", "SweepFile")
+__all__ = ["EpisodeSource", "SweepFile", "WriteEnv", "actions", "episodes", "leaderboard", "policies", "report",
+           "simulate", "store", "sweep", "sweep_to_file", "train_gate"]
 
 
 def __getattr__(name: str):

@@ -4,6 +4,7 @@
     episodes = wj.episodes.generate(modes=["default"], n_episodes=10)       # or wj.episodes.load("ep.jsonl")
     counts = wj.simulate("priority_greedy", episodes, [1024, 10240], track="privileged")  # {metric: [N, B]}
     table = wj.sweep(budgets=[1024, 10240], n_episodes=2)                   # the CLI sweep's rows
+    board = wj.leaderboard(table)                                           # mean F1 by (track, policy) x budget
     wj.sweep_to_file("results.csv", budgets=[1024, 10240], n_episodes=2)    # + results.csv.meta.json
     wj.report("results.csv", "report/")
 
@@ -11,19 +12,19 @@
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-import sys
-from typing import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from wpbjax.budgets import PAPER_BUDGETS
 from wpbjax.episodes.source import DEFAULT_MODES, EpisodeSource
-from wpbjax.sweep.plan import DEFAULT_MEMORY_CAP, DEFAULT_TRACKS, PUBLISHED_LINEUP
+from wpbjax.sweeps.plan import DEFAULT_MEMORY_CAP, DEFAULT_TRACKS, PUBLISHED_LINEUP
 
-HEADLINE_BUDGET = 10240  # the report's leaderboard budget (wpbjax.report.tables.HEADLINE_BUDGET)
+HEADLINE_BUDGET = 10240  # the report's leaderboard budget (wpbjax.reports.tables.HEADLINE_BUDGET)
 
 
 def episode_source(episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES, n_episodes: int = 10,
@@ -51,7 +52,7 @@ def _encoded(episodes, source: EpisodeSource | None) -> tuple:
 
 
 def _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params) -> None:
-    from wpbjax.sweep.plan import check_sweep
+    from wpbjax.sweeps.plan import check_sweep
 
     check_sweep(budgets, policies, tracks, oracle, memory_cap, params)
 
@@ -60,7 +61,9 @@ def sweep(episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES, n_episod
           seed: int = 0, engine: str = "python", budgets: Sequence[int] = PAPER_BUDGETS,
           policies: str | Sequence[str] = PUBLISHED_LINEUP, tracks: Sequence[str] = DEFAULT_TRACKS,
           oracle: str = "exact", memory_cap: int = DEFAULT_MEMORY_CAP, params: dict | None = None,
-          quiet: bool = True, devices=None, **knobs) -> pd.DataFrame:
+          quiet: bool = True, devices=None, top_k: Sequence[int] = (5,), probes: str = "labels",
+          probe_rate: float = 0.1, retriever: dict | None = None, journal_budgets: Sequence[int] | None = None,
+          **knobs) -> pd.DataFrame:
     """Every (episode, budget, track, policy) run as one results row, as ``wpbjax sweep`` writes them.
 
     ``episodes``: JSONL path(s), an :class:`EpisodeSource`, encoded episodes, or None to generate
@@ -69,16 +72,71 @@ def sweep(episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES, n_episod
     ``policies``: ``"published"`` (the published line-up per track) or names; ``params``: param name
     -> values to sweep (their Cartesian product per policy; a ``param_NAME`` column each).
     ``oracle``: ``exact`` or ``published_rule``. ``memory_cap``: bytes one chunk of runs may use.
+    Reads (docs/reads.md): ``probes`` (``labels``: the episodes' ``probes`` labels; ``generate``: those, else
+    ``probe_rate`` probes per step drawn by the default generator; ``none``), ``top_k`` (one row per K),
+    ``retriever`` (``w_rel``, ``w_rec``, ``w_imp``, ``decay``: the retriever's weights).
+    ``journal_budgets`` (docs/tiers.md): tiered runs instead -- ``policies`` are tier policies, ``budgets`` size
+    the checkpoint and ``journal_budgets`` the journal (crossed); :func:`tier_sweep`'s rows.
     """
-    from wpbjax.sweep import make_plan, run_chunk
+    if journal_budgets is not None:
+        return tier_sweep(episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine,
+                          budgets=budgets, journal_budgets=journal_budgets, policies=policies, tracks=tracks,
+                          top_k=top_k, probes=probes, probe_rate=probe_rate, retriever=retriever, params=params, **knobs)
     from wpbjax.progress import Progress
+    from wpbjax.sweeps import make_plan, run_chunk
 
     _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params)
+    reads = read_plan(top_k, probes, probe_rate, retriever)
     source = episode_source(episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs)
     encoded, set_index = _encoded(episodes, source)
-    plan = make_plan(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, params)
+    plan = make_plan(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, params, reads=reads)
     with Progress(plan.total_runs, enabled=not quiet) as progress:
         return pd.concat([run_chunk(plan, chunk, progress) for chunk in plan.chunks()], ignore_index=True)
+
+
+def tier_sweep(episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES, n_episodes: int = 10, steps: int = 200,
+               seed: int = 0, engine: str = "python", budgets: Sequence[int] = PAPER_BUDGETS,
+               journal_budgets: Sequence[int] = (0,), policies: str | Sequence[str] = ("journal_and_checkpoint",),
+               tracks: Sequence[str] = ("unprivileged",), top_k: Sequence[int] = (5,), probes: str = "generate",
+               probe_rate: float = 0.1, retriever: dict | None = None, params: dict | None = None,
+               crash_rate: float = 0.0, crash_seed: int = 0, costs: dict | None = None, **knobs) -> pd.DataFrame:
+    """Tiered runs (docs/tiers.md) as a table: a row per (policy, track, episode, checkpoint budget, journal
+    budget). Episode arguments as :func:`sweep`; ``policies``: tier policy names; ``params``: one value per
+    param (tier policies' defaults otherwise); ``crash_rate``: per-step crash probability (draws from
+    ``crash_seed``); ``costs``: :class:`wpbjax.tiers.CostModel` weights (extraction, embedding, dedupe)."""
+    from wpbjax.tiers import CostModel, tier_table
+
+    policies = [policies] if isinstance(policies, str) else list(policies)
+    if params and any(np.ndim(value) for value in params.values()):
+        raise ValueError("params: a tiered sweep takes one value per param")
+    reads = read_plan(top_k, probes, probe_rate, retriever)
+    source = episode_source(episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs)
+    encoded, _ = _encoded(episodes, source)
+    encoded = reads.apply(encoded)
+    return pd.concat([tier_table(encoded, policies, budgets, journal_budgets, track, crash_rate, crash_seed,
+                                 CostModel(**(costs or {})), reads.retriever, params) for track in tracks],
+                     ignore_index=True)
+
+
+def read_plan(top_k: Sequence[int] = (5,), probes: str = "labels", probe_rate: float = 0.1,
+              retriever: dict | None = None):
+    """The :class:`wpbjax.reads.ReadPlan` of a sweep's read arguments (see :func:`sweep`), checked."""
+    from wpbjax.episodes.probes import ProbeConfig
+    from wpbjax.reads import ReadPlan, Retriever
+
+    weights = dict(retriever or {})
+    unknown = sorted(set(weights) - {"w_rel", "w_rec", "w_imp", "decay"})
+    if unknown:
+        raise ValueError(f"retriever: unknown weight(s) {', '.join(unknown)}; known: w_rel, w_rec, w_imp, decay")
+    return ReadPlan(retriever=Retriever(top_k=tuple(top_k), **weights), probes=probes,
+                    probe_config=ProbeConfig(rate=probe_rate))
+
+
+def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean F1 by (track, policy) × budget of a results table (:func:`sweep`'s rows), rows in the table's order."""
+    from wpbjax.scoring import leaderboard as mean_f1_board
+
+    return mean_f1_board(table)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,94 +155,121 @@ def sweep_to_file(out: str | os.PathLike, episodes=None, *, modes: Sequence[str]
                   budgets: Sequence[int] = PAPER_BUDGETS, policies: str | Sequence[str] = PUBLISHED_LINEUP,
                   tracks: Sequence[str] = DEFAULT_TRACKS, oracle: str = "exact", memory_cap: int = DEFAULT_MEMORY_CAP,
                   params: dict | None = None, quiet: bool = True, devices=None, command: Sequence[str] | None = None,
-                  resume: bool = False, cluster=None, **knobs) -> SweepFile | None:
+                  resume: bool = False, cluster=None, log: Callable[[str], None] | None = None,
+                  top_k: Sequence[int] = (5,), probes: str = "labels", probe_rate: float = 0.1,
+                  retriever: dict | None = None, **knobs) -> SweepFile | None:
     """:func:`sweep` streamed to ``out`` (.csv or .parquet) chunk by chunk, with its sidecar
     ``out.meta.json``, exactly as ``wpbjax sweep --out`` writes them: every argument and input is
     checked first (and a table that would not fit the free disk space refused), and table and
     sidecar are renamed into place only when complete (an existing ``out`` is left byte-identical
     by a sweep that fails). ``command``: recorded in the sidecar. ``resume``: finish an interrupted
     sweep of the same arguments from the chunks already in ``out``'s temporary file
-    (:mod:`wpbjax.resume`). ``cluster``: this process's place among several
+    (:mod:`wpbjax.resume`). A second live sweep into the same ``out`` is refused (a ValueError naming
+    the first's pid; :mod:`wpbjax.output_lock`), resuming or not. ``cluster``: this process's place among several
     (:func:`wpbjax.distributed.initialize`); process 0 writes the file, the others run their share of
-    every chunk and return None."""
-    from wpbjax import devices as devices_lib
-    from wpbjax.output_size import check_disk_space
+    every chunk and return None. ``log``: receives the sweep's notes (its size as it starts; where a
+    resumed sweep picks up), one line each; the CLI prints them."""
+    from wpbjax.output_lock import output_lock
     from wpbjax.results_io import check_output
-    from wpbjax.sweep import make_plan
-    from wpbjax.sweep.blocks import Blocks, streams
 
     _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params)
+    reads = read_plan(top_k, probes, probe_rate, retriever)
     source = episode_source(episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs)
     writes = cluster is None or cluster.writes
     if writes:
         check_output(out, inputs=source.files if source is not None else ())
-    plan_arguments = dict(budgets=budgets, policies=policies, tracks=tracks, oracle=oracle, devices=devices,
-                          params=params, cluster=cluster)
-    if streams(source, memory_cap):  # generated a block at a time (wpbjax.sweep.blocks)
+    # one live run per output: a second is refused, naming the first's pid
+    with output_lock(out) if writes else contextlib.nullcontext():
+        return _sweep_to_file(out, source, episodes, writes, dict(
+            modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, budgets=budgets,
+            policies=policies, tracks=tracks, oracle=oracle, memory_cap=memory_cap, params=params,
+            top_k=list(reads.retriever.top_k), probes=probes, probe_rate=probe_rate, retriever=retriever, **knobs),
+            devices=devices, cluster=cluster, quiet=quiet, command=command, resume=resume, log=log)
+
+
+def _sweep_to_file(out, source, episodes, writes: bool, options: dict, devices, cluster, quiet: bool, command,
+                   resume: bool, log) -> SweepFile | None:
+    """:func:`sweep_to_file` once its arguments are checked (and, writing, its output locked)."""
+    from wpbjax import devices as devices_lib
+    from wpbjax.output_size import check_disk_space
+    from wpbjax.sweeps import make_plan
+    from wpbjax.sweeps.blocks import Blocks, streams
+
+    memory_cap, params = options["memory_cap"], options["params"]
+    reads = read_plan(options["top_k"], options["probes"], options["probe_rate"], options["retriever"])
+    plan_arguments = dict(budgets=options["budgets"], policies=options["policies"], tracks=options["tracks"],
+                          oracle=options["oracle"], devices=devices, params=params, cluster=cluster, reads=reads)
+    if streams(source, memory_cap):  # generated a block at a time (wpbjax.sweeps.blocks)
         blocks = Blocks(source, plan_arguments, memory_cap)
         plan, n_swept = blocks.plan, blocks.n_total
     else:
         encoded, set_index = _encoded(episodes, source)  # (the episode files' own errors first)
         plan = make_plan(encoded, set_index=set_index, memory_cap=memory_cap, **plan_arguments)
         blocks, n_swept = None, encoded.n_episodes
-    arguments = dict(episodes=list(source.files) if source is not None and source.files else None, modes=modes,
-                     n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, budgets=budgets, policies=policies,
-                     tracks=tracks, oracle=oracle, memory_cap=memory_cap, params=params, **knobs)
+    arguments = dict(episodes=list(source.files) if source is not None and source.files else None, **options)
     if writes:
         check_disk_space(out, plan.total_runs, len(params or {}))  # one row per run
-    if not quiet:
-        print(f"wpbjax sweep: {n_swept:,} episodes x {len(plan.budgets)} budgets, tracks "
+    if log is not None:
+        log(f"{n_swept:,} episodes x {len(plan.budgets)} budgets, tracks "
               f"{','.join(plan.lineup)}, oracle {plan.oracle}, {plan.total_runs:,} runs on "
               f"{devices_lib.describe(plan.devices)}" + (f" in each of {cluster.num_processes} processes" if cluster else "")
-              + (f", episodes made {blocks.block_episodes:,} at a time" if blocks else ""), file=sys.stderr)
-    return _stream_to_file(out, plan, blocks, source, arguments, params, command, resume, quiet)
+              + (f", episodes made {blocks.block_episodes:,} at a time" if blocks else ""))
+    return _stream_to_file(out, plan, blocks, source, arguments, params, command, resume, quiet, log)
 
 
 def _stream_to_file(out, plan, blocks, source, arguments: dict, params, command, resume: bool,
-                    quiet: bool) -> SweepFile | None:
+                    quiet: bool, log) -> SweepFile | None:
     """Run ``plan`` (or each of ``blocks``' plans) into ``out`` (from the resume point, when
     resuming) and commit table and sidecar."""
     from wpbjax import resume as resume_lib, segments
+    from wpbjax.atomic import destination
     from wpbjax.progress import Progress
-    from wpbjax.report.metadata import sweep_metadata
+    from wpbjax.reports.metadata import sweep_metadata
     from wpbjax.results_io import ResultsWriter, read_sidecar, sidecar_path
     from wpbjax.scoring import leaderboard_from_sums
-    from wpbjax.sweep import write_chunks
+    from wpbjax.sweeps import write_chunks
 
-    checkpoint, identity = _resume_point(out, arguments, plan, resume, quiet)
+    target = destination(out)  # a symbolic link is written through: its temporary files beside its target
+    checkpoint, identity = _resume_point(target, arguments, plan, resume, log)
     # (a block's plan, its chunks to run) in order
     work = blocks.plans(checkpoint.chunks) if blocks else [(plan, plan.chunks()[checkpoint.chunks:])]
     if plan.cluster is not None and not plan.cluster.writes:  # its share of every chunk goes to process 0
         for block_plan, chunks in work:
             write_chunks(block_plan, None, chunks=chunks)
         return None
+    on_disk = resume_lib.Checkpoint(checkpoint.chunks, checkpoint.rows, checkpoint.size, checkpoint.sums,
+                                    checkpoint.ends, checkpoint.checksums)
 
     def record(sums) -> None:
-        """After a chunk's bytes are in the temporary file: the resume manifest says so."""
+        """After a chunk's bytes are in the temporary file: the resume manifest says so (with their checksum)."""
         if writer.format == "csv":  # a cut parquet file has no footer: it cannot be continued
-            resume_lib.record(out, identity, resume_lib.Checkpoint(checkpoint.chunks + writer.chunks, writer.rows,
-                                                                   writer.size, sums))
+            on_disk.add_chunk(writer.temporary, writer.rows, writer.size, sums)
+            resume_lib.record(target, identity, on_disk)
 
     with ResultsWriter(out, append_at=checkpoint.size if checkpoint.chunks else None) as writer:
         writer.rows = checkpoint.rows
-        with Progress(plan.total_runs, enabled=not quiet) as progress:
-            if checkpoint.rows:
-                progress.advance(checkpoint.rows, "on disk")
-            if progress.enabled:
-                segments.listen_to_steps(progress.steps)  # long episodes: progress within calls
-            try:
-                sums = checkpoint.sums
-                for block_plan, chunks in work:
-                    sums = write_chunks(block_plan, writer, progress, chunks=chunks, sums=sums, after_write=record)
-                    del block_plan, chunks  # the block's episodes go before the next block is made
-            finally:
-                segments.stop_listening(progress.steps)
-        writer.commit(sweep_metadata(plan, source, arguments, params=params, command=command))
-        resume_lib.finish(out)
+        try:
+            with Progress(plan.total_runs, enabled=not quiet) as progress:
+                if checkpoint.rows:
+                    progress.advance(checkpoint.rows, "on disk")
+                if progress.enabled:
+                    segments.listen_to_steps(progress.steps)  # long episodes: progress within calls
+                try:
+                    sums = checkpoint.sums
+                    for block_plan, chunks in work:
+                        sums = write_chunks(block_plan, writer, progress, chunks=chunks, sums=sums, after_write=record)
+                        del block_plan, chunks  # the block's episodes go before the next block is made
+                finally:
+                    segments.stop_listening(progress.steps)
+            writer.commit(sweep_metadata(plan, source, arguments, params=params, command=command))
+        finally:
+            # done, or failed / interrupted: the manifest goes first, then (leaving the writer) the temporary
+            # table it describes, so that no manifest outlives its table (a run killed outright leaves both)
+            resume_lib.finish(target)
     return SweepFile(os.fspath(out), writer.rows, read_sidecar(sidecar_path(out)), leaderboard_from_sums([sums]))
 
 
-def _resume_point(out, arguments: dict, plan, resume: bool, quiet: bool) -> tuple:
+def _resume_point(out, arguments: dict, plan, resume: bool, log) -> tuple:
     """(checkpoint, identity): where this sweep starts (chunks, rows and bytes already on disk when
     ``resume`` finds an interrupted run of the same arguments) and the run's identity. With several
     processes, process 0 decides and tells the others how many chunks to skip."""
@@ -193,11 +278,13 @@ def _resume_point(out, arguments: dict, plan, resume: bool, quiet: bool) -> tupl
     identity = checkpoint = None
     cluster = plan.cluster
     if cluster is None or cluster.writes:
-        identity = resume_lib.run_identity(arguments, len(plan.devices))
+        from wpbjax.episodes.source import episode_file_sha256  # a real: spec's history, else the file
+
+        hashes = [episode_file_sha256(path) for path in (arguments.get("episodes") or [])]
+        identity = resume_lib.run_identity(arguments, len(plan.devices), hashes)
         checkpoint = resume_lib.start(os.fspath(out), identity, resume)
-        if checkpoint is not None and not quiet:
-            print(f"wpbjax sweep: resuming {out} after {checkpoint.chunks} chunks ({checkpoint.rows:,} rows) "
-                  f"on disk", file=sys.stderr)
+        if checkpoint is not None and log is not None:
+            log(f"resuming {out} after {checkpoint.chunks} chunks ({checkpoint.rows:,} rows) on disk")
     checkpoint = checkpoint or resume_lib.Checkpoint()
     if cluster is not None and resume:
         checkpoint.chunks = cluster.broadcast(checkpoint.chunks)
@@ -213,7 +300,7 @@ def simulate(policy, episodes, budgets: Sequence[int], track: str = "unprivilege
     (:func:`wpbjax.episodes.generate` / :func:`wpbjax.episodes.load`); ``budgets``: [B] bytes;
     ``track``: the metadata the policy sees and pays for (and whether it may read utility);
     ``params``: the policy's param overrides; ``oracle``: the regret's oracle mode."""
-    from wpbjax import devices as devices_lib, simulate as simulate_lib
+    from wpbjax import devices as devices_lib, rollout as rollout_lib
     from wpbjax.budgets import check_budgets
     from wpbjax.oracle import oracle_batch
     from wpbjax.policies import Policy, make
@@ -232,14 +319,14 @@ def simulate(policy, episodes, budgets: Sequence[int], track: str = "unprivilege
     batch = devices_lib.place(batch, devices_lib.local_devices()[:1])
     every = np.arange(episodes.n_episodes)
     if policy.plan is None:
-        counts = simulate_lib.simulate(policy, batch, budgets, params=params)
-        host = {field: np.asarray(value) for field, value in vars(counts).items()}
+        counts = rollout_lib.simulate(policy, batch, budgets, params=params)
+        host = {field: np.asarray(value) for field, value in vars(counts).items() if value is not None}
     else:  # hindsight policies plan from the exact float64 utilities
         run_inputs = policy.plan(episodes.track_costs(cost_track(track)), episodes.utility64,
                                  episodes.arrays.length, budgets)
         grid = {name: np.asarray([value]) for name, value in (params or {}).items()} or None
-        counts = simulate_lib.simulate_grid(policy, batch, budgets, params=grid, run_inputs=run_inputs)
-        host = {field: np.asarray(value)[0] for field, value in vars(counts).items()}
+        counts = rollout_lib.simulate_grid(policy, batch, budgets, params=grid, run_inputs=run_inputs)
+        host = {field: np.asarray(value)[0] for field, value in vars(counts).items() if value is not None}
     oracle_utility = oracle_batch(episodes.track_costs(cost_track(track)), episodes.utility64,
                                   episodes.arrays.length, budgets, oracle)
     return score_runs(episodes, every, budgets, host, oracle_utility)
@@ -268,13 +355,15 @@ def _checked_batch(episodes, track: str):
 
 
 def report(results, out_dir: str | os.PathLike, meta: dict | str | os.PathLike | None = None,
-           budget: int = HEADLINE_BUDGET, curve_budget: int | None = None, episodes=None) -> list[str]:
+           budget: int = HEADLINE_BUDGET, curve_budget: int | None = None, episodes=None,
+           log: Callable[[str], None] | None = None) -> list[str]:
     """Write the report (leaderboard, tables, figures; docs/reports.md) of ``results`` — a results
     file (its sidecar ``RESULTS.meta.json`` is read when present) or a DataFrame — into ``out_dir``.
     ``meta``: run metadata (a dict or a sidecar path); ``episodes``: the run's encoded episodes, for
-    the per-step regret curve when there is no metadata to rebuild them from. Returns the paths written."""
-    from wpbjax.report import load_results, write_report
-    from wpbjax.report.checks import check_table
+    the per-step regret curve when there is no metadata to rebuild them from. ``log``: receives a line
+    for each file skipped and why (default: a warning). Returns the paths written."""
+    from wpbjax.reports import load_results, write_report
+    from wpbjax.reports.checks import check_table
     from wpbjax.results_io import read_sidecar, sidecar_path
 
     path = None
@@ -292,7 +381,18 @@ def report(results, out_dir: str | os.PathLike, meta: dict | str | os.PathLike |
         meta = read_sidecar(meta_path)
     if path is not None:  # complete, and the table its sidecar describes
         check_table(path, results, meta, meta_path)
-    return write_report(results, out_dir, meta=meta, encoded=episodes, budget=budget, curve_budget=curve_budget)
+    for source in (path, meta_path):  # the report replaces its directory as a whole
+        if source is not None and _inside(source, out_dir):
+            raise ValueError(f"{os.fspath(out_dir)}: holds {source}, an input of this report (a report replaces "
+                             f"its whole directory); choose another directory")
+    return write_report(results, out_dir, meta=meta, encoded=episodes, budget=budget, curve_budget=curve_budget,
+                        log=log)
+
+
+def _inside(path, directory) -> bool:
+    """Whether ``path`` is ``directory`` or lies under it (links followed)."""
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(os.path.join(directory, ""))
 
 
 def train_gate(track: str = "unprivileged", out: str | os.PathLike | None = None, log=None, **config) -> dict:
@@ -306,8 +406,10 @@ def train_gate(track: str = "unprivileged", out: str | os.PathLike | None = None
     if unknown:
         raise ValueError(f"train_gate: unknown option {', '.join(unknown)}; expected some of {', '.join(sorted(known))}")
     settings = TrainConfig(track=track, **config)
-    if out is not None:
-        open(out, "ab").close()  # fail early (and clearly) if the path cannot be written
+    if out is not None:  # fail early (and clearly) if the path cannot be written; touch nothing yet
+        from wpbjax.atomic import check_writable
+
+        check_writable(out)
     from wpbjax.learn.gate import save_gate
     from wpbjax.learn.train import train_gate as train
 

@@ -8,13 +8,13 @@ A library check writes its message once, marking each argument it names with :fu
 
 ``str(error)`` (what a Python caller sees) spells every marked argument as its Python name:
 ``process_id: expected 0..1 (num_processes 2), got 2``. The CLI prints ``error.render(flag)``
-instead (:func:`wpbjax.failures.run_command`, whose ``flag`` maps a Python name to its flag), so
+instead (:func:`wpbjax.cli.failures.run_command`, whose ``flag`` maps a Python name to its flag), so
 the same check says ``--process-id: expected 0..1 (--num-processes 2), got 2`` there.
 """
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 _MARK = "\x1f"  # ASCII unit separator: found in no argument name and in no message text
 _MARKED = re.compile(f"{_MARK}([A-Za-z_][A-Za-z0-9_]*){_MARK}")
@@ -46,3 +46,15 @@ class ArgumentError(ValueError):
 
     def __reduce__(self):  # pickles (e.g. across processes) with its marks, not only its Python text
         return type(self), (self.template,)
+
+
+def refuse_repeats(argument: str, values, error: type[ValueError] = ValueError) -> None:
+    """Refuse a list that names a value twice: a repeated budget, policy or package would give
+    duplicate rows that a report counts as extra episodes (the CLI drops repeats with a warning
+    before it gets here; a library caller gets this error). ``argument``: its name, as :func:`arg`
+    marks it for an ArgumentError."""
+    seen, repeated = set(), []
+    for value in values:
+        (repeated.append if value in seen else seen.add)(value)
+    if repeated:
+        raise error(f"{argument} lists {', '.join(map(str, dict.fromkeys(repeated)))} more than once")

@@ -13,9 +13,9 @@ import time
 import jax
 import numpy as np
 
-from wpbjax import devices as devices_lib, simulate
+from wpbjax import devices as devices_lib, rollout
 from wpbjax.episodes.encode import encode_episodes
-from wpbjax.episodes.reference_gen import MODES, DriftConfig, generate_episode
+from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episode
 from wpbjax.policies import lineup, make
 
 DISTINCT_EPISODES = 256
@@ -41,7 +41,7 @@ def run_bench(n_episodes: int = 10000, n_steps: int = 200, policies=None, budget
     for name in names:
         policy = make(name)
         # steady-state throughput is what large sweeps get: always the fully optimised build
-        run = functools.partial(simulate.simulate, policy, batch, budgets, work=simulate.QUICK_COMPILE_BELOW)
+        run = functools.partial(rollout.simulate, policy, batch, budgets, work=rollout.QUICK_COMPILE_BELOW)
         started = time.perf_counter()
         jax.block_until_ready(run())
         first = time.perf_counter() - started

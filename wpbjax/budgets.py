@@ -1,7 +1,7 @@
 """Byte budgets: the paper's grid and the one check every entry point applies."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

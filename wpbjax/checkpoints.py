@@ -10,6 +10,8 @@ import zipfile
 import jax.numpy as jnp
 import numpy as np
 
+from wpbjax.atomic import atomic_file
+
 LAYERS = ("w_in", "b_in", "w_out", "b_out")  # tanh(x @ w_in + b_in) @ w_out + b_out
 
 
@@ -17,7 +19,8 @@ def save_heads(path: str, weights: dict, info: dict) -> None:
     """Write ``weights: {head: {layer: array}}`` and JSON-able ``info`` to ``path``."""
     arrays = {f"{head}/{name}": np.asarray(layers[name], np.float32) for head, layers in weights.items()
               for name in LAYERS}
-    with open(path, "wb") as handle:  # a file object: np.savez would append ".npz" to other names
+    # a file object: np.savez would append ".npz" to other names; atomic: a complete file or none
+    with atomic_file(path, "wb") as handle:
         np.savez(handle, **arrays, info=np.asarray(json.dumps(info)))
 
 

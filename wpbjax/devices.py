@@ -17,7 +17,6 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-
 # Compile options of the rollout and oracle programs. XLA:CPU's newer fusion emitters compile a
 # rollout step's many small fusions about twice as slowly and run them no faster (measured on 2
 # cores: fifo_store_all 81-92M -> 125-141M episode-steps/s, priority_greedy 9.5M -> 10.4M, compile

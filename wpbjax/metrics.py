@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from wpbjax.episodes.batch import EpisodeBatch
-from wpbjax.store import StoreState
+from wpbjax.store import STILL_HELD, StoreState
 
 
 @jax.tree_util.register_dataclass
@@ -29,6 +29,11 @@ class Counts:
     expire_actions: jax.Array  # [] int32
     merge_actions: jax.Array   # [] int32
     n_present: jax.Array       # [] int32 items present, orphan deltas included (provenance, wpbjax.integrity)
+    # The store's history, for reads (wpbjax.reads; only from a store that records it, else None):
+    left_at: jax.Array | None = None     # [T] int32 step whose EXPIRE removed the slot's item; STILL_HELD if it is
+                                         #   present at the end, -1 if the slot never held one
+    written_at: jax.Array | None = None  # [T] int32 step that added it (WRITE_PAST; None: the slot itself)
+    parent: jax.Array | None = None      # [T] int32 the parent slot of a slot that held a delta, else -1
 
 
 def retained_mask(store: StoreState, episode: EpisodeBatch) -> jax.Array:
@@ -54,7 +59,16 @@ def count(store: StoreState, episode: EpisodeBatch) -> Counts:
         write_actions=store.write_actions,
         expire_actions=store.expire_actions,
         merge_actions=store.merge_actions,
+        **history(store),
     )
+
+
+def history(store: StoreState) -> dict:
+    """The history fields of :class:`Counts` (empty unless the store records its history)."""
+    if store.expired_at is None:
+        return {}
+    left = jnp.where(store.present, STILL_HELD, jnp.where(store.expired_at == STILL_HELD, -1, store.expired_at))
+    return dict(left_at=left, written_at=store.written_at, parent=store.parent)
 
 
 def f1_from_counts(hits, retained, n_critical):

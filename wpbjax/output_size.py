@@ -7,28 +7,43 @@ import os
 import shutil
 
 from wpbjax.argument_errors import ArgumentError, arg
-from wpbjax.arguments import _size as human  # 1,234.5 MiB
 
-# Bytes per row of the results table, measured on our sweeps (CSV: 174 for the published columns,
-# 44,000 rows; each param_NAME column adds up to ~20); parquet compresses to about a third.
-CSV_BYTES_PER_ROW = 175
-PARQUET_BYTES_PER_ROW = 60
+# Bytes per row of the results table, measured on our sweeps. CSV: 227 on the paper grid with the
+# integrity, confusion and (blank) read columns, 317 with generated probes filling the read columns (the
+# larger, so that a grid passed as fitting fits); each param_NAME column adds up to ~20. Parquet compresses
+# to a fifth or so (68 a row with probes on a small grid). tests/test_output_size.py writes real tables.
+CSV_BYTES_PER_ROW = 320
+PARQUET_BYTES_PER_ROW = 80
 PARAM_COLUMN_BYTES = 20
 
 
-def table_bytes(n_rows: int, n_param_columns: int, path: str) -> int:
-    """About how many bytes ``n_rows`` rows take in ``path``'s format."""
-    per_row = PARQUET_BYTES_PER_ROW if os.fspath(path).endswith(".parquet") else CSV_BYTES_PER_ROW
+def human_size(n_bytes: float) -> str:
+    """``n_bytes`` for a reader: ``1,234.5 MiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n_bytes < 1024 or unit == "TiB":
+            return f"{n_bytes:,.1f} {unit}"
+        n_bytes /= 1024
+
+
+def table_bytes(n_rows: int, n_param_columns: int, path: str,
+                row_bytes: tuple[int, int] = (CSV_BYTES_PER_ROW, PARQUET_BYTES_PER_ROW)) -> int:
+    """About how many bytes ``n_rows`` rows take in ``path``'s format; ``row_bytes``: (CSV, parquet)
+    bytes per row of the table (a sweep's results by default)."""
+    per_row = row_bytes[1] if os.fspath(path).endswith(".parquet") else row_bytes[0]
     return n_rows * (per_row + PARAM_COLUMN_BYTES * n_param_columns)
 
 
-def check_disk_space(out: str, n_rows: int, n_param_columns: int = 0, free: int | None = None) -> None:
+def check_disk_space(out: str, n_rows: int, n_param_columns: int = 0, free: int | None = None,
+                     row_bytes: tuple[int, int] = (CSV_BYTES_PER_ROW, PARQUET_BYTES_PER_ROW),
+                     smaller: str | None = None) -> None:
     """Raise an ArgumentError (naming ``out``, the row count and both sizes) if the table would not
-    fit the free space of ``out``'s directory."""
+    fit the free space of ``out``'s directory. ``row_bytes`` as for :func:`table_bytes`; ``smaller``:
+    how to sweep a smaller grid (default: a sweep's episodes, budgets, policies and params)."""
     directory = os.path.dirname(os.path.abspath(out))
     free = shutil.disk_usage(directory).free if free is None else free
-    needed = table_bytes(n_rows, n_param_columns, out)
+    needed = table_bytes(n_rows, n_param_columns, out, row_bytes)
+    smaller = smaller or f"fewer episodes, budgets, policies or {arg('params')} values"
     if needed > free:
-        raise ArgumentError(f"{arg('out')} {out}: the sweep's {n_rows:,} rows need about {human(needed)}, more than "
-                            f"the {human(free)} free in {directory}; sweep a smaller grid (fewer episodes, budgets, "
-                            f"policies or {arg('params')} values) or write elsewhere")
+        raise ArgumentError(f"{arg('out')} {out}: the sweep's {n_rows:,} rows need about {human_size(needed)}, more than "
+                            f"the {human_size(free)} free in {directory}; sweep a smaller grid ({smaller}) or write "
+                            "elsewhere")

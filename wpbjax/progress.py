@@ -13,7 +13,7 @@ class Progress:
         self._bar = tqdm(total=total_runs, disable=not enabled, file=stream, unit=" runs", unit_scale=False,
                          dynamic_ncols=True, leave=True)
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *error) -> None:

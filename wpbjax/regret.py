@@ -8,17 +8,19 @@ The oracle-to-date is exact: the DP over value of :mod:`wpbjax.oracle`, read off
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from wpbjax import oracle as oracle_lib, simulate
+from wpbjax import oracle as oracle_lib, rollout
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.policies import make
+from wpbjax.tracks import cost_track, sees_utility
 
 
 @functools.partial(jax.jit, static_argnums=4)
@@ -87,15 +89,23 @@ def regret_curves(encoded: EncodedEpisodes, track: str, policies: Sequence[str],
     ``params``: policy name -> param overrides. Runs use the same keys as a sweep over ``encoded``.
     """
     budgets = np.asarray(budgets, np.int64)
-    batch = encoded.batch(track)
+    costs = cost_track(track)  # feedback and oracle see and pay the unprivileged track's metadata
+    host = encoded.host_batch(costs)
+    if not sees_utility(track):  # as in a sweep: policies on these tracks cannot read the hidden utility
+        host = dataclasses.replace(host, utility=np.zeros_like(host.utility))
+    batch = jax.device_put(host)
     lengths = encoded.arrays.length
-    oracle = prefix_oracle(encoded.track_costs(track), encoded.utility64, lengths, budgets)  # [N, T, B]
+    oracle = prefix_oracle(encoded.track_costs(costs), encoded.utility64, lengths, budgets)  # [N, T, B]
     n_episodes, n_steps = encoded.utility64.shape
     real = np.arange(n_steps)[None, :] < lengths[:, None]  # [N, T]
     frames = []
     for name in policies:
-        trace = simulate.simulate_trace(make(name), batch, budgets, params=(params or {}).get(name),
-                                        episode_index=np.arange(n_episodes))
+        policy = make(name)
+        run_inputs = None
+        if policy.plan is not None:  # hindsight: from the exact float64 utilities, as a sweep plans
+            run_inputs = policy.plan(encoded.track_costs(costs), encoded.utility64, lengths, budgets)
+        trace = rollout.simulate_trace(policy, batch, budgets, params=(params or {}).get(name),
+                                        episode_index=np.arange(n_episodes), run_inputs=run_inputs)
         kept_utility = retained_to_date(np.asarray(trace.retained), encoded.utility64)  # [N, B, T]
         for b, budget in enumerate(budgets.tolist()):
             episode, step = np.nonzero(real)

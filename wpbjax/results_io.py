@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.atomic import atomic_file, destination, same_file, temporary_name
 
 RESULT_SUFFIXES = (".csv", ".parquet")
 PARTIAL_SUFFIX = ".partial"   # results.csv -> results.csv.partial while the sweep runs
@@ -52,30 +53,24 @@ def sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def _same_file(a: str, b: str) -> bool:
-    if os.path.exists(a) and os.path.exists(b):
-        return os.path.samefile(a, b)
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
-def check_output(path: str | os.PathLike, inputs=()) -> str:
+def check_output(path: str | os.PathLike, inputs=(), command: str = "sweep") -> str:
     """Check, without touching anything, that a sweep may write ``path`` (and its sidecar): a .csv or
     .parquet name in an existing, writable directory that names none of ``inputs`` (episode files),
     nor does its sidecar or their temporary files. Returns the path as a string."""
     path = os.fspath(path)
     results_format(path)
-    directory = os.path.dirname(os.path.abspath(path))
+    directory = os.path.dirname(os.path.abspath(destination(path)))
     if not os.path.isdir(directory):
         raise ValueError(f"{path}: directory {directory} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise ValueError(f"{path}: directory {directory} is not writable")
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory")
-    ours = [path, sidecar_path(path), partial_path(path), partial_path(sidecar_path(path))]
+    ours = [path, sidecar_path(path), partial_path(destination(path))]
     for source in map(os.fspath, inputs):
         for target in ours:
-            if _same_file(source, target):
-                raise ValueError(f"{target} would overwrite {source}, an input of this sweep; "
+            if same_file(source, target):
+                raise ValueError(f"{target} would overwrite {source}, an input of this {command}; "
                                  f"choose another results file")
     return path
 
@@ -87,7 +82,8 @@ class ResultsWriter:
     :meth:`abort` (or leaving a ``with`` block on an error) removes the temporary file.
 
     Chunks are written in the order given; ``rows`` counts them. Nothing touches ``path`` (or an
-    existing temporary file) before the first :meth:`write`.
+    existing temporary file) before the first :meth:`write`. A ``path`` that is a symbolic link is
+    written through (its target replaced; the temporary file beside the target).
     """
 
     def __init__(self, path: str | os.PathLike, append_at: int | None = None):
@@ -95,13 +91,14 @@ class ResultsWriter:
         ``append_at`` bytes (the header and whole chunks; see :mod:`wpbjax.resume`)."""
         self.path = os.fspath(path)
         self.format = results_format(self.path)
-        self.temporary = partial_path(self.path)
+        self.temporary = partial_path(destination(self.path))
         if append_at is not None and self.format != "csv":
             raise ArgumentError(f"{arg('resume')}: {self.path}: only .csv results can be resumed")
         self.append_at = append_at
         self.rows, self.chunks, self._writer, self._sink, self._opened = 0, 0, None, None, False
+        self._sidecar_temporary = None
 
-    def __enter__(self) -> "ResultsWriter":
+    def __enter__(self) -> ResultsWriter:
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
@@ -160,11 +157,12 @@ class ResultsWriter:
         meta["results"] = {"file": os.path.basename(self.path), "format": self.format, "rows": self.rows,
                            "sha256": sha256(self.temporary)}
         sidecar = sidecar_path(self.path)
-        _write_json(partial_path(sidecar), meta)
+        self._sidecar_temporary = temporary_name(destination(sidecar))
+        _write_json(self._sidecar_temporary, meta)
         # results first, then its sidecar: a crash between the two leaves a sidecar whose checksum
         # does not match the table, which a reader detects
-        os.replace(self.temporary, self.path)
-        os.replace(partial_path(sidecar), sidecar)
+        os.replace(self.temporary, destination(self.path))
+        os.replace(self._sidecar_temporary, destination(sidecar))
         return sidecar
 
     def abort(self) -> None:
@@ -173,17 +171,31 @@ class ResultsWriter:
             self.close()
         finally:
             if self._opened:
-                for path in (self.temporary, partial_path(sidecar_path(self.path))):
+                for path in (self.temporary, self._sidecar_temporary):
+                    if path is None:
+                        continue
                     try:
                         os.remove(path)
                     except FileNotFoundError:
                         pass
 
 
+def write_table(table: pd.DataFrame, path: str | os.PathLike, meta: dict) -> None:
+    """``table`` and its sidecar (``meta`` + rows, sha256), renamed into place only once complete, as a
+    sweep writes results (:class:`ResultsWriter`): a killed run leaves no table."""
+    with ResultsWriter(path) as writer:
+        writer.write(table)
+        writer.commit(meta)
+
+
 def _write_json(path: str, value: dict) -> None:
     with open(path, "w") as handle:
-        json.dump(value, handle, indent=2, sort_keys=False, default=_jsonable)
-        handle.write("\n")
+        _dump_json(handle, value)
+
+
+def _dump_json(handle, value: dict) -> None:
+    json.dump(value, handle, indent=2, sort_keys=False, default=_jsonable)
+    handle.write("\n")
 
 
 def _jsonable(value):
@@ -197,8 +209,8 @@ def _jsonable(value):
 def write_sidecar(results_path: str | os.PathLike, meta: dict) -> str:
     """Write ``meta`` as ``results_path``'s sidecar (through a temporary file and a rename)."""
     path = sidecar_path(results_path)
-    _write_json(partial_path(path), dict(meta, schema=meta.get("schema", SIDECAR_SCHEMA)))
-    os.replace(partial_path(path), path)
+    with atomic_file(path, "w") as handle:
+        _dump_json(handle, dict(meta, schema=meta.get("schema", SIDECAR_SCHEMA)))
     return path
 
 
@@ -216,7 +228,7 @@ def read_sidecar(path: str | os.PathLike) -> dict:
 
 def read_results(path: str | os.PathLike) -> pd.DataFrame:
     """A results table from ``.csv`` or ``.parquet`` as the writer wrote it (the ``mode`` column as
-    text, empty cells as NaN). Not checked: see :func:`wpbjax.report.load_results`."""
+    text, empty cells as NaN). Not checked: see :func:`wpbjax.reports.load_results`."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such results file")

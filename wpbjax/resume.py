@@ -3,23 +3,30 @@
 While a sweep streams its table into the temporary file (``results.csv.partial``, see
 :mod:`wpbjax.results_io`), a small manifest beside it (``results.csv.partial.manifest.json``)
 records, after each chunk is on disk, how many chunks, rows and bytes the temporary file holds,
-the running leaderboard sums, and the run's identity (its arguments, the episode files' SHA-256,
-the device and core counts that set the chunk plan). The manifest is replaced atomically, and
+the end offset and SHA-256 of each chunk's bytes, the running leaderboard sums, and the run's
+identity (its arguments, the episode files' SHA-256, the device and core counts that set the chunk plan). The manifest is replaced atomically, and
 only after its chunk's bytes were written, so whenever the process dies the manifest describes a
-prefix of the temporary file. ``--resume`` cuts the file back to that prefix and runs the
-remaining chunks; the finished table is byte for byte the one an uninterrupted run writes.
+prefix of the temporary file. ``--resume`` checks every recorded chunk's bytes (an edited or damaged
+prefix is refused, naming the chunk), cuts the file back to that prefix and runs the remaining
+chunks; the finished table is byte for byte the one an uninterrupted run writes.
+
+A run that fails or is interrupted (Ctrl-C) removes its temporary file and so its manifest too;
+only a run killed outright (``kill -9``, a lost machine) leaves them, for ``--resume``.
 """
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
 
 import pandas as pd
 
 from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.atomic import atomic_file
 from wpbjax.results_io import partial_path, sha256
 
-MANIFEST_SCHEMA = "wpbjax.resume-manifest/1"
+MANIFEST_SCHEMA = "wpbjax.resume-manifest/2"  # /2: a checksum per chunk
 # arguments that do not change the rows (or are this mechanism's own)
 NOT_IDENTITY = frozenset({"run", "command", "resume", "quiet", "coordinator", "process_id"})
 
@@ -29,13 +36,16 @@ def manifest_path(out: str | os.PathLike) -> str:
     return partial_path(out) + ".manifest.json"
 
 
-def run_identity(arguments: dict, n_devices: int) -> dict:
+def run_identity(arguments: dict, n_devices: int, episode_sha256: list | None = None) -> dict:
     """What must be equal for a resumed run to continue the same table: every row-shaping argument
     (``arguments``: the sweep's options, as :func:`wpbjax.api.sweep_to_file` was called), each episode
-    file's SHA-256, and the counts that size the chunks (devices, cores)."""
+    file's SHA-256 (``episode_sha256``, default: of each file ``arguments["episodes"]`` names), and the
+    counts that size the chunks (devices, cores)."""
     kept = {key: value for key, value in sorted(arguments.items()) if key not in NOT_IDENTITY}
     identity = json.loads(json.dumps(kept, default=_jsonable))  # as the manifest will hold it
-    identity["episode_file_sha256"] = [sha256(path) for path in (arguments.get("episodes") or [])]
+    if episode_sha256 is None:
+        episode_sha256 = [sha256(path) for path in (arguments.get("episodes") or [])]
+    identity["episode_file_sha256"] = list(episode_sha256)
     identity["devices"] = n_devices
     identity["cores"] = len(os.sched_getaffinity(0))
     return identity
@@ -56,10 +66,34 @@ def _jsonable(value):
 
 class Checkpoint:
     """The part of a sweep on disk: ``chunks`` chunks, ``rows`` rows in the first ``size`` bytes of
-    the temporary file, and the leaderboard sums of those rows (``sums``: a frame or None)."""
+    the temporary file, the leaderboard sums of those rows (``sums``: a frame or None), and each
+    chunk's end offset and the SHA-256 of its bytes (``ends``, ``checksums``; the first chunk's bytes
+    include the header)."""
 
-    def __init__(self, chunks: int = 0, rows: int = 0, size: int = 0, sums: pd.DataFrame | None = None):
+    def __init__(self, chunks: int = 0, rows: int = 0, size: int = 0, sums: pd.DataFrame | None = None,
+                 ends: list[int] | None = None, checksums: list[str] | None = None):
         self.chunks, self.rows, self.size, self.sums = chunks, rows, size, sums
+        self.ends, self.checksums = list(ends or []), list(checksums or [])
+
+    def add_chunk(self, temporary: str, rows: int, size: int, sums: pd.DataFrame | None) -> None:
+        """The temporary file now holds one more chunk, up to byte ``size``: checksum its bytes."""
+        self.checksums.append(_sha256_of_range(temporary, self.size, size))
+        self.ends.append(size)
+        self.chunks, self.rows, self.size, self.sums = self.chunks + 1, rows, size, sums
+
+
+def _sha256_of_range(path: str, start: int, end: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        left = end - start
+        while left > 0:
+            block = handle.read(min(left, 1 << 20))
+            if not block:
+                break
+            digest.update(block)
+            left -= len(block)
+    return digest.hexdigest()
 
 
 def _describe(value) -> str:
@@ -85,41 +119,86 @@ def differences(before: dict, now: dict) -> list[str]:
 
 def start(out: str, identity: dict, resume: bool) -> Checkpoint | None:
     """The checkpoint to continue from (``--resume`` with an interrupted run's temporary file and
-    manifest), or None to run the sweep from its first chunk. Raises an ArgumentError (naming what
-    differs) when the interrupted run had other arguments."""
+    manifest), or None to run the sweep from its first chunk. Raises an ArgumentError when the
+    manifest is not one, when the interrupted run had other arguments (naming what differs), or when
+    the temporary file is not the bytes the manifest records (naming the first chunk that differs)."""
     path = manifest_path(out)
     if not resume:
         _remove(path)  # a fresh run: an older run's manifest no longer describes the file
         return None
     if not (os.path.exists(path) and os.path.exists(partial_path(out))):
         return None  # killed before its first chunk (or already finished): nothing on disk to keep
-    try:
-        with open(path) as handle:
-            manifest = json.load(handle)
-        if manifest.get("schema") != MANIFEST_SCHEMA:
-            raise ValueError
-    except (OSError, ValueError):
-        raise ArgumentError(f"{arg('resume')}: {path}: not a wpbjax resume manifest; remove it to start over") from None
-    changed = differences(manifest["identity"], identity)
+    checkpoint, before = _read_manifest(path)
+    changed = differences(before, identity)
     if changed:
         raise ArgumentError(f"{arg('resume')}: {out}: the interrupted run had other arguments ({'; '.join(changed)}); "
                             f"rerun it exactly, or drop {arg('resume')} to start over")
-    if os.path.getsize(partial_path(out)) < manifest["size"]:
-        raise ArgumentError(f"{arg('resume')}: {partial_path(out)} is shorter than its manifest records "
-                            f"({manifest['size']} bytes); drop {arg('resume')} to start over")
-    sums = pd.DataFrame(manifest["sums"]).set_index(["track", "policy", "budget_bytes"]) if manifest["sums"] else None
-    return Checkpoint(manifest["chunks"], manifest["rows"], manifest["size"], sums)
+    _verify_prefix(partial_path(out), checkpoint)
+    return checkpoint
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _read_manifest(path: str) -> tuple[Checkpoint, dict]:
+    """(checkpoint, identity) of a resume manifest, every field checked (ArgumentError naming it)."""
+    def refuse(why: str):
+        return ArgumentError(f"{arg('resume')}: {path}: not a valid wpbjax resume manifest ({why}); remove it, or "
+                             f"drop {arg('resume')}, to start over")
+
+    try:
+        with open(path) as handle:
+            manifest = json.load(handle)
+    except (OSError, ValueError, RecursionError) as err:
+        raise refuse(f"cannot read it as JSON: {err}") from None
+    if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
+        raise refuse(f"expected schema {MANIFEST_SCHEMA!r}")
+    for key in ("chunks", "rows", "size"):
+        if not _is_count(manifest.get(key)):
+            raise refuse(f"{key!r} must be a whole number >= 0, got {manifest.get(key)!r}")
+    if not isinstance(manifest.get("identity"), dict):
+        raise refuse("'identity' missing or not an object")
+    ends, checksums, sums = manifest.get("chunk_ends"), manifest.get("chunk_sha256"), manifest.get("sums")
+    chunks = manifest["chunks"]
+    if not (isinstance(ends, list) and len(ends) == chunks and all(map(_is_count, ends))
+            and all(a < b for a, b in itertools.pairwise(ends)) and (ends[-1] if ends else 0) == manifest["size"]):
+        raise refuse(f"'chunk_ends' must list {chunks} increasing byte offsets ending at 'size' {manifest['size']}")
+    if not (isinstance(checksums, list) and len(checksums) == chunks
+            and all(isinstance(value, str) and len(value) == 64 for value in checksums)):
+        raise refuse(f"'chunk_sha256' must list {chunks} SHA-256 digests")
+    if not (isinstance(sums, list) and all(isinstance(row, dict) for row in sums)):
+        raise refuse("'sums' must be a list of objects")
+    try:
+        frame = pd.DataFrame(sums)
+        frame = frame.set_index([column for column in frame if column not in ("sum", "count")]) if sums else None
+    except (KeyError, ValueError, TypeError) as err:
+        raise refuse(f"'sums': {err}") from None
+    return Checkpoint(chunks, manifest["rows"], manifest["size"], frame, ends, checksums), manifest["identity"]
+
+
+def _verify_prefix(temporary: str, checkpoint: Checkpoint) -> None:
+    """ArgumentError unless ``temporary`` begins with the recorded chunks, byte for byte."""
+    if os.path.getsize(temporary) < checkpoint.size:
+        raise ArgumentError(f"{arg('resume')}: {temporary} is shorter than its manifest records "
+                            f"({checkpoint.size} bytes); drop {arg('resume')} to start over")
+    start = 0
+    for number, (end, expected) in enumerate(zip(checkpoint.ends, checkpoint.checksums)):
+        if _sha256_of_range(temporary, start, end) != expected:
+            raise ArgumentError(f"{arg('resume')}: {temporary}: chunk {number + 1} of {checkpoint.chunks} (bytes "
+                                f"{start}..{end - 1}) differs from what the interrupted run wrote; drop "
+                                f"{arg('resume')} to start over")
+        start = end
 
 
 def record(out: str, identity: dict, checkpoint: Checkpoint) -> None:
     """Replace the manifest (atomically) once ``checkpoint``'s bytes are in the temporary file."""
     sums = [] if checkpoint.sums is None else checkpoint.sums.reset_index().to_dict("records")
     manifest = {"schema": MANIFEST_SCHEMA, "identity": identity, "chunks": checkpoint.chunks,
-                "rows": checkpoint.rows, "size": checkpoint.size, "sums": sums}
-    path = manifest_path(out)
-    with open(path + ".new", "w") as handle:
+                "rows": checkpoint.rows, "size": checkpoint.size, "chunk_ends": checkpoint.ends,
+                "chunk_sha256": checkpoint.checksums, "sums": sums}
+    with atomic_file(manifest_path(out)) as handle:
         json.dump(manifest, handle, default=lambda value: value.item() if hasattr(value, "item") else str(value))
-    os.replace(path + ".new", path)
 
 
 def finish(out: str) -> None:
@@ -128,7 +207,7 @@ def finish(out: str) -> None:
 
 
 def _remove(path: str) -> None:
-    for name in (path, path + ".new"):
+    for name in (path, path + ".new"):  # (".new": an older wpbjax's temporary manifest)
         try:
             os.remove(name)
         except FileNotFoundError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wpbjax import integrity
+from wpbjax import integrity, reads
 from wpbjax.metrics import policy_utility, score
 
 PUBLISHED_COLUMNS = ("avg_staleness", "budget_bytes", "bytes_used", "drift_coverage", "episode_id",
@@ -21,6 +21,8 @@ PUBLISHED_COLUMNS = ("avg_staleness", "budget_bytes", "bytes_used", "drift_cover
 CONFUSION_COLUMNS = ("tp", "fp", "fn", "tn")
 # + write integrity (docs/integrity.md; blank where undefined)
 COLUMNS = PUBLISHED_COLUMNS + ("merge_actions",) + CONFUSION_COLUMNS + integrity.COLUMNS
+# + reads (docs/reads.md): one row per K (``top_k``); blank where the episode has no probes
+COLUMNS = COLUMNS + reads.READ_COLUMNS
 # Columns that order rows within a sweep and are dropped before writing: episode set, budget
 # number, episode number, (track, policy) number, param grid point.
 ORDER_COLUMNS = ("_set", "_budget", "_episode", "_order", "_point")
@@ -55,9 +57,11 @@ def score_runs(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, o
 
 
 def score_rows(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, oracle_utility: np.ndarray,
-               track: str, name: str, set_index: np.ndarray, order: int) -> pd.DataFrame:
-    """:func:`score_runs` as results rows, one per (episode, budget), episode-major, with the
-    identifying columns and the row-order columns; ``order``: the (track, policy) number."""
+               track: str, name: str, set_index: np.ndarray, order: int, read_columns: dict) -> dict:
+    """:func:`score_runs` as results rows, one per (episode, budget, K), episode-major, with the
+    identifying columns and the row-order columns, as flat column arrays (name -> [n * B * nK]; a
+    sweep joins a chunk's parts and makes one table of them); ``order``: the (track, policy) number;
+    ``read_columns``: the read metrics ([n, B, nK], :func:`wpbjax.reads.read_metrics`)."""
     columns = score_runs(encoded, episodes, budgets, host, oracle_utility)
     n, n_budgets = len(episodes), len(budgets)
     episode_axis = np.broadcast_to(episodes[:, None], (n, n_budgets))
@@ -65,23 +69,39 @@ def score_rows(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, o
                    mode=np.asarray(encoded.mode, object)[episode_axis], policy=name, track=track,
                    _set=set_index[episode_axis], _budget=np.arange(n_budgets)[None, :], _episode=episode_axis,
                    _order=order)
-    return pd.DataFrame({key: np.broadcast_to(value, (n, n_budgets)).ravel() for key, value in columns.items()})
+    shape = (n, n_budgets, read_columns["top_k"].shape[-1])
+    rows = {key: np.broadcast_to(np.broadcast_to(value, shape[:2])[..., None], shape).ravel()
+            for key, value in columns.items()}
+    rows.update({key: np.broadcast_to(value, shape).ravel() for key, value in read_columns.items()})
+    return rows
+
+
+def _keys(table: pd.DataFrame) -> list[str]:
+    """A results table's leaderboard keys: track, policy, budget and each swept param (a grid point is
+    a policy setting of its own, never more episodes)."""
+    return ["track", "policy", "budget_bytes"] + [column for column in table if column.startswith("param_")]
+
+
+def _total(sums: list[pd.DataFrame]) -> pd.DataFrame:
+    frame = pd.concat(sums)
+    return frame.groupby(level=list(range(frame.index.nlevels)), sort=False, dropna=False).sum()
 
 
 def leaderboard_from_sums(sums: list[pd.DataFrame]) -> pd.DataFrame:
-    """The leaderboard from per-chunk ``groupby(track, policy, budget).f1.agg(['sum', 'count'])``."""
-    total = pd.concat(sums).groupby(level=[0, 1, 2], sort=False).sum()
+    """The leaderboard (mean F1: rows track, policy and each swept param; columns budgets) from
+    per-chunk sums (:func:`leaderboard_sums`)."""
+    total = _total(sums)
     board = (total["sum"] / total["count"]).unstack("budget_bytes")
     order = total.index.droplevel("budget_bytes").unique()  # first-seen order, as in the table
     return board.reindex(order)[sorted(board.columns)]
 
 
 def leaderboard_sums(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """One ``(track, policy, budget_bytes)`` -> ``sum``, ``count`` (of f1) frame from result chunks
-    and/or earlier such frames, in first-seen order (running totals: a few rows, whatever the sweep)."""
-    sums = [part if "sum" in part else part.groupby(["track", "policy", "budget_bytes"], sort=False)["f1"].agg(["sum", "count"])
+    """One ``(track, policy, budget_bytes, param_...)`` -> ``sum``, ``count`` (of f1) frame from result
+    chunks and/or earlier such frames, in first-seen order (running totals: a few rows, whatever the sweep)."""
+    sums = [part if "sum" in part else part.groupby(_keys(part), sort=False, dropna=False)["f1"].agg(["sum", "count"])
             for part in parts]
-    return pd.concat(sums).groupby(level=[0, 1, 2], sort=False).sum()
+    return _total(sums)
 
 
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import programs, simulate, store as store_lib
+from wpbjax import programs, rollout, store as store_lib
 from wpbjax.actions import ALL_KINDS
 from wpbjax.policies.base import Policy
 from wpbjax.tracks import cost_track, sees_utility
@@ -76,7 +76,7 @@ def check_batches(track: str, n_steps: int, n_episodes: int = 4):
 def _check_kinds_suffice(policy: Policy, track: str, batch, declared) -> None:
     """``declared``: the policy's counts on ``batch`` at CHECK_BUDGETS (default params, key 0)."""
     every = dataclasses.replace(policy, kinds=policy.kinds | ALL_KINDS)
-    expected = simulate.simulate(every, batch, CHECK_BUDGETS, key=jax.random.key(0), work=0)
+    expected = rollout.simulate(every, batch, CHECK_BUDGETS, key=jax.random.key(0), work=0)
     for field in dataclasses.fields(expected):
         ours, theirs = np.asarray(getattr(declared, field.name)), np.asarray(getattr(expected, field.name))
         assert np.array_equal(ours, theirs), (
@@ -102,9 +102,9 @@ def _check_one_trace(policy: Policy, track: str, batch, other):
         return {name: np.asarray(value) for name, value in plan.items()}
 
     def run(params, inputs, batch, budgets, key):
-        over_budgets = jax.vmap(simulate.run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
+        over_budgets = jax.vmap(rollout.run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
         over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, 0, None, 0))
-        keys = simulate.episode_keys(key, jnp.arange(batch.valid.shape[0]))
+        keys = rollout.episode_keys(key, jnp.arange(batch.valid.shape[0]))
         return over_episodes(policy, params, inputs, batch, budgets, keys)
 
     # chex counts traces per definition site and name: a name of its own gives this check its own count
@@ -134,7 +134,7 @@ def _step_flops(policy: Policy, track: str, n_steps: int) -> float:
 
     def step(episode, budget, pos):
         state = policy.init(params, episode, jax.random.key(0))
-        return simulate.step(policy, params, episode, budget, store_lib.empty(n_steps), state, pos)
+        return rollout.step(policy, params, episode, budget, store_lib.empty(n_steps), state, pos)
 
     cost = jax.jit(step).lower(episode, jnp.int32(1024), jnp.int32(3)).cost_analysis()  # of the HLO, uncompiled
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
@@ -152,7 +152,7 @@ def _check_constant_step(policy: Policy, track: str, n_steps: int) -> None:
 @contextlib.contextmanager
 def max_traces(owner, name: str, n: int = 1):
     """Within the block, ``owner.name`` (a program made by :func:`wpbjax.programs.jit`, e.g.
-    ``simulate._simulate_quick``) is a fresh program of the same function and options under
+    ``rollout._simulate_quick``) is a fresh program of the same function and options under
     ``chex.assert_max_traces(n)``: the block may trace it at most ``n`` times (compile once: n=1)."""
     original = getattr(owner, name)
     fn, options = programs.source(original)

@@ -14,7 +14,7 @@ field slots); then compute it in each encoder (``encode.encode_episodes``, ``jax
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import numpy as np
@@ -95,7 +95,7 @@ class EpisodeBatch:
     def n_steps(self) -> int:
         return self.valid.shape[-1]
 
-    def take(self, indices) -> "EpisodeBatch":
+    def take(self, indices) -> EpisodeBatch:
         """The sub-batch of the given episode indices (host-side helper)."""
         return take(self, indices)
 
@@ -118,10 +118,18 @@ class EncodedEpisodes:
     episode_id: np.ndarray = column()      # [N] object the labels' episode_id (index in the set when absent)
     mode: np.ndarray = column()            # [N] object the labels' mode ("" when absent)
     field_keys: tuple = dataclasses.field(default=(), metadata={"static": True})  # [F] key of each field slot
+    # Probes (reads, wpbjax.episodes.probes; None: none asked). Q = the most probes of an episode, -1 padding:
+    probe_pos: np.ndarray | None = column(align="pad", fill=-1, default=None)    # [N, Q] int32 asked after this
+    probe_as_of: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int32 ... about the state
+                                                                                 #   after this step
+    probe_fact: np.ndarray | None = column(align="pad", fill=-1, default=None)   # [N, Q] int32 fact number (-1: one
+                                                                                 #   never carried)
+    probe_kind: np.ndarray | None = column(align="pad", fill=-1, default=None)   # [N, Q] int8 CURRENT, AS_OF, ...
+    fact_names: np.ndarray | None = column(default=None)  # [N] object tuple: each fact's name, by fact number
 
     @classmethod
     def from_columns(cls, columns: dict, *, utility64, priority64, n_critical, total_drift_events,
-                     episode_id: Sequence, mode: Sequence, field_keys: Sequence) -> "EncodedEpisodes":
+                     episode_id: Sequence, mode: Sequence, field_keys: Sequence) -> EncodedEpisodes:
         """The one constructor: ``columns`` holds every :class:`EpisodeBatch` field except the ones
         derived here (``utility`` from ``utility64``, the priority ranks from ``priority64``)."""
         valid = columns["valid"]
@@ -148,7 +156,7 @@ class EncodedEpisodes:
         """[N, T] int32 write costs under ``track``'s view."""
         return self.arrays.write_cost[:, :, TRACKS.index(check_track(track))]
 
-    def take(self, indices) -> "EncodedEpisodes":
+    def take(self, indices) -> EncodedEpisodes:
         """The episodes ``indices`` ([n] int) as a set."""
         return take(self, indices)
 
@@ -213,11 +221,33 @@ def concat(parts: Sequence[EncodedEpisodes]) -> EncodedEpisodes:
     if len({part.n_steps for part in parts}) != 1:
         raise ValueError("concat: parts must share the step count T (pass n_steps when encoding)")
     keys = tuple(dict.fromkeys(key for part in parts for key in part.field_keys))
-    widths = {name: max(_leaf(part, name).shape[-1] for part in parts) for name in _aligned_names("pad")}
+    parts = _fill_missing(parts)
+    widths = {name: max([_leaf(part, name).shape[-1] for part in parts if _leaf(part, name) is not None] + [0])
+              for name in _aligned_names("pad")}
     aligned = [_align(part, keys, widths) for part in parts]
     joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *aligned)
     ranks = priority_columns(joined.priority64, joined.arrays.valid)
     return dataclasses.replace(joined, arrays=dataclasses.replace(joined.arrays, **ranks))
+
+
+def _fill_missing(parts: Sequence[EncodedEpisodes]) -> list:
+    """Parts given an optional host column (probes) that others lack: the others get it empty (no probes,
+    width 0) or, for an [N] column (fact names), None per episode."""
+    parts = list(parts)
+    for owner, field in _column_specs():
+        if owner or field.default is not None:
+            continue
+        values = [getattr(part, field.name) for part in parts]
+        given = [value for value in values if value is not None]
+        if not given or len(given) == len(values):
+            continue
+        for index, value in enumerate(values):
+            if value is None:
+                n = parts[index].n_episodes
+                fill = np.full((n,) + given[0].shape[1:-1] + (0,), field.metadata["fill"], given[0].dtype) \
+                    if given[0].ndim > 1 else np.full(n, None, object)
+                parts[index] = dataclasses.replace(parts[index], **{field.name: fill})
+    return parts
 
 
 def pad_to_buckets(encoded: EncodedEpisodes) -> EncodedEpisodes:

@@ -9,9 +9,22 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from wpbjax.episodes import jax_gen
-from wpbjax.episodes.jax_gen import (API, DOC, DOC_SECTIONS, DOCS_TOUCH, GUIDE, POP, PRIORITY, PUSH, REORDER, REVERT,
-                                     UTILITY, VERSION_STRING, JaxGenConfig)
+import wpbjax.episodes.jax_gen as jax_gen
+from wpbjax.episodes.jax_gen import (
+    API,
+    DOC,
+    DOC_SECTIONS,
+    DOCS_TOUCH,
+    GUIDE,
+    POP,
+    PRIORITY,
+    PUSH,
+    REORDER,
+    REVERT,
+    UTILITY,
+    VERSION_STRING,
+    JaxGenConfig,
+)
 
 FILLER = ("Requests to this endpoint are authenticated with a bearer token. Responses are JSON objects; "
           "errors carry a code and a message. Pagination uses opaque cursors, and clients should retry "
@@ -62,7 +75,7 @@ def decode_one(config: JaxGenConfig, latent: dict, code: np.ndarray, critical: n
             observation = {"api": _api(version, endpoint), "params": listed,
                            "deprecated": bool(columns["deprecated"][t]),
                            "version": f"{version}.0" if decoy == VERSION_STRING else version}
-            if mode == "decoy":
+            if mode in jax_gen.DECOY_MODES:
                 docs_rev[endpoint] += decoy == DOCS_TOUCH
                 observation["docs_rev"] = docs_rev[endpoint]
         elif kind == DOC:

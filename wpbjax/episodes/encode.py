@@ -6,17 +6,20 @@ Ids are exact (interned, no hashing), so the engine's comparisons are exactly Py
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
-import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+import wpbjax.episodes.facts as facts
+import wpbjax.episodes.probes as probes
 from wpbjax.constants import NONE
-from wpbjax.episodes import facts
 from wpbjax.episodes.batch import NULL_VALUE_ID, EncodedEpisodes, concat, round_up_float32  # noqa: F401
+from wpbjax.episodes.facts import api_endpoint
 from wpbjax.episodes.jsonl import EpisodeFormatError, validate_episode
 from wpbjax.tracks import TRACK_VIEW_KEYS, TRACKS, view_metadata
 
@@ -69,19 +72,6 @@ class _ValueIds:
         return self._ids.setdefault(self.canonical(value), len(self._ids))
 
 
-_VERSION_SEGMENT = re.compile(r"(?:^|(?<=\.))v(\d+)(?=\.|$)")  # a dot-separated segment "v<digits>"
-
-
-def api_endpoint(api: str) -> tuple[str, int]:
-    """(endpoint, version) of an api string: the string with its first ``v<digits>`` segment
-    replaced by ``v*``, and those digits as an int (``("api.v*.endpoint_3", 2)`` for
-    ``"api.v2.endpoint_3"``); ``(api, 0)`` when it has no such segment."""
-    match = _VERSION_SEGMENT.search(api)
-    if match is None:
-        return api, 0
-    return api[:match.start()] + "v*" + api[match.end():], int(match.group(1))
-
-
 def _memo_key(value) -> tuple:
     """A memo key for a scalar that equal JSON text shares: type-aware (1, 1.0 and True differ) and
     sign-aware for floats (0.0 == -0.0, but json.dumps writes "-0.0")."""
@@ -111,10 +101,23 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
                                        columns["version_number"], columns["length"]))
     cost, utility64, priority64 = columns.pop("write_cost"), columns.pop("utility64"), columns.pop("priority64")
     n_critical, total_drift, episode_ids, modes = zip(*labels)
-    return EncodedEpisodes.from_columns(
+    encoded = EncodedEpisodes.from_columns(
         dict(columns, write_cost=cost), utility64=utility64, priority64=priority64,
         n_critical=np.array(n_critical, np.int32), total_drift_events=np.array(total_drift, np.int32),
         episode_id=episode_ids, mode=modes, field_keys=sorted(encoder.field_slot, key=encoder.field_slot.get))
+    return _with_probes(encoded, episodes, source)
+
+
+def _with_probes(encoded: EncodedEpisodes, episodes: Sequence[dict], source: str) -> EncodedEpisodes:
+    """The fact names (for reads' relevance) and the ``probes`` labels' probes (wpbjax.episodes.probes)."""
+    fact_key = encoded.arrays.fact_key
+    if fact_key is None:
+        return encoded
+    names = probes.fact_names(episodes, fact_key)
+    if not any("probes" in episode.get("labels", {}) for episode in episodes):
+        return dataclasses.replace(encoded, fact_names=names)
+    arrays, names = probes.from_labels(episodes, source, names)
+    return dataclasses.replace(encoded, fact_names=names, **arrays)
 
 
 def _checked_steps(episodes: Sequence[dict], source: str, n_steps: int | None, validate: bool) -> int:

@@ -29,13 +29,27 @@ other table:
 """
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from collections.abc import Sequence
 
 import numpy as np
 
 from wpbjax.episodes.jsonl import EpisodeFormatError
 
 N_EVEN_PROBES = 8
+
+
+_VERSION_SEGMENT = re.compile(r"(?:^|(?<=\.))v(\d+)(?=\.|$)")  # a dot-separated segment "v<digits>"
+
+
+def api_endpoint(api: str) -> tuple[str, int]:
+    """(endpoint, version) of an api string: the string with its first ``v<digits>`` segment
+    replaced by ``v*``, and those digits as an int (``("api.v*.endpoint_3", 2)`` for
+    ``"api.v2.endpoint_3"``); ``(api, 0)`` when it has no such segment."""
+    match = _VERSION_SEGMENT.search(api)
+    if match is None:
+        return api, 0
+    return api[:match.start()] + "v*" + api[match.end():], int(match.group(1))
 
 
 def even_probes(length: np.ndarray) -> np.ndarray:

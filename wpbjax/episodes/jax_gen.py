@@ -38,16 +38,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import wpbjax.episodes.facts as facts
 from wpbjax import programs
 from wpbjax.constants import NONE
-from wpbjax.episodes import facts
 from wpbjax.episodes.batch import EncodedEpisodes, concat
 from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES, json_len
 from wpbjax.episodes.published_gen import MODES as PUBLISHED_MODES, DriftConfig
 from wpbjax.tracks import TRACKS, view_metadata
 
 NEW_MODES = ("delayed_relevance", "rollback", "decoy", "docs_migration")
-JAX_MODES = PUBLISHED_MODES + NEW_MODES
+# Fitted to a real drift stream (docs/real_drift.md): the decoy process (cosmetic changes that are not
+# critical, as most of a real API's changes are not breaking) with the bursty drift schedule (a release
+# breaks many endpoints at once). Its knobs are KNOB_SETS["stripe_like"].
+FITTED_MODES = ("stripe_like",)
+JAX_MODES = PUBLISHED_MODES + NEW_MODES + FITTED_MODES
+DECOY_MODES = ("decoy", "stripe_like")
 
 # What each step is (obs_kind), how its endpoint's params changed (op), and which decoy it shows.
 API, DOC, GUIDE = 0, 1, 2
@@ -104,7 +109,7 @@ class JaxGenConfig(DriftConfig):
             raise ValueError("docs_prob + guide_prob must be <= 1")
 
     @property
-    def shape(self) -> "Shape":
+    def shape(self) -> Shape:
         return Shape(self.mode, self.steps, self.api_pool, self.max_params)
 
     def knobs(self) -> dict:
@@ -115,6 +120,24 @@ class JaxGenConfig(DriftConfig):
         knobs.update(burst_interval=np.int32(self.burst_interval), burst_len=np.int32(self.burst_len),
                      horizon=np.int32(self.horizon))
         return knobs
+
+
+# Knob sets fitted to real drift streams: ``JaxGenConfig(**KNOB_SETS[name], seed=..., steps=...)`` or, on the
+# command line, the same values as flags (docs/generators.md). ``stripe_like``: fitted by
+# experiments/real_drift.py to the statistics of ``real:stripe``'s 200-step windows (drift rate, redundancy,
+# critical fraction, burstiness, bytes per step, endpoints per episode; wpbjax.episodes.stream_stats) by a
+# grid search; each within 4% of the real value at 200 steps (docs/real_drift.md gives the numbers).
+KNOB_SETS = {
+    "stripe_like": dict(mode="stripe_like", api_pool=300, max_params=24, drift_prob=0.03, burst_interval=100,
+                        burst_len=15, burst_drift_prob=1.0, decoy_prob=1.0),
+}
+
+
+def knob_set(name: str, **overrides) -> JaxGenConfig:
+    """The config of a fitted knob set (:data:`KNOB_SETS`), ``overrides`` (seed, steps, ...) applied."""
+    if name not in KNOB_SETS:
+        raise ValueError(f"no knob set {name!r}; known: {', '.join(KNOB_SETS)}")
+    return JaxGenConfig(**{**KNOB_SETS[name], **overrides})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +151,11 @@ class Shape:
 
     @property
     def bursty(self) -> bool:
-        return self.mode in ("burst_drift", "burst_redundancy")
+        return self.mode in ("burst_drift", "burst_redundancy", "stripe_like")
+
+    @property
+    def decoys(self) -> bool:
+        return self.mode in DECOY_MODES
 
     @property
     def redundant(self) -> bool:
@@ -137,7 +164,7 @@ class Shape:
     @property
     def n_words(self) -> int:
         """32-bit random words per step: 3 for the published process, more for the regimes' extras."""
-        return {"docs_migration": 5, "rollback": 4, "decoy": 4}.get(self.mode, 3)
+        return {"docs_migration": 5, "rollback": 4, "decoy": 4, "stripe_like": 4}.get(self.mode, 3)
 
     @property
     def version_digit_classes(self) -> int:
@@ -153,7 +180,7 @@ class Shape:
 
     @property
     def n_fields(self) -> int:
-        return 4 if self.mode == "decoy" else 3
+        return 4 if self.decoys else 3
 
     @property
     def field_keys(self) -> tuple:
@@ -252,7 +279,7 @@ def _state_columns(shape: Shape) -> list:
     names = ["version", "length", "initial_left", "slot"] + [f"below{c}" for c in range(1, n_classes)]
     if shape.mode == "rollback":
         names += ["snap_length", "snap_initial_left"] + [f"snap_below{c}" for c in range(1, n_classes)] + ["revertible"]
-    if shape.mode == "decoy":
+    if shape.decoys:
         names += ["docs_rev"]
     return names
 
@@ -323,7 +350,7 @@ def _endpoint_update(shape: Shape, knobs: dict, col: dict, row, draws: dict, n_c
         new_row += [keep(f"snap_below{c + 1}", below[c]) for c in range(n_classes - 1)]
         new_row += [jnp.where(drift, (~revert).astype(jnp.int32), row[col["revertible"]])]
     decoy, docs_rev = jnp.zeros_like(version), jnp.zeros_like(version)
-    if shape.mode == "decoy":
+    if shape.decoys:
         decoy_kind = 1 + ((w[3] & 0xFF) * 3 >> 8).astype(jnp.int32)
         decoy_kind = jnp.where((decoy_kind == REORDER) & (new_length < 2), DOCS_TOUCH, decoy_kind)
         decoy = jnp.where(~drift & (draws["u_regime"] < knobs["decoy_prob"]), decoy_kind, NO_DECOY)
@@ -346,7 +373,7 @@ def _step_outputs(shape: Shape, draws: dict, out: dict, with_ops: bool) -> dict:
         steps["kind"] = draws["kind"]
     if with_ops or shape.mode == "rollback":
         steps["op"] = out["op"]
-    if shape.mode == "decoy":
+    if shape.decoys:
         steps.update(decoy=out["decoy"], docs_rev=out["docs_rev"])
     return steps
 
@@ -406,7 +433,7 @@ def labels(xp, shape: Shape, knobs: dict, latent: dict) -> tuple:
         stale = drift & (latent["op"] != REVERT) & (latent["next_change_op"] == REVERT)
         critical = drift & ~stale
         return xp.where(critical, 2, xp.where(stale, 4, 0)).astype(np.int32), critical
-    if shape.mode == "decoy":
+    if shape.decoys:  # stripe_like: bursts raise the drift rate, not the utility (no 6 for a burst drift)
         return xp.where(drift, 2, xp.where(latent["decoy"] != NO_DECOY, 1, 0)).astype(np.int32), drift
     guide, doc = latent["kind"] == GUIDE, latent["kind"] == DOC  # docs_migration
     code = xp.where(drift, 2, xp.where(guide, 5, xp.where(doc, 1, 0)))
@@ -451,7 +478,7 @@ def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_late
     version_id = xp.where(decoy == VERSION_STRING, 1 + n_steps + 2 + version, 1 + version)
     field_value = [params_id, 1 + latent_arrays["deprecated"].astype(np.int32), version_id]
     field_frag = [10 + lens["params"], 14 + lens["deprecated"], 11 + lens["version"]]
-    if shape.mode == "decoy":
+    if shape.decoys:
         field_value.append(1 + latent_arrays["docs_rev"])
         field_frag.append(12 + digits(latent_arrays["docs_rev"]))
     field_value = xp.where(is_api[..., None], xp.stack(field_value, axis=-1), 0)
@@ -486,11 +513,11 @@ def _observation_bytes(xp, shape: Shape, latent_arrays: dict) -> tuple:
     params_len = xp.where(length == 0, 2, length * (6 + endpoint_digits) + number_digits)
     deprecated_len = xp.where(latent_arrays["deprecated"], 4, 5)
     version_len = version_digits
-    if shape.mode == "decoy":
+    if shape.decoys:
         version_len = xp.where(latent_arrays["decoy"] == VERSION_STRING, version_digits + 4, version_digits)  # "v.0"
     # {"api": "...", "deprecated": b, "params": [...], "version": v}: 8 + api + 16 + b + 12 + params + 13 + v + 1
     obs_len = 50 + _api_len(version, endpoint_digits) + deprecated_len + params_len + version_len
-    if shape.mode == "decoy":
+    if shape.decoys:
         obs_len = obs_len + 14 + digits(latent_arrays["docs_rev"])  # , "docs_rev": r
     if shape.mode == "docs_migration":
         kind = latent_arrays["kind"]
@@ -518,7 +545,7 @@ def _api_ids(xp, shape: Shape, is_api, api_index, api_id):
 _post_jit = programs.jit(functools.partial(post, jnp), static_argnums=(0, 4))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def metadata_lengths(mode: str) -> np.ndarray:
     """[codes, 2] view-metadata JSON length per utility code and track (host, exact)."""
     return np.array([[json_len(view_metadata({"mode": mode, "priority": priority}, track)) for track in TRACKS]
@@ -582,5 +609,5 @@ def generate_encoded(configs, n_episodes: int, chunk: int = 4096) -> EncodedEpis
         for start in range(0, n_episodes, size):
             generated = generate_arrays(config, size, start, with_latent=False)
             count = min(size, n_episodes - start)
-            parts.append(to_encoded(config, jax.tree_util.tree_map(lambda leaf: leaf[:count], generated), start))
+            parts.append(to_encoded(config, jax.tree_util.tree_map(lambda leaf, count=count: leaf[:count], generated), start))
     return concat(parts) if len(parts) > 1 else parts[0]

@@ -10,7 +10,7 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 
-from wpbjax.episodes import published_arrays
+import wpbjax.episodes.published_arrays as published_arrays
 from wpbjax.episodes.encode import EncodedEpisodes, concat_encoded, encode_episodes
 from wpbjax.episodes.published_gen import DriftConfig, generate_episode
 

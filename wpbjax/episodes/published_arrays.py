@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wpbjax.episodes import jax_gen
+import wpbjax.episodes.jax_gen as jax_gen
 from wpbjax.episodes.batch import EncodedEpisodes
 from wpbjax.episodes.published_gen import DriftConfig, draw_episode
 

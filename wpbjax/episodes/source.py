@@ -1,5 +1,8 @@
 """Where a sweep's episodes come from, as a value: JSONL files, or a generator's configs.
 
+A "file" ``real:NAME[:STEPS[:STRIDE]][:train|:test]`` names the windows of a real API history
+(:mod:`wpbjax.episodes.real_drift`; ``real:stripe`` is shipped), recorded with its history's SHA-256.
+
 An :class:`EpisodeSource` rebuilds the same encoded episodes wherever it is loaded: the sweep
 records ``source.to_dict()`` in its sidecar, and the report (or a resumed sweep) rebuilds the
 episodes with ``EpisodeSource.from_dict(meta["episodes"]).load()`` — files are checked against
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -41,10 +44,8 @@ def config_class(engine: str):
 def generator_config(engine: str, mode: str, **knobs):
     """One mode's generator config; ``knobs`` are its fields (``seed``, ``steps``, ``drift_prob``, ...;
     the jax engine's extra knobs are ignored by the python engine, so one set serves both)."""
-    from wpbjax.episodes.jax_gen import JAX_MODES
+    from wpbjax.episodes.jax_gen import JAX_MODES, JaxGenConfig
     from wpbjax.episodes.published_gen import MODES
-
-    from wpbjax.episodes.jax_gen import JaxGenConfig
 
     engine = check_engine(engine)
     known = {field.name for field in dataclasses.fields(JaxGenConfig)} - {"mode"}
@@ -81,13 +82,13 @@ class EpisodeSource:
             raise ValueError(f"n_episodes must be >= 1; got {self.n_episodes}")
 
     @classmethod
-    def from_files(cls, paths: Sequence[str | os.PathLike] | str | os.PathLike) -> "EpisodeSource":
+    def from_files(cls, paths: Sequence[str | os.PathLike] | str | os.PathLike) -> EpisodeSource:
         paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         return cls(files=tuple(os.fspath(path) for path in paths))
 
     @classmethod
     def generated(cls, modes: Sequence[str] | str = DEFAULT_MODES, n_episodes: int = 10, engine: str = "python",
-                  **knobs) -> "EpisodeSource":
+                  **knobs) -> EpisodeSource:
         """``n_episodes`` per mode; ``knobs``: ``seed``, ``steps`` and the generator's other fields."""
         modes = [mode for mode in (modes.split(",") if isinstance(modes, str) else modes) if mode]
         if not modes:
@@ -108,7 +109,7 @@ class EpisodeSource:
         if self.files:
             return self._load_files()
         if self.engine == "jax":  # generated on device, never through JSON
-            from wpbjax.episodes import jax_gen
+            import wpbjax.episodes.jax_gen as jax_gen
 
             encoded = jax_gen.generate_encoded(list(self.configs), self.n_episodes)
         else:
@@ -137,37 +138,46 @@ class EpisodeSource:
         return encoded, np.arange(start, stop, dtype=np.int64) // self.n_episodes
 
     def _load_files(self) -> tuple:
+        from wpbjax.episodes import real_drift
         from wpbjax.episodes.encode import concat_encoded, encode_episodes
         from wpbjax.episodes.jsonl import load_jsonl
         from wpbjax.results_io import sha256
 
         for index, path in enumerate(self.files):
             if self.sha256 is not None:
+                if real_drift.is_real(path):
+                    if real_drift.spec_sha256(path) != self.sha256[index]:
+                        raise ValueError(f"episodes {path}: its history changed since the sweep (SHA-256 differs)")
+                    continue
                 if not os.path.exists(path):
                     raise ValueError(f"episode file {path} (named in the run metadata) not found")
                 if sha256(path) != self.sha256[index]:
                     raise ValueError(f"episode file {path} changed since the sweep (SHA-256 differs)")
         from wpbjax.episodes.validate import check_episode_ids
 
-        sets = [load_jsonl(path) for path in self.files]
+        sets = [real_drift.load_spec(path) if real_drift.is_real(path) else load_jsonl(path) for path in self.files]
         check_episode_ids(sets, list(self.files))
         n_steps = max(len(episode["steps"]) for episodes in sets for episode in episodes)
-        encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps, validate=False)  # load_jsonl did
+        encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps,  # load_jsonl validated
+                                                  validate=real_drift.is_real(path))  # real windows: checked here
                                   for path, episodes in zip(self.files, sets)])
         return encoded, np.repeat(np.arange(len(sets), dtype=np.int64), [len(episodes) for episodes in sets])
 
     def to_dict(self) -> dict:
         """A JSON-able record (the sidecar's ``episodes``); files with their absolute path and SHA-256."""
         if self.files:
+            from wpbjax.episodes import real_drift
             from wpbjax.results_io import sha256
 
-            return {"source": "files", "files": [{"path": os.path.abspath(path), "sha256": sha256(path)}
+            return {"source": "files", "files": [{"path": path, "sha256": real_drift.spec_sha256(path)}
+                                                 if real_drift.is_real(path) else
+                                                 {"path": os.path.abspath(path), "sha256": sha256(path)}
                                                  for path in self.files]}
         return {"source": "generated", "generator": self.engine, "n_episodes": self.n_episodes,
                 "configs": [dataclasses.asdict(config) for config in self.configs]}
 
     @classmethod
-    def from_dict(cls, record: dict) -> "EpisodeSource":
+    def from_dict(cls, record: dict) -> EpisodeSource:
         """The source :meth:`to_dict` recorded (files are checked against their SHA-256 on load)."""
         if not isinstance(record, dict) or record.get("source") not in ("files", "generated"):
             raise ValueError("run metadata: 'episodes' is not an episode source record")
@@ -205,3 +215,24 @@ def write_generated(path: str | os.PathLike, mode: str = "default", n_episodes: 
     episodes = generate_episodes(config, n_episodes)
     save_jsonl(episodes, path)
     return len(episodes)
+
+
+def episode_file_sha256(path: str) -> str:
+    """SHA-256 of an episode file, or of the history a ``real:`` spec reads."""
+    from wpbjax.episodes import real_drift
+
+    if real_drift.is_real(path):
+        return real_drift.spec_sha256(path)
+    from wpbjax.results_io import sha256
+
+    return sha256(path)
+
+
+def real(name: str = "stripe", steps: int = 200, stride: int | None = None, split: str | None = None):
+    """The windows of a real API history (``stripe`` is shipped; or a history file from
+    ``wpbjax import-openapi``), encoded: ``steps`` per window, ``stride`` apart (default ``steps // 2``),
+    ``split`` ``"train"`` / ``"test"`` for the temporal split (:mod:`wpbjax.episodes.real_drift`)."""
+    from wpbjax.episodes.encode import encode_episodes
+    from wpbjax.episodes.real_drift import episodes
+
+    return encode_episodes(episodes(name, steps=steps, stride=stride, split=split), source=f"real:{name}")

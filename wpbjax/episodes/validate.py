@@ -6,7 +6,7 @@ JAX traceback or a NaN metric.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,13 +21,34 @@ class EpisodeFormatError(ValueError):
     """An episode file or dict does not follow the episode format."""
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+class Bounds(NamedTuple):
+    """The range a number of an input must lie in, and how an error names it."""
+
+    low: float
+    high: float
+    text: str  # "finite and within float32 range (|x| <= 3.403e+38)"
 
 
-def _finite_float32(value: Any) -> bool:
-    """True for an int or float within float32's finite range (False for NaN and ±inf)."""
-    return abs(value) <= FLOAT32_MAX  # exact for Python ints of any size; NaN compares False
+FLOAT32_RANGE = Bounds(-FLOAT32_MAX, FLOAT32_MAX, f"finite and within float32 range (|x| <= {FLOAT32_MAX:.4g})")
+INT32_RANGE = Bounds(-INT32_LIMIT + 1, INT32_LIMIT - 1, "an integer that fits in int32 (|x| < 2^31)")
+
+
+def number_problem(value: Any, bounds: Bounds, integer: bool = False, whole_floats: bool = False,
+                   bools: bool = False) -> str | None:
+    """What is wrong with ``value`` (from JSON or Python) as a number within ``bounds``, or None if
+    nothing is: ``"must be a number, got 'x'"``, ``"must be <bounds.text>, got nan"``. ``integer``: an
+    int (or, with ``whole_floats``, a float without fraction, as ``2.0``); ``bools``: True and False
+    count as 1 and 0. The one check of every input number (episodes, WRIT scenarios, packages): the
+    caller puts the file, line and field in front."""
+    kind = "an integer" if integer else "a number"
+    if (isinstance(value, bool) and not bools) or not isinstance(value, (int, float)) \
+            or (integer and isinstance(value, float) and not whole_floats):
+        return f"must be {kind}, got {value!r}"
+    if not bounds.low <= value <= bounds.high:  # NaN fails too; exact for Python ints of any size
+        return f"must be {bounds.text}, got {value!r}"
+    if integer and value != int(value):  # finite here: int() cannot fail
+        return f"must be {kind}, got {value!r}"
+    return None
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -58,22 +79,18 @@ def _check_step(step: Any, index: int, previous_t: int | None, where: str) -> in
     if "t" not in step:
         raise EpisodeFormatError(f"{here}: missing 't'")
     t = step["t"]
-    if isinstance(t, bool) or not isinstance(t, int):
-        raise EpisodeFormatError(f"{here}: 't' must be an integer, got {t!r}")
-    if not -INT32_LIMIT < t < INT32_LIMIT:
-        raise EpisodeFormatError(f"{here}: 't' = {t} does not fit in int32")
+    problem = number_problem(t, INT32_RANGE, integer=True)
+    if problem:
+        raise EpisodeFormatError(f"{here}: 't' {problem}")
     if previous_t is not None and t <= previous_t:
         raise EpisodeFormatError(f"{here}: 't' must increase strictly (got {t} after {previous_t})")
     metadata = step.get("metadata", {})
     if not isinstance(metadata, dict):
         raise EpisodeFormatError(f"{here}: 'metadata' must be an object")
     priority = metadata.get("priority")
-    if priority is not None:
-        if not isinstance(priority, (int, float)):  # a bool counts, as in Python's ``priority > 0.5``
-            raise EpisodeFormatError(f"{here} (t={t}): metadata 'priority' must be a number, got {priority!r}")
-        if not _finite_float32(priority):
-            raise EpisodeFormatError(f"{here} (t={t}): metadata 'priority' must be finite and within float32 "
-                                     f"range (|x| <= {FLOAT32_MAX:.4g}), got {priority!r}")
+    problem = None if priority is None else number_problem(priority, FLOAT32_RANGE, bools=True)  # as ``p > 0.5``
+    if problem:
+        raise EpisodeFormatError(f"{here} (t={t}): metadata 'priority' {problem}")
     return t
 
 
@@ -92,11 +109,9 @@ def _check_utilities(utility: Any, steps_by_t: dict, where: str) -> None:
         here = f"{where}: step {step} (t={key}): {name}[{str(key)!r}]"
         if value is None:
             continue
-        if not _is_number(value):
-            raise EpisodeFormatError(f"{here} must be a number, got {value!r}")
-        if not _finite_float32(value):
-            raise EpisodeFormatError(f"{here} must be finite and within float32 range (|x| <= {FLOAT32_MAX:.4g}), "
-                                     f"got {value!r}")
+        problem = number_problem(value, FLOAT32_RANGE)
+        if problem:
+            raise EpisodeFormatError(f"{here} {problem}")
         magnitude += abs(float(value))
         if magnitude > FLOAT32_MAX:
             raise EpisodeFormatError(f"{here}: the episode's utilities sum past float32 range "

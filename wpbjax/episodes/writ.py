@@ -12,34 +12,39 @@ One episode per scenario, one step per session, in file order:
 * critical steps = sessions that introduce a persisting fact version; utility of a step = how many they
   introduce; ``total_drift_events`` = the version changes among persisting facts.
 * label ``probe_steps``: the probe's ``temporal_query.as_of``, as the last session at or before that time.
+* label ``probes`` (reads, :mod:`wpbjax.episodes.probes`): the scenario's probe, asked after the last session,
+  about the memory event its ground truth answers (see :func:`_probes`).
 * privileged priority from the ground truth: 1.0 for a critical session the ground truth names as a source
   (``provenance`` or ``value_history``), 0.75 for another critical session, 0.0 for a session whose facts
   should all not persist, 0.25 otherwise.
 
-Required keys: ``sessions`` (each with ``session_id``, ``timestamp``, ``messages``); everything else is
-optional. A malformed file raises :class:`EpisodeFormatError` naming the file and the field.
+Required keys: ``sessions`` (each with ``session_id``, a string or an integer, ``timestamp``, ``messages``);
+everything else is optional. A malformed file raises :class:`EpisodeFormatError` naming the file and the
+field (a UTF-8 or JSON error: the file and line); the episode made of it passes the episode checks
+(:mod:`wpbjax.episodes.validate`) before it is returned, so ``import-writ`` refuses what a sweep would.
 """
 from __future__ import annotations
 
 import datetime
-import json
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
-from wpbjax.episodes.jsonl import EpisodeFormatError
+from wpbjax.episodes.jsontext import read_json
+from wpbjax.episodes.validate import EpisodeFormatError, validate_episode
 
 MODE = "writ"
 
 
 def load_scenario(path: str | os.PathLike) -> dict:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            scenario = json.load(handle)
-    except json.JSONDecodeError as err:
-        raise EpisodeFormatError(f"{path}: not JSON ({err})") from None
+    scenario = read_json(path, EpisodeFormatError, "WRIT scenario file")
     if not isinstance(scenario, dict):
         raise EpisodeFormatError(f"{path}: a WRIT scenario must be a JSON object")
     return scenario
+
+
+def _is_session_id(value) -> bool:
+    """A session id is a JSON string or integer (not a bool: ``true`` would name session 1)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 def _timestamp(value, where: str) -> datetime.datetime:
@@ -47,7 +52,7 @@ def _timestamp(value, where: str) -> datetime.datetime:
         moment = datetime.datetime.fromisoformat(value)
     except (TypeError, ValueError):
         raise EpisodeFormatError(f"{where}: expected an ISO-8601 timestamp, got {value!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
 
 
 def _sessions(scenario: dict, where: str) -> list:
@@ -61,16 +66,25 @@ def _sessions(scenario: dict, where: str) -> list:
         for key in ("session_id", "timestamp", "messages"):
             if key not in session:
                 raise EpisodeFormatError(f"{field}: missing '{key}'")
+        if not _is_session_id(session["session_id"]):
+            raise EpisodeFormatError(f"{field}.session_id: must be a string or an integer, got "
+                                     f"{session['session_id']!r}")
         if not isinstance(session["messages"], list):
             raise EpisodeFormatError(f"{field}.messages: must be a list")
         _timestamp(session["timestamp"], f"{field}.timestamp")
+    first = {}
+    for index, session in enumerate(sessions):
+        other = first.setdefault(session["session_id"], index)
+        if other != index:
+            raise EpisodeFormatError(f"{where}: sessions[{index}].session_id: {session['session_id']!r} is "
+                                     f"sessions[{other}]'s too")
     return sessions
 
 
 def _versions(event: dict, field: str, position: dict) -> list:
     """[(step position, value)] of one memory event, in order."""
     def at(session, name):
-        if session not in position:
+        if not _is_session_id(session) or session not in position:
             raise EpisodeFormatError(f"{field}.{name}: names no session ({session!r})")
         return position[session]
 
@@ -104,23 +118,35 @@ def _facts(scenario: dict, where: str, position: dict) -> dict:
         persist = event.get("should_persist", True)
         if not isinstance(persist, bool):
             raise EpisodeFormatError(f"{field}.should_persist: must be true or false")
+        for name in ("introduced_in", "updated_in", "retracted_in"):
+            if event.get(name) is not None and not _is_session_id(event[name]):
+                raise EpisodeFormatError(f"{field}.{name}: must be a session id (a string or an integer), "
+                                         f"got {event[name]!r}")
         persist = persist and event.get("type") != "non_memory" and event.get("retracted_in") is None
         for version, (step, _) in enumerate(_versions(event, field, position)):
             by_step.setdefault(step, []).append([event["id"], version, persist])
     return by_step
 
 
-def _ground_truth_sources(scenario: dict) -> set:
+def _ground_truth_sources(scenario: dict, where: str) -> set:
+    """The session ids the ground truth names as sources (``provenance``, ``value_history``)."""
     truth = scenario.get("ground_truth") or {}
-    sources = set()
-    if isinstance(truth, dict):
-        provenance = truth.get("provenance")
-        if isinstance(provenance, dict):
-            sources.add(provenance.get("source_session"))
-        for entry in truth.get("value_history") or []:
-            if isinstance(entry, dict):
-                sources.add(entry.get("source_session"))
-    return sources
+    if not isinstance(truth, dict):
+        return set()
+    named = []
+    provenance = truth.get("provenance")
+    if isinstance(provenance, dict):
+        named.append(("provenance.source_session", provenance.get("source_session")))
+    history = truth.get("value_history") or []
+    if not isinstance(history, list):
+        raise EpisodeFormatError(f"{where}: ground_truth.value_history: must be a list, got {history!r}")
+    named += [(f"value_history[{index}].source_session", entry.get("source_session"))
+              for index, entry in enumerate(history) if isinstance(entry, dict)]
+    for name, session in named:
+        if session is not None and not _is_session_id(session):
+            raise EpisodeFormatError(f"{where}: ground_truth.{name}: must be a session id (a string or an "
+                                     f"integer), got {session!r}")
+    return {session for _, session in named}
 
 
 def _probe_steps(scenario: dict, where: str, sessions: list) -> list:
@@ -131,6 +157,43 @@ def _probe_steps(scenario: dict, where: str, sessions: list) -> list:
     as_of = _timestamp(query["as_of"], f"{where}: probe.temporal_query.as_of")
     before = [pos for pos, session in enumerate(sessions) if _timestamp(session["timestamp"], where) <= as_of]
     return before[-1:]
+
+
+def _asked_event(scenario: dict, temporal: bool) -> str | None:
+    """The memory event whose value the probe's ground truth is: the one whose final ``value`` equals
+    ``ground_truth.current_value`` (for a temporal probe also one of its ``previous_values``), if exactly one."""
+    truth = scenario.get("ground_truth") if isinstance(scenario.get("ground_truth"), dict) else {}
+    answer = truth.get("current_value")
+    events = [event for event in scenario.get("memory_events") or [] if isinstance(event, dict)]
+    if answer is None:
+        return None
+    for matches in (lambda event: event.get("value") == answer,
+                    lambda event: temporal and any(isinstance(old, dict) and old.get("value") == answer
+                                                   for old in event.get("previous_values") or [])):
+        asked = [event["id"] for event in events if matches(event)]
+        if len(asked) == 1:
+            return asked[0]
+    return None
+
+
+def _probes(scenario: dict, where: str, sessions: list, probe_steps: list) -> list:
+    """The scenario's probe as a ``probes`` label (:mod:`wpbjax.episodes.probes`), asked after the last session:
+    ``never_seen`` where it should abstain (a fact the episode never carries, so the right answer is to
+    abstain), ``as_of`` the probe step where it has a temporal query, else ``current``; the fact is the memory
+    event its ground truth answers (:func:`_asked_event`). A probe whose answer is no single event's value (a
+    composed or paraphrased answer: 27 of the 58 published scenarios) is not imported: reads stay blank."""
+    probe = scenario.get("probe")
+    if not isinstance(probe, dict):
+        return []
+    last = len(sessions) - 1
+    if probe.get("should_abstain") is True:
+        return [{"t": last, "fact": f"never_seen:{scenario.get('scenario_id', where)}", "kind": "never_seen"}]
+    asked = _asked_event(scenario, temporal=bool(probe_steps))
+    if asked is None:
+        return []
+    if probe_steps:
+        return [{"t": last, "fact": asked, "kind": "as_of", "as_of": probe_steps[0]}]
+    return [{"t": last, "fact": asked, "kind": "current"}]
 
 
 def scenario_episode(scenario: dict, where: str) -> dict:
@@ -145,7 +208,7 @@ def scenario_episode(scenario: dict, where: str) -> dict:
                 seen.add((fact_id, version))
                 introduced[pos] = introduced.get(pos, 0) + 1
                 changes += version > 0
-    sources = _ground_truth_sources(scenario)
+    sources = _ground_truth_sources(scenario, where)
     steps, utility = [], {}
     for pos, session in enumerate(sessions):
         carried = facts.get(pos, [])
@@ -160,7 +223,11 @@ def scenario_episode(scenario: dict, where: str) -> dict:
               "total_drift_events": changes, "utility_by_step": utility, "max_utility": sum(utility.values()),
               "facts": {str(pos): entries for pos, entries in sorted(facts.items())},
               "probe_steps": _probe_steps(scenario, where, sessions)}
-    return {"labels": labels, "steps": steps}
+    labels["probes"] = _probes(scenario, where, sessions, labels["probe_steps"])
+    scenario_id = scenario.get("scenario_id", where)
+    if not isinstance(scenario_id, str) and (isinstance(scenario_id, bool) or not isinstance(scenario_id, int)):
+        raise EpisodeFormatError(f"{where}: scenario_id: must be a string or an integer, got {scenario_id!r}")
+    return validate_episode({"labels": labels, "steps": steps}, where)
 
 
 def import_writ(paths: Sequence[str | os.PathLike]) -> list[dict]:

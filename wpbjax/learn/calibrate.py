@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wpbjax import simulate
+from wpbjax import rollout
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.learn.gate_policy import BUDGET_BLIND, gate_policy
 from wpbjax.metrics import f1_from_counts
@@ -36,7 +36,7 @@ def calibrate_afford_threshold(weights: dict, track: str, encoded: EncodedEpisod
     batch = encoded.batch(track)
 
     def f1(threshold):
-        return mean_f1_by_mode(simulate.simulate(policy, batch, CALIBRATION_BUDGETS,
+        return mean_f1_by_mode(rollout.simulate(policy, batch, CALIBRATION_BUDGETS,
                                                  params={"afford_threshold": threshold}), encoded)
 
     blind = f1(BUDGET_BLIND)

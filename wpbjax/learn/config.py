@@ -32,6 +32,9 @@ class TrainConfig:
     calibration_per_mode: int = 64   # held-back episodes per mode to calibrate the afford threshold
     fidelity_weight: float = 0.0     # weight of 1 - soft update fidelity in the loss (docs/integrity.md)
     coverage_weight: float = 0.0     # weight of 1 - soft history coverage in the loss
+    f1_weight: float = 1.0           # weight of 1 - soft F1 in the loss (0: a gate trained on reads alone)
+    read_weight: float = 0.0         # weight of 1 - soft read accuracy (default generated probes; docs/reads.md)
+    read_top_k: int = 5              # K of the soft retrieval (wpbjax.learn.soft_reads)
 
     def __post_init__(self):
         if self.track not in GATE_TRACKS:
@@ -47,7 +50,9 @@ class TrainConfig:
                                 f"{arg('pool_per_mode')} = {4 * self.pool_per_mode} episodes)")
         if self.seed < 0:
             raise ArgumentError(f"{arg('seed')} must be >= 0; got {self.seed}")
-        for name in ("fidelity_weight", "coverage_weight"):
+        if not 1 <= self.read_top_k <= 50:
+            raise ArgumentError(f"{arg('read_top_k')} must be within 1..50; got {self.read_top_k}")
+        for name in ("fidelity_weight", "coverage_weight", "f1_weight", "read_weight"):
             if not 0 <= getattr(self, name) < float("inf"):  # NaN fails too
                 raise ArgumentError(f"{arg(name)} must be a finite number >= 0; got {getattr(self, name)}")
         if not self.learning_rate > 0:

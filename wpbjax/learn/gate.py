@@ -16,7 +16,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from wpbjax.checkpoints import check_head_shapes, load_heads, save_heads
-from wpbjax.learn.features import BUDGET_FEATURES, DETECT_FEATURES, FEATURE_NAMES, N_FEATURES, FeatureState, step_features
+from wpbjax.learn.features import (
+    BUDGET_FEATURES,
+    DETECT_FEATURES,
+    FEATURE_NAMES,
+    N_FEATURES,
+    FeatureState,
+    step_features,
+)
 
 GATE_TRACKS = ("unprivileged", "privileged")
 HEADS = ("detect", "afford")

@@ -14,8 +14,7 @@ import os
 from wpbjax import actions, store as store_lib
 from wpbjax.learn.features import init_state, steps_since_write
 from wpbjax.learn.gate import gate_step, load_gate
-from wpbjax.policies.base import Policy
-from wpbjax.policies.registry import once_per_file_version
+from wpbjax.policies.base import Policy, once_per_file_version
 
 PREFIX = "learned_gate:"
 BUDGET_BLIND = -1e9  # an afford_threshold that every logit exceeds

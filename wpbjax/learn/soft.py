@@ -19,6 +19,7 @@ from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.learn.features import init_state
 from wpbjax.learn.gate import gate_step
 from wpbjax.learn.soft_integrity import soft_fidelity_coverage
+from wpbjax.learn.soft_reads import soft_read_accuracy
 from wpbjax.metrics import f1_from_counts
 
 BYTE_TEMPERATURE = 32.0  # bytes: how soft the budget edge is (default; wider edges give smoother gradients)
@@ -33,6 +34,7 @@ class SoftOutcome:
     n_critical: jax.Array  # [] float32 |R| (critical real steps)
     fidelity: jax.Array    # [] float32 soft update fidelity (wpbjax.learn.soft_integrity; 0 without facts)
     coverage: jax.Array    # [] float32 soft history coverage
+    reads: jax.Array       # [] float32 soft read accuracy (wpbjax.learn.soft_reads; 0 without probe tables)
 
     @property
     def f1(self) -> jax.Array:
@@ -40,8 +42,9 @@ class SoftOutcome:
 
 
 def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str,
-                 byte_temperature=BYTE_TEMPERATURE) -> SoftOutcome:
-    """Expected counts of the soft gate on one episode (arrays without the N axis) at one budget."""
+                 byte_temperature=BYTE_TEMPERATURE, probes: dict | None = None, read_top_k: int = 5) -> SoftOutcome:
+    """Expected counts of the soft gate on one episode (arrays without the N axis) at one budget; with
+    ``probes`` (one episode's :func:`wpbjax.learn.soft_reads.probe_tables`) also its soft read accuracy."""
     budget = jnp.asarray(budget, jnp.float32)
 
     def step(carry, pos):
@@ -60,16 +63,22 @@ def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str,
     (_, used, _), (stored, hits) = jax.lax.scan(step, initial, jnp.arange(episode.valid.shape[0]))
     n_critical = (episode.critical & episode.valid).sum().astype(jnp.float32)
     fidelity, coverage = soft_fidelity_coverage(stored, episode)
+    read = (jnp.zeros((), jnp.float32) if probes is None
+            else soft_read_accuracy(stored, probes, read_top_k))
     return SoftOutcome(hits=hits.sum(), written=stored.sum(), used=used, n_critical=n_critical, fidelity=fidelity,
-                       coverage=coverage)
+                       coverage=coverage, reads=read)
 
 
 def soft_f1_loss(weights: dict, batch: EpisodeBatch, budgets, track: str,
-                 byte_temperature=BYTE_TEMPERATURE, fidelity_weight=0.0, coverage_weight=0.0) -> jax.Array:
-    """1 - mean soft F1 over a batch: ``batch`` [N, T] arrays, ``budgets``: [N] (one per episode); plus
-    ``fidelity_weight`` x (1 - soft update fidelity) and ``coverage_weight`` x (1 - soft history coverage)
-    (write integrity, docs/integrity.md)."""
-    outcomes = jax.vmap(soft_rollout, in_axes=(None, 0, 0, None, None))(weights, batch, budgets, track,
-                                                                          byte_temperature)
-    return (1.0 - outcomes.f1.mean() + fidelity_weight * (1.0 - outcomes.fidelity.mean())
-            + coverage_weight * (1.0 - outcomes.coverage.mean()))
+                 byte_temperature=BYTE_TEMPERATURE, fidelity_weight=0.0, coverage_weight=0.0, f1_weight=1.0,
+                 read_weight=0.0, probes: dict | None = None, read_top_k: int = 5) -> jax.Array:
+    """``f1_weight`` x (1 - mean soft F1) over a batch: ``batch`` [N, T] arrays, ``budgets``: [N] (one per
+    episode); plus ``fidelity_weight`` x (1 - soft update fidelity) and ``coverage_weight`` x (1 - soft history
+    coverage) (write integrity, docs/integrity.md), and ``read_weight`` x (1 - soft read accuracy) over the
+    ``probes`` tables ([N, Q, T] and [N, Q], docs/reads.md)."""
+    def one(episode, budget, episode_probes):
+        return soft_rollout(weights, episode, budget, track, byte_temperature, episode_probes, read_top_k)
+
+    outcomes = jax.vmap(one)(batch, budgets, probes)
+    return (f1_weight * (1.0 - outcomes.f1.mean()) + fidelity_weight * (1.0 - outcomes.fidelity.mean())
+            + coverage_weight * (1.0 - outcomes.coverage.mean()) + read_weight * (1.0 - outcomes.reads.mean()))

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -85,12 +84,13 @@ def _static(config: TrainConfig) -> TrainConfig:
     return dataclasses.replace(config, seed=0, log_every=1)
 
 
-def _total_loss(config: TrainConfig, weights, batch, budgets, key):
+def _total_loss(config: TrainConfig, weights, batch, budgets, key, probes=None):
     # The detection head learns from the soft objective; the afford head from hindsight targets on
     # exact rollouts (its soft gradient pushes it to "always afford", see wpbjax.learn.hindsight).
     soft_weights = {"detect": weights["detect"], "afford": jax.lax.stop_gradient(weights["afford"])}
     soft = soft_f1_loss(soft_weights, batch, budgets, config.track, config.byte_temperature,
-                        config.fidelity_weight, config.coverage_weight)
+                        config.fidelity_weight, config.coverage_weight, config.f1_weight, config.read_weight,
+                        probes, config.read_top_k)
     hindsight, greedy_f1 = afford_loss(weights, batch, budgets, config.track, config.member_weight)
     total = soft + config.hindsight_weight * hindsight
     if config.reinforce_weight:  # optional: REINFORCE on the exact F1 (off by default, see docs/learning.md)
@@ -100,14 +100,16 @@ def _total_loss(config: TrainConfig, weights, batch, budgets, key):
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _update(config: TrainConfig, weights, opt_state, key, batch_all):
-    """One optimisation step on a batch drawn from the pool ``batch_all`` ([P, T] arrays)."""
+def _update(config: TrainConfig, weights, opt_state, key, batch_all, probes_all=None):
+    """One optimisation step on a batch drawn from the pool ``batch_all`` ([P, T] arrays; ``probes_all``: the
+    pool's probe tables for the read term, or None)."""
     key_batch, key_budget, key_sample = jax.random.split(key, 3)
     indices = jax.random.choice(key_batch, batch_all.valid.shape[0], (config.batch,), replace=False)
     batch = jax.tree_util.tree_map(lambda leaf: leaf[indices], batch_all)
+    probes = jax.tree_util.tree_map(lambda leaf: leaf[indices], probes_all)
     budgets = sample_budgets(key_budget, config.batch, config)
     grad_fn = jax.value_and_grad(functools.partial(_total_loss, config), has_aux=True)
-    (_, (soft, exact)), grads = grad_fn(weights, batch, budgets, key_sample)
+    (_, (soft, exact)), grads = grad_fn(weights, batch, budgets, key_sample, probes)
     updates, opt_state = optimizer(config).update(grads, opt_state, weights)
     return optax.apply_updates(weights, updates), opt_state, jnp.stack([soft, exact])
 
@@ -121,6 +123,13 @@ def train(config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = No
     started = time.perf_counter()
     pool = training_episodes(config) if pool is None else pool
     batch_all = pool.batch(config.track)
+    probes_all = None
+    if config.read_weight:  # the pool's default generated probes, scored by the default retriever
+        from wpbjax.episodes.probes import with_default_probes
+        from wpbjax.learn.soft_reads import probe_tables
+
+        probes_all = {name: jnp.asarray(value) for name, value in
+                      probe_tables(with_default_probes(pool), config.track).items()}
     tx = optimizer(config)
     key = jax.random.key(config.seed)
     key, init_key = jax.random.split(key)
@@ -130,7 +139,7 @@ def train(config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = No
     history, recent = [], []
     for step in range(1, config.steps + 1):
         key, step_key = jax.random.split(key)
-        weights, opt_state, losses = _update(_static(config), weights, opt_state, step_key, batch_all)
+        weights, opt_state, losses = _update(_static(config), weights, opt_state, step_key, batch_all, probes_all)
         recent.append(losses)
         if step % config.log_every == 0 or step == config.steps:
             soft, hard = np.mean(jax.device_get(recent), axis=0).tolist()
@@ -142,7 +151,3 @@ def train(config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = No
                 log(f"wpbjax train: step {step}/{config.steps} soft loss {soft:.4f} exact loss {hard:.4f} "
                     f"({seconds:.0f} s)")
     return jax.device_get(weights), history
-
-
-def stderr_log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

@@ -10,7 +10,8 @@ marginal gain, then skipping it. A node is pruned when F(current) + bound <= bes
 
 Both are admissible for monotone submodular F (h concave: min, log1p, linear): the gain of any
 set of remaining candidates is at most the sum of their single gains. The search certifies the
-optimum when it completes; past ``node_limit`` nodes it gives up (SearchLimit).
+optimum when it completes; past ``node_limit`` nodes it gives up (SearchLimit), and
+wpbjax.packages.opt hands the cell to the MILP or reports it uncertified.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ class _Package:
         self.cand = np.array([c for _, c in rows], np.int64)
         self.cov, self.cost = cov[self.group, self.cand], cost[self.group, self.cand].astype(np.int64)
         self.depth = np.array([self.order.index(g) for g in self.group], np.int64)   # position of each row's group
-        self.start = np.searchsorted(self.depth, np.arange(len(self.order) + 1))     # rows of depth i: start[i]:start[i+1]
+        # rows of depth i: start[i]:start[i+1]
+        self.start = np.searchsorted(self.depth, np.arange(len(self.order) + 1))
         group_max = np.zeros((len(self.order) + 1, cov.shape[-1]))
         for i in range(len(self.order) - 1, -1, -1):
             group_max[i] = group_max[i + 1] + self.cov[self.start[i]:self.start[i + 1]].max(axis=0)
@@ -105,25 +107,3 @@ def branch_and_bound(batch: PackageBatch, p: int, budget: int, h: str = "min",
 
     visit(0, np.zeros_like(pkg.weight), 0, 0.0)
     return best[0], best[1], nodes[0]
-
-
-def solve_search(batch: PackageBatch, budgets, h: str = "min", node_limit: int = 200_000):
-    """OPT for every package and budget by branch and bound; where it gives up, the MILP (h = min)."""
-    from wpbjax.packages import milp
-    from wpbjax.packages.opt import OptNotCertified, OptResult, rescore
-
-    n_pkg, n_groups = batch.cost.shape[:2]
-    chosen = np.full((n_pkg, len(budgets), n_groups), -1, np.int32)
-    method = np.empty((n_pkg, len(budgets)), object)
-    for p in range(n_pkg):
-        for b, budget in enumerate(budgets):
-            try:
-                _, chosen[p, b], _ = branch_and_bound(batch, p, int(budget), h, node_limit)
-                method[p, b] = "branch_and_bound"
-            except SearchLimit as limit:
-                if h != "min":
-                    raise OptNotCertified(str(limit)) from None
-                _, chosen[p, b] = milp.solve_one(batch, p, int(budget))
-                method[p, b] = "milp"
-    value = np.stack([rescore(batch, chosen[:, b], h) for b in range(len(budgets))], axis=1)
-    return OptResult(value, chosen, method)

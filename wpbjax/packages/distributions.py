@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from wpbjax.packages.catalog import DISTRIBUTIONS, STRESS
-from wpbjax.packages.generate import memaudit_small
+from wpbjax.packages.memaudit_gen import memaudit_small
 from wpbjax.packages.model import PackageSet
-
 
 
 def generate(name: str, seeds, normal_count: int = 3, update_count: int = 2) -> PackageSet:

@@ -27,8 +27,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wpbjax.packages.io import PackageFormatError, _cost, _coverage, _fail, _number, _read_jsonl
-from wpbjax.packages.model import TIE, PackageBatch, PackageSet, cost, kind_id, value
+from wpbjax.episodes.validate import FLOAT32_MAX
+from wpbjax.packages.io import PackageFormatError, _cost, _coverage, _fail, _name, _number, _read_jsonl
+from wpbjax.packages.model import (
+    TIE,
+    TIME_RANGE,
+    PackageBatch,
+    PackageSet,
+    check_budgets,
+    cost,
+    kind_id,
+    value,
+    value_bound,
+)
 
 ROWS = ("as_written", "recency_pruned", "upper_pruned")
 COLUMNS = ["package", "budget", "selection", "value", "cost", "memories", "package_opt", "union_opt",
@@ -45,6 +56,7 @@ class ExternalStore:
     coverage: np.ndarray          # [M, R] float64 (the package's unit order)
     kind: np.ndarray              # [M] int32 (KINDS id of representation_type; "other" if unknown)
     time: np.ndarray              # [M] int64 (newer = larger)
+    source: str = "store"         # the file it was read from (errors name it)
 
 
 def read_store(path: str | os.PathLike, unit_ids) -> ExternalStore:
@@ -58,9 +70,10 @@ def read_store(path: str | os.PathLike, unit_ids) -> ExternalStore:
     ids, costs, rows, kinds, times = [], [], [], [], []
     for line, record in _read_jsonl(path):
         memory_id = record.get("memory_id", record.get("candidate_id"))
-        if memory_id is None or str(memory_id) == "":
+        if memory_id is None:
             _fail(path, line, "field 'memory_id' (or 'candidate_id'): missing")
-        if str(memory_id) in ids:
+        memory_id = _name(memory_id, path, line, "memory_id")
+        if memory_id in ids:
             _fail(path, line, f"field 'memory_id': duplicate {memory_id!r}")
         if "coverage" not in record:
             _fail(path, line, "field 'coverage': missing (the memory's adjudicated coverage row)")
@@ -68,15 +81,15 @@ def read_store(path: str | os.PathLike, unit_ids) -> ExternalStore:
         for unit, amount in _coverage(record["coverage"], path, line).items():
             if unit in units:
                 row[units[unit]] = amount
-        ids.append(str(memory_id))
+        ids.append(memory_id)
         costs.append(_cost(record, path, line))
         rows.append(row)
         kinds.append(kind_id(str(record.get("representation_type", "other"))))
-        times.append(_number(record.get("time_index", len(times)), path, line, "time_index", integer=True))
+        times.append(_number(record.get("time_index", len(times)), path, line, "time_index", TIME_RANGE, integer=True))
     if not ids:
         _fail(path, 0, "no memories")
     return ExternalStore(tuple(ids), np.asarray(costs, np.int32), np.asarray(rows, np.float64),
-                         np.asarray(kinds, np.int32), np.asarray(times, np.int64))
+                         np.asarray(kinds, np.int32), np.asarray(times, np.int64), os.fspath(path))
 
 
 def union_batch(batch: PackageBatch, store: ExternalStore) -> tuple[PackageBatch, np.ndarray]:
@@ -86,7 +99,10 @@ def union_batch(batch: PackageBatch, store: ExternalStore) -> tuple[PackageBatch
         raise ValueError("union_batch takes one package (P = 1)")
     _, n_groups, n_cand, n_units = batch.shape
     m = len(store.memory_ids)
-    extra = lambda fill, dtype, tail=(): np.full((1, m, n_cand) + tail, fill, dtype)
+
+    def extra(fill, dtype, tail=()):
+        return np.full((1, m, n_cand) + tail, fill, dtype)
+
     cost_x, valid_x, kind_x = extra(0, np.int32), extra(False, bool), extra(-1, np.int32)
     coverage_x, rank_x, time_x = extra(0.0, np.float64, (n_units,)), extra(-1, np.int32), extra(0, np.int32)
     cost_x[0, :, 0], valid_x[0, :, 0], kind_x[0, :, 0] = store.cost, True, store.kind
@@ -94,7 +110,10 @@ def union_batch(batch: PackageBatch, store: ExternalStore) -> tuple[PackageBatch
     n_ranked = int(np.asarray(batch.rank).max(initial=-1)) + 1
     rank_x[0, :, 0] = n_ranked + np.arange(m)
     time_x[0, :, 0] = int(np.asarray(batch.time).max(initial=0)) + 1 + store.time - store.time.min(initial=0)
-    join = lambda a, b: np.concatenate([np.asarray(a), b], axis=1)
+
+    def join(a, b):
+        return np.concatenate([np.asarray(a), b], axis=1)
+
     union = dataclasses.replace(batch, cost=join(batch.cost, cost_x), valid=join(batch.valid, valid_x),
                                 kind=join(batch.kind, kind_x), coverage=join(batch.coverage, coverage_x),
                                 rank=join(batch.rank, rank_x), time=join(batch.time, time_x))
@@ -125,9 +144,13 @@ def score_store(pset: PackageSet, store: ExternalStore, budgets, h: str = "min")
     (certified exact by ``wpbjax.packages.opt.solve``), both ratios, and the whole store's value and cost."""
     from wpbjax.packages.opt import solve
 
-    budgets = [int(b) for b in budgets]
+    budgets = check_budgets(budgets)
     batch = pset.batch
     union, external = union_batch(batch, store)
+    worth = float(value_bound(union)[0])
+    if not worth <= FLOAT32_MAX:
+        raise PackageFormatError(f"{store.source}: the package's unit weights times its and the store's coverage sum "
+                                 f"to {worth:.4g}, past float32 range ({FLOAT32_MAX:.4g}): a store's value would overflow")
     n_groups = batch.cost.shape[1]
     package_opt = solve(batch, budgets, h).value[0]
     union_result = solve(union, budgets, h)

@@ -10,19 +10,33 @@
 
 Unit weights come from instance.json, else evidence_units.jsonl, else 1 for every covered unit (as
 the artifact infers them). Invalidation units from instance.json, else units of kind "invalidation".
-Malformed input raises :class:`PackageFormatError` naming the file, line and field.
+Files are UTF-8 (optionally gzip-compressed). Malformed input raises :class:`PackageFormatError`
+naming the file, line and field (instance.json: the file and field), as does a number outside what
+the solvers compute exactly (:data:`wpbjax.packages.model.MAX_COST` and the other ranges there).
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 
 import numpy as np
 
+from wpbjax.argument_errors import refuse_repeats
+from wpbjax.episodes.jsontext import parse_json, read_json, text_lines
+from wpbjax.episodes.validate import FLOAT32_MAX, Bounds, number_problem
 from wpbjax.packages.ids import hash_ids
-from wpbjax.packages.model import KINDS, PackageBatch, PackageMeta, PackageSet, kind_id
+from wpbjax.packages.model import (
+    AMOUNT_RANGE,
+    COST_RANGE,
+    KINDS,
+    TIME_RANGE,
+    PackageBatch,
+    PackageMeta,
+    PackageSet,
+    kind_id,
+    value_bound,
+)
 
 
 class PackageFormatError(ValueError):
@@ -36,25 +50,29 @@ def _fail(path, line, message):
 
 def _read_jsonl(path: Path):
     """(line number, object) per non-empty line."""
-    with path.open("r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                _fail(path, number, f"not valid JSON ({err.msg})")
-            if not isinstance(row, dict):
-                _fail(path, number, "expected a JSON object")
-            yield number, row
+    for number, line in text_lines(path, PackageFormatError, "package file"):
+        if not line.strip():
+            continue
+        row = parse_json(line, f"{os.fspath(path)}:{number}", PackageFormatError)
+        if not isinstance(row, dict):
+            _fail(path, number, "expected a JSON object")
+        yield number, row
 
 
-def _number(value, path, line, field, integer=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and value != int(value)):
-        _fail(path, line, f"field {field!r}: expected {'an integer' if integer else 'a number'}, got {value!r}")
-    if not math.isfinite(value) or value < 0:
-        _fail(path, line, f"field {field!r}: expected a finite value >= 0, got {value!r}")
+def _number(value, path, line, field, bounds: Bounds = AMOUNT_RANGE, integer: bool = False):
+    """A weight or coverage (float), or with ``integer`` a cost or time index (a float without fraction
+    reads as an int), within ``bounds``."""
+    problem = number_problem(value, bounds, integer=integer, whole_floats=True)
+    if problem:
+        _fail(path, line, f"field {field!r}: {problem}")
     return int(value) if integer else float(value)
+
+
+def _name(value, path, line, field) -> str:
+    """An id (of a unit or an experience): a JSON string or integer, as a string."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        _fail(path, line, f"field {field!r}: expected a non-empty string or an integer, got {value!r}")
+    return str(value)
 
 
 def _cost(row, path, line):
@@ -64,8 +82,8 @@ def _cost(row, path, line):
     if isinstance(raw, dict):
         if "total" not in raw:
             _fail(path, line, "field 'cost': a mapping needs 'total'")
-        return _number(raw["total"], path, line, "cost.total", integer=True)
-    return _number(raw, path, line, "cost", integer=True)
+        return _number(raw["total"], path, line, "cost.total", COST_RANGE, integer=True)
+    return _number(raw, path, line, "cost", COST_RANGE, integer=True)
 
 
 def _coverage(raw, path, line, field="coverage") -> dict[str, float]:
@@ -81,10 +99,18 @@ def _coverage(raw, path, line, field="coverage") -> dict[str, float]:
     else:
         _fail(path, line, f"field {field!r}: expected a mapping or a list of {{unit_id, fidelity}}")
     for unit, value in items:
+        unit = _name(unit, path, line, f"{field}.unit_id")
         value = _number(value, path, line, f"{field}[{unit}]")
         if value > 0:
-            cells[str(unit)] = cells.get(str(unit), 0.0) + value
+            cells[unit] = _amount(cells.get(unit, 0.0) + value, path, line, f"{field}[{unit}]")
     return cells
+
+
+def _amount(total: float, path, line, field) -> float:
+    """A sum of coverages, refused where it passes float32 range."""
+    if total > FLOAT32_MAX:
+        _fail(path, line, f"field {field!r}: the unit's coverages sum past float32 range ({FLOAT32_MAX:.4g})")
+    return total
 
 
 def _candidates(directory: Path) -> list[dict]:
@@ -97,15 +123,16 @@ def _candidates(directory: Path) -> list[dict]:
         group = row.get("experience_id", row.get("candidate_group"))
         if not isinstance(cid, str) or not cid:
             _fail(path, line, "field 'candidate_id': missing or not a non-empty string")
-        if group is None or str(group) == "":
+        if group is None:
             _fail(path, line, "field 'experience_id': missing")
+        group = _name(group, path, line, "experience_id")
         if cid in seen:
             _fail(path, line, f"field 'candidate_id': duplicate {cid!r}")
         seen.add(cid)
         kind = row.get("representation_type", row.get("type", "other"))
-        time_index = _number(row.get("time_index", 0), path, line, "time_index", integer=True)
+        time_index = _number(row.get("time_index", 0), path, line, "time_index", TIME_RANGE, integer=True)
         coverage = _coverage(row["coverage"], path, line) if "coverage" in row else {}
-        rows.append({"id": cid, "group": str(group), "kind": str(kind), "cost": _cost(row, path, line),
+        rows.append({"id": cid, "group": group, "kind": str(kind), "cost": _cost(row, path, line),
                      "time": time_index, "coverage": coverage})
     if not rows:
         _fail(path, 0, "no candidates")
@@ -126,10 +153,11 @@ def _matrix(directory: Path, candidates: list[dict]) -> None:
             _fail(path, line, f"field 'candidate_id': {cid!r} is not in candidate_memories.jsonl")
         if unit is None:
             _fail(path, line, "field 'unit_id': missing")
+        unit = _name(unit, path, line, "unit_id")
         value = _number(row.get("coverage", row.get("fidelity")), path, line, "coverage")
         if value > 0:
             cells = by_id[cid]["coverage"]
-            cells[str(unit)] = cells.get(str(unit), 0.0) + value
+            cells[unit] = _amount(cells.get(unit, 0.0) + value, path, line, "coverage")
 
 
 def _units(directory: Path, candidates: list[dict]):
@@ -137,28 +165,34 @@ def _units(directory: Path, candidates: list[dict]):
     instance_path, units_path = directory / "instance.json", directory / "evidence_units.jsonl"
     instance = {}
     if instance_path.exists():
-        try:
-            instance = json.loads(instance_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            _fail(instance_path, err.lineno, f"not valid JSON ({err.msg})")
+        instance = read_json(instance_path, PackageFormatError, "package file")
         if not isinstance(instance, dict):
             _fail(instance_path, 1, "expected a JSON object")
     weights: dict[str, float] = {}
-    if isinstance(instance.get("unit_weights"), dict):
-        for unit, w in instance["unit_weights"].items():
-            weights[str(unit)] = _number(w, instance_path, 0, f"unit_weights[{unit}]")
-    invalidation = set(map(str, instance.get("invalidation_units", []) or []))
+    unit_weights = instance.get("unit_weights")
+    if unit_weights is not None and not isinstance(unit_weights, dict):
+        _fail(instance_path, 0, f"field 'unit_weights': expected a mapping unit -> weight, got {unit_weights!r}")
+    for unit, w in (unit_weights or {}).items():
+        weights[unit] = _number(w, instance_path, 0, f"unit_weights[{unit}]")
+    listed = instance.get("invalidation_units") or []
+    if not isinstance(listed, list):
+        _fail(instance_path, 0, f"field 'invalidation_units': expected a list of unit ids, got {listed!r}")
+    invalidation = {_name(unit, instance_path, 0, f"invalidation_units[{index}]") for index, unit in enumerate(listed)}
     if units_path.exists():
         for line, row in _read_jsonl(units_path):
             unit = row.get("unit_id")
             if unit is None:
                 _fail(units_path, line, "field 'unit_id': missing")
-            if "unit_weight" in row and str(unit) not in weights and "unit_weights" not in instance:
-                weights[str(unit)] = _number(row["unit_weight"], units_path, line, "unit_weight")
+            unit = _name(unit, units_path, line, "unit_id")
+            if "unit_weight" in row and unit not in weights and "unit_weights" not in instance:
+                weights[unit] = _number(row["unit_weight"], units_path, line, "unit_weight")
             if row.get("kind") == "invalidation" and "invalidation_units" not in instance:
-                invalidation.add(str(unit))
+                invalidation.add(unit)
     if not weights:  # the artifact's default: weight 1 for every covered unit
         weights = {u: 1.0 for u in sorted({u for c in candidates for u in c["coverage"]})}
+    if not weights:
+        _fail(directory, 0, "no evidence units: no candidate covers a unit (coverage_matrix.jsonl or the "
+                            "candidates' 'coverage') and instance.json gives no 'unit_weights'")
     seed = instance.get("seed")
     return weights, invalidation, str(instance.get("instance_id", directory.name)), seed if isinstance(seed, int) else None
 
@@ -187,12 +221,27 @@ def assemble(candidates: list[dict], weights: dict, invalidation, instance_id: s
     return header, ordered
 
 
+def package_files(directories) -> list[str]:
+    """The files in the package ``directories`` (what reading them may open: an output must be none)."""
+    return [os.path.join(directory, name) for directory in map(os.fspath, directories) if os.path.isdir(directory)
+            for name in os.listdir(directory)]
+
+
 def read_packages(directories) -> PackageSet:
-    """Package directories -> one padded PackageSet."""
-    packages = [read_package(d) for d in directories]
-    if not packages:
+    """Package directories -> one padded PackageSet. A directory given twice (after resolving links)
+    is refused, as is a package whose largest possible value passes float32 range."""
+    directories = [os.fspath(d) for d in directories]
+    if not directories:
         raise PackageFormatError("no package directories given")
-    return stack(packages)
+    refuse_repeats("package directories", [os.path.realpath(d) for d in directories], PackageFormatError)
+    pset = stack([read_package(d) for d in directories])
+    bound = value_bound(pset.batch)
+    for directory, worth in zip(directories, bound):
+        if not worth <= FLOAT32_MAX:
+            raise PackageFormatError(f"{directory}: unit weights times coverage sum to {worth:.4g} (sum_r w_r "
+                                     f"max(1, sum_u a_ur)), past float32 range ({FLOAT32_MAX:.4g}): a store's "
+                                     "value would overflow")
+    return pset
 
 
 def stack(packages) -> PackageSet:

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from wpbjax.devices import COMPILER_OPTIONS
-from wpbjax.packages.generate import _placement, _static_arrays, build_batch, drawn_arrays, reservoir_keys
+from wpbjax.packages.memaudit_gen import _placement, _static_arrays, build_batch, drawn_arrays, reservoir_keys
 from wpbjax.packages.model import PackageMeta, PackageSet
 
 

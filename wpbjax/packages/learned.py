@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.checkpoints import LAYERS, check_head_shapes, load_heads, save_heads
+from wpbjax.checkpoints import LAYERS, check_head_shapes, load_heads, save_heads  # noqa: F401 (learned.LAYERS)
 
 FORMAT = "wpbjax-package-writer-v1"
 CANDIDATE_FEATURES = ("gain", "singleton", "density", "gain_share", "density_share", "already_covered",
@@ -163,10 +163,10 @@ def run_writer(params: dict, batch, budgets, n_kinds: int, h: str = "min", chunk
     size = min(chunk, n_packages)
     parts = []
     for start in range(0, n_packages, size):
-        part = jax.tree_util.tree_map(lambda leaf: leaf[start:start + size], arrays)
+        part = jax.tree_util.tree_map(lambda leaf, start=start: leaf[start:start + size], arrays)
         short = size - int(part["cost"].shape[0])
         if short:
-            part = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, jnp.zeros_like(leaf[:short])]), part)
+            part = jax.tree_util.tree_map(lambda leaf, short=short: jnp.concatenate([leaf, jnp.zeros_like(leaf[:short])]), part)
         parts.append(np.asarray(_run(params, part, budgets, h))[:size - short])
     return np.concatenate(parts).astype(np.int32)
 

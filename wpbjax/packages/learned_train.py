@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -22,8 +22,7 @@ import numpy as np
 import optax
 
 from wpbjax.argument_errors import ArgumentError, arg
-from wpbjax.packages.learned import group_features, group_logits, h_function, hard_rollout, init_writer, \
-    package_arrays
+from wpbjax.packages.learned import group_features, group_logits, h_function, hard_rollout, init_writer, package_arrays
 
 RELAXATIONS = ("expected", "straight_through", "both")
 TRAIN_SEED_BASE = 1_000_000  # training package seeds start here: the paper's sweep uses 0..499
@@ -148,7 +147,10 @@ def _update(params, opt_state, key, pool, tau, *, config, h_name):
     arrays, budgets, opt = pool
     key_pick, key_sample = jax.random.split(key)
     picks = jax.random.choice(key_pick, budgets.shape[0], (config.batch,), replace=False)
-    take = lambda leaf: leaf[picks]
+
+    def take(leaf):
+        return leaf[picks]
+
     batch = (params, jax.tree_util.tree_map(take, arrays), budgets[picks], opt[picks], tau, config.overspend_penalty,
              h_name)
     if config.relaxation == "expected":
@@ -156,7 +158,9 @@ def _update(params, opt_state, key, pool, tau, *, config, h_name):
     elif config.relaxation == "straight_through":
         loss_fn = functools.partial(relaxed_loss, key=key_sample)
     else:  # both: the expected store's smooth signal and the sampled stores' unbiased one
-        loss_fn = lambda *args: 0.5 * (relaxed_loss(*args) + relaxed_loss(*args, key=key_sample))
+        def loss_fn(*args):
+            return 0.5 * (relaxed_loss(*args) + relaxed_loss(*args, key=key_sample))
+
     loss, grads = jax.value_and_grad(loss_fn)(*batch)
     updates, opt_state = _optimizer(config).update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
@@ -169,7 +173,10 @@ def pairs(arrays: dict, budgets, opt) -> tuple[dict, jax.Array, jax.Array]:
     """Stack per-package arrays ``[P, ...]`` over budgets ``[nB]`` and ``opt: [P, nB]`` into
     ``[P * nB]`` (package, budget) pairs."""
     n_budgets = len(budgets)
-    repeat = lambda leaf: jnp.repeat(leaf, n_budgets, axis=0)
+
+    def repeat(leaf):
+        return jnp.repeat(leaf, n_budgets, axis=0)
+
     budgets = jnp.tile(jnp.asarray(budgets, jnp.float32), arrays["cost"].shape[0])
     return jax.tree_util.tree_map(repeat, arrays), budgets, jnp.asarray(opt, jnp.float32).reshape(-1)
 

@@ -16,10 +16,13 @@ package's unit order (as the artifact does), so equal stores give bit-equal valu
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import numpy as np
+
+from wpbjax.argument_errors import ArgumentError, arg, refuse_repeats
+from wpbjax.episodes.validate import FLOAT32_MAX, Bounds, number_problem
 
 # Representation kinds, index = kind id. Append-only: ids are stored in files and trained writers.
 KINDS: tuple[str, ...] = (
@@ -42,6 +45,18 @@ KIND_ID: dict[str, int] = {name: index for index, name in enumerate(KINDS)}
 RAW_KINDS = ("raw", "raw_span")                      # recency_raw / reservoir_raw keep only these
 TOMBSTONE_KINDS = ("tombstone", "compound_update")   # removed by the no_tombstone ablations
 TIE = 1e-12                                          # the artifact's tie tolerance on values
+
+# What a package's numbers may be (refused at load, naming file, line and field, beyond these):
+# costs and budgets are whole numbers up to 2^24, exact in float32 (the learned writer's budget
+# arithmetic), so a store's cost plus one more candidate's stays far inside int32 on device (the
+# writers) and a budget is never compared after rounding; time indices fit int32 with room for an
+# external store's memories, numbered after the package's; weights and coverages are finite and
+# within float32 (the learned writer's arithmetic), and so is a package's largest possible value.
+MAX_COST = 2**24
+MAX_TIME = 2**30 - 1
+COST_RANGE = Bounds(0, MAX_COST, f"an integer in 0..{MAX_COST:,} (2^24)")
+TIME_RANGE = Bounds(0, MAX_TIME, f"an integer in 0..{MAX_TIME:,} (2^30 - 1)")
+AMOUNT_RANGE = Bounds(0.0, FLOAT32_MAX, f"a finite number in 0..{FLOAT32_MAX:.4g} (float32)")
 
 
 def kind_id(name: str) -> int:
@@ -75,11 +90,11 @@ class PackageBatch:
         """(P, G, C, R)."""
         return tuple(self.coverage.shape)  # type: ignore[return-value]
 
-    def take(self, indices) -> "PackageBatch":
+    def take(self, indices) -> PackageBatch:
         """The sub-batch of the given package indices (host-side)."""
         return jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[np.asarray(indices)], self)
 
-    def only_kinds(self, keep: np.ndarray) -> "PackageBatch":
+    def only_kinds(self, keep: np.ndarray) -> PackageBatch:
         """The same packages with candidates outside ``keep: [P, G, C] bool`` removed.
 
         The kept candidates move to the front of their group, in their order (padding last).
@@ -177,9 +192,17 @@ def value(batch: PackageBatch, chosen: np.ndarray, h: str = "min") -> np.ndarray
 
 
 def cost(batch: PackageBatch, chosen: np.ndarray) -> np.ndarray:
-    """Total cost of the store per package: [P] int32."""
+    """Total cost of the store per package: [P] int64 (a store of many candidates may pass int32)."""
     onehot = chosen_mask(batch, chosen)
-    return (onehot * np.asarray(batch.cost, dtype=np.int64)).sum(axis=(1, 2)).astype(np.int32)
+    return (onehot * np.asarray(batch.cost, dtype=np.int64)).sum(axis=(1, 2))
+
+
+def value_bound(batch: PackageBatch) -> np.ndarray:
+    """An upper bound on F of any store, for every h: ``sum_r w_r max(1, sum_u a_ur)`` over all
+    candidates (h(z) <= max(1, z) for min, log1p and linear): [P] float64 (inf if it overflows)."""
+    totals = np.asarray(batch.coverage, np.float64).sum(axis=(1, 2))               # [P, R]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return ordered_unit_sum(batch.weight, np.maximum(1.0, totals))
 
 
 def invalidation_covered(batch: PackageBatch, chosen: np.ndarray) -> np.ndarray:
@@ -197,3 +220,17 @@ def check_feasible(batch: PackageBatch, chosen: np.ndarray, budget) -> None:
     over = cost(batch, chosen) > np.asarray(budget)
     if np.any(over):
         raise AssertionError(f"{int(over.sum())} stores exceed their budget")
+
+
+def check_budgets(budgets) -> list[int]:
+    """Package budgets as ints, each a whole number in 0..MAX_COST, none repeated (a repeat would give
+    duplicate rows); an ArgumentError naming ``budgets`` otherwise."""
+    values = [int(b) if isinstance(b, np.integer) else b for b in np.asarray(budgets, dtype=object).reshape(-1)]
+    if not values:
+        raise ArgumentError(f"{arg('budgets')}: give at least one budget")
+    for budget in values:
+        problem = number_problem(budget, COST_RANGE, integer=True)
+        if problem:
+            raise ArgumentError(f"{arg('budgets')}: each {problem}")
+    refuse_repeats(arg("budgets"), values, ArgumentError)
+    return values

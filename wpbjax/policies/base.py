@@ -8,13 +8,15 @@ actions and :func:`wpbjax.store.apply` decides.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+import os
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.actions import ALL_KINDS, FIFO, KINDS, KIND_WRITE_PAST, ORDER, check_kinds  # noqa: F401 (re-exported)
+from wpbjax.actions import ALL_KINDS, FIFO, KIND_WRITE_PAST, KINDS, ORDER, check_kinds  # noqa: F401 (re-exported)
 
 
 def no_state(params, episode, key):
@@ -40,7 +42,7 @@ class Policy:
     kinds: frozenset = ALL_KINDS  # validated by check_kinds (any iterable of names becomes a frozenset)
     # Hindsight policies (oracle track): a host function ``plan(write_cost [n, T] int, utility [n, T]
     # float64, length [n], budgets [B]) -> {name: [n, B, ...] array}`` whose outputs reach ``act`` as
-    # extra per-run params (see wpbjax.simulate.simulate_grid). None for every causal policy.
+    # extra per-run params (see wpbjax.rollout.simulate_grid). None for every causal policy.
     plan: Callable[..., Any] | None = None
 
     def __post_init__(self):
@@ -83,3 +85,13 @@ class Policy:
             # host values stay numpy: jnp.asarray would compile a tiny program per value shape
             resolved[name] = jnp.asarray(value, dtype) if isinstance(value, jax.Array) else np.asarray(value, dtype)
         return resolved
+
+
+def once_per_file_version(cache: dict, path: str, load: Callable):
+    """``load(path)``, cached in ``cache`` per version of the file (path, mtime, size): a Policy made
+    from a file stays one object, so it compiles once, until the file changes."""
+    stat = os.stat(path)
+    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+    if key not in cache:
+        cache[key] = load(path)
+    return cache[key]

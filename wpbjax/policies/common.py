@@ -8,7 +8,8 @@ walk is under way), so the gate runs once per step and its decision is held for 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp

@@ -14,9 +14,9 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
-from wpbjax.policies.base import Policy
+from wpbjax.policies.base import Policy, once_per_file_version
 from wpbjax.policies.published import PUBLISHED_POLICIES, TRACK_LINEUP
 
 _REGISTRY: dict[str, Policy] = {}
@@ -38,9 +38,10 @@ def register(policy: Policy, replace: bool = False) -> Policy:
     return policy
 
 
-def register_factory(prefix: str, loader: Callable[[str], Policy], replace: bool = False) -> None:
+def register_factory(prefix: str, loader: Callable[[str], Policy] | str, replace: bool = False) -> None:
     """Resolve every name ``PREFIX:ARG`` to ``loader(ARG)`` (a Policy; cache it if it is costly:
-    an equal Policy made twice compiles twice)."""
+    an equal Policy made twice compiles twice). ``loader`` may be named as ``"module.path:function"``,
+    imported on first use (as gymnasium's ``entry_point``): a factory from a layer above the registry."""
     if prefix in _FACTORIES and not replace:
         raise ValueError(f"a policy factory {prefix!r} is already registered")
     _FACTORIES[prefix] = loader
@@ -67,11 +68,20 @@ def make(name: str) -> Policy:
         return _REGISTRY[name]
     prefix, colon, arg = name.partition(":")
     if colon and prefix in _FACTORIES:
-        return _FACTORIES[prefix](arg)
+        return _factory(prefix)(arg)
     if colon or name.endswith(".py"):
         return _from_module(name)
     raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(_REGISTRY))} (or FACTORY:ARG with a "
                      f"factory among {', '.join(sorted(_FACTORIES))}, or module.path:ATTR, or file.py:ATTR)")
+
+
+def _factory(prefix: str) -> Callable[[str], Policy]:
+    """The loader registered for ``prefix``, imported when it was registered by name."""
+    loader = _FACTORIES[prefix]
+    if isinstance(loader, str):
+        module, _, function = loader.partition(":")
+        loader = _FACTORIES[prefix] = getattr(importlib.import_module(module), function)
+    return loader
 
 
 def _from_module(spec: str) -> Policy:
@@ -87,16 +97,6 @@ def _from_module(spec: str) -> Policy:
         found = "nothing" if policy is None else f"a {type(policy).__name__}"
         raise ValueError(f"policy {spec!r}: {where}:{attr} must be a wpbjax.policies.Policy; found {found}")
     return policy
-
-
-def once_per_file_version(cache: dict, path: str, load: Callable):
-    """``load(path)``, cached in ``cache`` per version of the file (path, mtime, size): a Policy made
-    from a file stays one object, so it compiles once, until the file changes."""
-    stat = os.stat(path)
-    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
-    if key not in cache:
-        cache[key] = load(path)
-    return cache[key]
 
 
 def _load_file(path: str):
@@ -124,15 +124,10 @@ def lineup(track: str) -> tuple[str, ...]:
     return TRACK_LINEUP[track]
 
 
-def _load_learned_gate(path: str) -> Policy:
-    from wpbjax.learn.gate_policy import load_gate_policy  # wpbjax.learn loads only when asked
-
-    return load_gate_policy(path)
-
-
 for _policy in PUBLISHED_POLICIES:
     register(_policy)
-register_factory("learned_gate", _load_learned_gate)
+# (named, not imported: the policies layer sits below wpbjax.learn, which loads only when a gate is asked for)
+register_factory("learned_gate", "wpbjax.learn.gate_policy:load_gate_policy")
 
 
 # The policy zoo (spec and literature baselines, docs/policies.md): registered after the published seven.

@@ -1,0 +1,28 @@
+"""``--knob-set stripe_like`` (generate, sweep): the fitted knobs of docs/real_drift.md without typing them, a
+knob given on the command line still wins."""
+from wpbjax.cli import main
+
+FITTED_FLAGS = ["--engine", "jax", "--mode", "stripe_like", "--api-pool", "300", "--max-params", "24", "--drift-prob",
+                "0.03", "--burst-interval", "100", "--burst-len", "15", "--burst-drift-prob", "1.0", "--decoy-prob", "1.0"]
+
+
+def _generate(tmp_path, name, flags):
+    out = tmp_path / name
+    assert main(["generate", "--episodes", "2", "--steps", "60", "--quiet", "--out", str(out), *flags]) == 0
+    return out.read_bytes()
+
+
+def test_a_knob_set_is_its_flags_and_a_given_flag_wins(tmp_path):
+    fitted = _generate(tmp_path, "set.jsonl", ["--knob-set", "stripe_like"])
+    assert fitted == _generate(tmp_path, "flags.jsonl", FITTED_FLAGS)
+    overridden = _generate(tmp_path, "drift.jsonl", ["--knob-set", "stripe_like", "--drift-prob", "0.5"])
+    assert overridden != fitted
+    assert overridden == _generate(tmp_path, "drift_flags.jsonl", FITTED_FLAGS[:9] + ["0.5"] + FITTED_FLAGS[10:])
+
+
+def test_a_knob_set_of_the_jax_generator_refuses_another_engine(tmp_path, capsys):
+    argv = ["generate", "--knob-set", "stripe_like", "--engine", "reference", "--out", str(tmp_path / "e.jsonl")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--knob-set stripe_like: a knob set of the JAX generator; got --engine reference" in err and "\n" not in err
+    assert not (tmp_path / "e.jsonl").exists()

@@ -1,0 +1,202 @@
+"""Episodes of real API drift: windows of an imported OpenAPI history (:mod:`wpbjax.episodes.openapi_import`).
+
+The history's lines, in order, are one stream of steps (``t`` = the line's position in the stream); an
+episode is a window of ``steps`` consecutive steps, windows ``stride`` apart (default half a window), the
+last window ending at the stream's end; its id is ``"NAME:STEPS:START"``. A step:
+
+* observation ``{"api": endpoint, "params": [names], "required": [names], "deprecated": bool}`` (a removed
+  endpoint: no params, not deprecated);
+* metadata ``{"mode": "real", "priority": p, "source": NAME, "date", "version", "removed"}``; the privileged
+  ``priority`` uses only what a client could see at that version: the surface before and after it
+  (:func:`priority`), never a later version (so it cannot know a change will be undone);
+* labels: ``critical_steps`` = the breaking steps (``breaking`` in the history: a breaking change that is not
+  a glitch); ``utility_by_step`` = 1 for a breaking step, 0.25 for a step with an additive change that is not
+  a glitch (an endpoint or parameter added, a parameter made optional, a type widened, a deprecation
+  lifted), 0 for the rest (glitches, spec respellings and fixes); ``total_drift_events`` = the breaking
+  steps; ``facts`` = the endpoint as a fact whose value is the version, to persist unless every change of
+  the step is a glitch (WRIT's ``[fact_id, version, should_persist]``, :mod:`wpbjax.episodes.facts`).
+
+Temporal split: ``train`` windows end before :data:`SPLIT_DATE`, ``test`` windows start on or after it
+(a window across it is in neither). A *real spec* names a set for sweeps: ``real:NAME[:STEPS[:STRIDE]][:train|:test]``,
+NAME a shipped history (:data:`SHIPPED`) or a history file's path.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+
+from wpbjax.episodes import drift_labels
+from wpbjax.episodes.jsonl import EpisodeFormatError
+
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "real")
+SHIPPED = {"stripe": "stripe.history.jsonl.gz"}
+PREFIX = "real:"
+MODE = "real"
+DEFAULT_STEPS = 200
+# 70% of Stripe's changed (version, endpoint) lines are from before 2020 (1,957 of 2,812)
+SPLIT_DATE = "2020-01-01"
+SPLITS = ("train", "test")
+BREAKING_UTILITY, ADDITIVE_UTILITY = 1.0, 0.25
+ADDITIVE_KINDS = drift_labels.ADDITIVE | {"endpoint_undeprecated", "param_undeprecated"}
+
+
+def is_real(spec) -> bool:
+    return isinstance(spec, str) and spec.startswith(PREFIX)
+
+
+def parse_spec(spec: str) -> dict:
+    """``real:NAME[:STEPS[:STRIDE]][:train|:test]`` -> {name, path, steps, stride, split}."""
+    parts = spec[len(PREFIX):].split(":")
+    options: dict = {"steps": None, "stride": None, "split": None}
+    while len(parts) > 1 and (parts[-1].isdigit() or parts[-1] in SPLITS):
+        last = parts.pop()
+        if last in SPLITS:
+            options["split"] = last
+        else:
+            options["stride"], options["steps"] = options["steps"], int(last)
+    name = ":".join(parts)
+    if options["steps"] is None and options["stride"] is not None:
+        options["steps"], options["stride"] = options["stride"], None
+    return dict(name=name, path=history_path(name, spec), **options)
+
+
+def history_path(name: str, where: str | None = None) -> str:
+    """The file of a shipped history (``stripe``) or a path to one; a ValueError naming what exists."""
+    if name in SHIPPED:
+        return os.path.join(DATA_DIR, SHIPPED[name])
+    if os.path.isfile(name):
+        return name
+    raise ValueError(f"{where or name}: no shipped real history {name!r} (shipped: {', '.join(SHIPPED)}) and no "
+                     "such history file")
+
+
+@functools.lru_cache(maxsize=4)
+def _history(path: str, mtime: float) -> tuple:
+    from wpbjax.episodes.openapi_import import read_history
+
+    return tuple(read_history(path))
+
+
+def load_history(name_or_path: str) -> tuple:
+    """The lines of a history (cached per file and modification time)."""
+    path = history_path(name_or_path)
+    return _history(path, os.path.getmtime(path))
+
+
+def priority(before: dict | None, line: dict) -> float:
+    """What a client could see at this version: 1.0 the endpoint removed or newly deprecated; 0.75 a change
+    that would break a client if it stayed (a parameter removed, newly required, its type narrowed or
+    deprecated); 0.5 the endpoint or a parameter already deprecated; 0.25 otherwise (an addition, a first
+    sighting)."""
+    from wpbjax.episodes.openapi_import import timelines_from_lines
+
+    if line["removed"]:
+        return 1.0
+    if before is None:
+        return 0.25
+    _, timelines = timelines_from_lines([dict(before, version=1), dict(line, version=2)])
+    (timeline,) = timelines.values()
+    kinds = {change.kind for change in drift_labels.label_timeline(timeline, window=0)[-1][2]}
+    if "endpoint_deprecated" in kinds:
+        return 1.0
+    if kinds & drift_labels.BREAKING:
+        return 0.75
+    if line["deprecated"] or any(param["deprecated"] for param in line["params"]):
+        return 0.5
+    return 0.25
+
+
+def utility(line: dict) -> float:
+    """1 for a breaking step, 0.25 for one with an additive change that is not a glitch, else 0."""
+    if line["breaking"]:
+        return BREAKING_UTILITY
+    if any(change["kind"] in ADDITIVE_KINDS and not change["glitch"] for change in line["changes"]):
+        return ADDITIVE_UTILITY
+    return 0.0
+
+
+def stream(lines, name: str) -> list[tuple]:
+    """[(step dict, breaking, utility, fact)] of every line, ``t`` its position."""
+    out, last = [], {}
+    for t, line in enumerate(lines):
+        endpoint = line["endpoint"]
+        step = {"t": t,
+                "observation": {"api": endpoint, "params": [param["name"] for param in line["params"]],
+                                "required": [param["name"] for param in line["params"] if param["required"]],
+                                "deprecated": bool(line["deprecated"])},
+                "metadata": {"mode": MODE, "priority": priority(last.get(endpoint), line), "source": name,
+                             "date": line["date"], "version": line["version"], "removed": line["removed"]}}
+        persist = not line["changes"] or not all(change["glitch"] for change in line["changes"])
+        out.append((step, bool(line["breaking"]), utility(line), [endpoint, line["version"], persist]))
+        last[endpoint] = line
+    return out
+
+
+def window_starts(n: int, steps: int, stride: int) -> list[int]:
+    """Starts of the windows of ``steps`` over ``n`` steps, ``stride`` apart, the last ending at ``n``."""
+    if n <= steps:
+        return [0]
+    starts = list(range(0, n - steps + 1, stride))
+    return starts if starts[-1] == n - steps else starts + [n - steps]
+
+
+def episodes(name: str = "stripe", steps: int = DEFAULT_STEPS, stride: int | None = None, split: str | None = None,
+             split_date: str = SPLIT_DATE) -> list[dict]:
+    """The windows of a history as dict episodes (module note)."""
+    if steps < 1 or (stride is not None and stride < 1):
+        raise ValueError(f"steps and stride must be >= 1; got {steps}, {stride}")
+    if split not in (None, *SPLITS):
+        raise ValueError(f"split must be one of {', '.join(SPLITS)} or None; got {split!r}")
+    label = name if name in SHIPPED else os.path.basename(name).split(".")[0]
+    steps_all = _stream(history_path(name), label)
+    stride = stride or max(steps // 2, 1)
+    out = []
+    for start in window_starts(len(steps_all), steps, stride):
+        window = steps_all[start:start + steps]
+        first, last = window[0][0]["metadata"]["date"], window[-1][0]["metadata"]["date"]
+        if (split == "train" and last >= split_date) or (split == "test" and first < split_date):
+            continue
+        out.append(_episode(window, f"{label}:{steps}:{start}"))
+    if not out:
+        raise ValueError(f"real:{name}: no {split} window of {steps} steps (split date {split_date})")
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _stream_cached(path: str, mtime: float, label: str) -> tuple:
+    return tuple(stream(_history(path, mtime), label))
+
+
+def _stream(path: str, label: str) -> tuple:
+    return _stream_cached(path, os.path.getmtime(path), label)
+
+
+def _episode(window, episode_id: str) -> dict:
+    steps = [json.loads(json.dumps(step)) for step, _, _, _ in window]  # fresh dicts: callers may change them
+    critical = [step["t"] for step, breaking, _, _ in window if breaking]
+    utilities = {str(step["t"]): value for step, _, value, _ in window}
+    return {"labels": {"episode_id": episode_id, "mode": MODE, "critical_steps": critical,
+                       "total_drift_events": len(critical), "utility_by_step": utilities,
+                       "max_utility": sum(utilities.values()),
+                       "facts": {str(step["t"]): [fact] for step, _, _, fact in window}},
+            "steps": steps}
+
+
+def load_spec(spec: str) -> list[dict]:
+    """The dict episodes a real spec names."""
+    options = parse_spec(spec)
+    try:
+        return episodes(options["path"] if options["name"] not in SHIPPED else options["name"],
+                        steps=options["steps"] or DEFAULT_STEPS, stride=options["stride"], split=options["split"])
+    except (KeyError, TypeError) as err:
+        raise EpisodeFormatError(f"{spec}: not an imported OpenAPI history ({err})") from None
+
+
+def spec_sha256(spec: str) -> str:
+    """SHA-256 of the history file a real spec reads (what a sweep's sidecar records)."""
+    digest = hashlib.sha256()
+    with open(parse_spec(spec)["path"], "rb") as handle:
+        digest.update(handle.read())
+    return digest.hexdigest()

@@ -1,0 +1,439 @@
+"""Reads: what a store is worth to an agent that queries it (docs/reads.md).
+
+Each probe (:mod:`wpbjax.episodes.probes`) is answered from the store as it stood after the probe's step:
+
+* **Records.** The retrieval unit is a present base item with its present merged deltas (a base item
+  reconstructed with them); an orphan delta (its base gone) cannot be read.
+* **Retriever.** ``score = w_rel * relevance + w_rec * recency + w_imp * importance`` (the Generative
+  Agents form): relevance 1 for a record of the asked fact, the similarity of the two facts' names
+  (:func:`similarity`: shared name tokens, in (0, 1)) for a record of another fact, 0 for a record that carries
+  none; recency ``decay ** (steps since the record's last write)``; importance the base step's metadata
+  priority (0 if none). The top K records are retrieved (ties to the newer record).
+* **Reader.** Among the retrieved records' items that carry the asked fact at or before the asked time
+  (the as-of step, or the probe's own), it answers with the newest one's version; with none, it abstains.
+  The answer is right iff it equals the fact's version after the asked step (the last observation of the
+  fact up to it, over the whole episode), or it abstains where there is none (a never-seen fact).
+
+Everything is computed exactly from each slot's history (when its item was written and when it left:
+``Counts.left_at``, recorded by the store under the "history" kind) after the rollout, in numpy, a block of
+runs at a time: probes x slots per run, no re-run of the scan per probe. Memory attribution (WRIT's
+layers) answers the same probes with no memory (every probe abstains) and with oracle memory (every step
+stored, never evicted, unlimited budget) through the same retriever and K.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+
+import numpy as np
+
+from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.episodes import probes as probes_lib
+from wpbjax.store import EMPTY_DELTA_BYTES, INDEX_BYTES, STILL_HELD
+
+# Result columns (one row per run and K; blank (NaN) where the episode has no probes or the ratio no
+# denominator). Answerable probes: those whose fact has a value at the asked step (not never-seen).
+READ_COLUMNS = (
+    "top_k",                       # K, the records retrieved per probe
+    "n_probes",                    # probes of the episode
+    "read_accuracy",               # right answers (or right abstentions) / probes
+    "stale_answer_rate",           # answers with another version of the asked fact / answerable probes
+    "memory_miss_rate",            # wrong answers the whole store gets wrong too (never stored, evicted) / answerable
+    "retrieval_miss_rate",         # wrong answers the whole store gets right (outside the top K) / answerable
+    "distractor_rate",             # top-1 record of another fact / answerable probes with something retrieved
+    "abstention_precision",        # abstentions on never-seen facts / abstentions
+    "abstention_recall",           # abstentions on never-seen facts / never-seen probes
+    "precision_at_k",              # retrieved records of the asked fact / records retrieved (answerable probes)
+    "retrieved_bytes_per_query",   # bytes of the retrieved records (base + deltas) / probes
+    "read_accuracy_no_memory",     # the same probes answered with no memory
+    "read_accuracy_oracle_memory",  # ... with every step stored (same retriever and K)
+    "writer_error_share",          # wrong answers that oracle memory gets right / wrong answers
+)
+COUNTS = ("n_probes", "n_answerable", "n_right", "n_stale", "n_abstained", "n_right_abstentions",
+          "n_memory_miss", "n_retrieval_miss", "n_distractor", "n_with_retrieval", "n_relevant", "n_retrieved",
+          "retrieved_bytes", "n_writer_errors", "n_right_no_memory", "n_right_oracle")
+HISTORY_FIELDS = ("left_at", "parent", "written_at")  # what reads take of wpbjax.metrics.Counts
+RUN_ELEMENTS = 1 << 21  # runs x probes x slots held at once (each element ~40 bytes of temporaries)
+TIE_BREAK = 2.0 ** -40   # per slot: equal scores go to the newer record
+PROBE_GROUPS = 4         # probes of a block answered in this many groups by time (each on the steps it can see)
+
+
+@dataclasses.dataclass(frozen=True)
+class Retriever:
+    """The retriever's weights (``score`` in the module note) and the K values asked for."""
+
+    w_rel: float = 1.0
+    w_rec: float = 1.0
+    w_imp: float = 1.0
+    decay: float = 0.99
+    top_k: tuple = (5,)
+
+    def __post_init__(self):
+        top_k = tuple(int(k) for k in np.atleast_1d(self.top_k))
+        if not top_k or min(top_k) < 1 or len(set(top_k)) < len(top_k):
+            raise ArgumentError(f"{arg('top_k')}: expected distinct positive integers; got {list(self.top_k)}")
+        object.__setattr__(self, "top_k", top_k)
+        for name in ("w_rel", "w_rec", "w_imp"):
+            if not np.isfinite(getattr(self, name)) or getattr(self, name) < 0:
+                raise ArgumentError(f"{arg('retriever')} {name}: expected a finite number >= 0; "
+                                    f"got {getattr(self, name)!r}")
+        if not 0 < self.decay <= 1:
+            raise ArgumentError(f"{arg('retriever')} decay: expected a number within (0, 1]; got {self.decay!r}")
+
+
+PROBE_SOURCES = ("labels", "generate", "none")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadPlan:
+    """How a sweep reads its stores: where probes come from (``labels``: the episodes' ``probes`` labels only;
+    ``generate``: those, else :func:`wpbjax.episodes.probes.generate` with ``probe_config``; ``none``: no
+    reads, blank columns) and the retriever (with its K values, one results row per K)."""
+
+    retriever: Retriever = Retriever()
+    probes: str = "labels"
+    probe_config: probes_lib.ProbeConfig = probes_lib.ProbeConfig()
+
+    def __post_init__(self):
+        if self.probes not in PROBE_SOURCES:
+            raise ArgumentError(f"{arg('probes')}: expected one of {', '.join(PROBE_SOURCES)}; got {self.probes!r}")
+
+    def apply(self, encoded):
+        """``encoded`` with the probes this plan reads with (generated ones added, or all dropped)."""
+        if self.probes == "none":
+            return dataclasses.replace(encoded, **{name: None for name in probes_lib.PROBE_FIELDS})
+        if self.probes == "generate":
+            return probes_lib.with_default_probes(encoded, self.probe_config)
+        return encoded
+
+
+def has_probes(encoded) -> bool:
+    """Some episode of ``encoded`` has a probe (and facts to answer it from): its runs record their history."""
+    return (encoded.probe_pos is not None and encoded.arrays.fact_key is not None
+            and bool((encoded.probe_pos >= 0).any()))
+
+
+# --- Relevance between facts ----------------------------------------------------------------------
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens(name: str) -> frozenset:
+    return frozenset(re.findall(r"[a-z]+|[0-9]+", name.lower()))
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def similarity(name: str, other: str) -> float:
+    """Relevance of a record of fact ``other`` to a query for fact ``name``: 1 for the same fact, else the
+    Jaccard index of their name tokens (runs of letters or digits: ``/v1/customers/{customer}`` and
+    ``/v1/customers`` share 2 of 3), at most 0.99 — related, never the same."""
+    if name == other:
+        return 1.0
+    mine, theirs = _tokens(name), _tokens(other)
+    union = len(mine | theirs)
+    return min(len(mine & theirs) / union, 0.99) if union else 0.0
+
+
+def _similarity_matrix(names: tuple) -> np.ndarray:
+    return np.array([[similarity(a, b) for b in names] for a in names], np.float64).reshape(len(names), len(names))
+
+
+# --- Per-episode tables (policy-independent) ------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _Episodes:
+    """What reads need of m episodes, for their probes ([m, Q]) against their slots ([m, T])."""
+
+    probe: np.ndarray        # [m, Q] bool     a real probe
+    asked_at: np.ndarray     # [m, Q] int64    the probe's step
+    relevance: np.ndarray    # [m, Q, T] float64 relevance of the slot's item to the probe
+    carries: np.ndarray      # [m, Q, T] bool  the slot carries the asked fact
+    usable: np.ndarray       # [m, Q, T] bool  ... at or before the asked step (the reader may answer with it)
+    version: np.ndarray      # [m, Q, T] int64 the asked fact's version at the slot (-1 none)
+    truth: np.ndarray        # [m, Q] int64    the right answer: the version after the asked step (-1: abstain)
+    importance: np.ndarray   # [m, T] float64
+    base_cost: np.ndarray    # [m, T] int64    bytes of the slot's base item (the track's write cost)
+
+
+def _episode_tables(encoded, episodes: np.ndarray, track_costs: np.ndarray) -> _Episodes:
+    arrays = encoded.arrays
+    fact_key, fact_pair = arrays.fact_key[episodes], arrays.fact_pair[episodes]
+    number, _ = probes_lib.fact_numbers(fact_key)                                   # [m, T, K]
+    names = encoded.fact_names[episodes] if encoded.fact_names is not None else np.full(len(episodes), None, object)
+    generated = [index for index, name in enumerate(names) if name is None]
+    if generated:
+        names = names.copy()
+        made = probes_lib.generated_names(arrays.endpoint_index[episodes[generated]], fact_key[generated])
+        for index, name in zip(generated, made):
+            names[index] = name
+    asked = encoded.probe_fact[episodes].astype(np.int64)                          # [m, Q]
+    width = max(max(len(name) for name in names), int(asked.max(initial=-1)) + 1, 1)
+    similar = np.zeros((len(episodes), width, width))
+    for index, name in enumerate(names):
+        similar[index, :len(name), :len(name)] = _similarity_matrix(name)
+    rows = np.arange(len(episodes))[:, None, None, None]
+    asked_k = asked[:, :, None, None]                                               # [m, Q, 1, 1]
+    slot_fact = number[:, None, :, :]                                               # [m, 1, T, K]
+    carries_k = (slot_fact == asked_k) & (asked_k >= 0)
+    relevance = np.where((slot_fact >= 0) & (asked_k >= 0),
+                         similar[rows, np.maximum(asked_k, 0), np.maximum(slot_fact, 0)], 0.0).max(-1)
+    carries = carries_k.any(-1) & arrays.valid[episodes][:, None, :]
+    version = np.where(carries_k, fact_pair[:, None, :, :], -1).max(-1).astype(np.int64)
+    probe = encoded.probe_pos[episodes] >= 0
+    cutoff = encoded.probe_as_of[episodes].astype(np.int64)
+    usable = carries & (np.arange(number.shape[1])[None, None, :] <= cutoff[:, :, None]) & probe[:, :, None]
+    last = np.where(usable, np.arange(number.shape[1]), -1).max(-1)
+    truth = np.where(last >= 0, np.take_along_axis(version, np.maximum(last, 0)[..., None], -1)[..., 0], -1)
+    return _Episodes(probe=probe, asked_at=encoded.probe_pos[episodes].astype(np.int64), relevance=relevance,
+                     carries=carries, usable=usable, version=version, truth=truth,
+                     importance=encoded.priority64[episodes], base_cost=track_costs[episodes].astype(np.int64))
+
+
+def delta_bytes(field_value, field_present, field_frag_len, parent) -> np.ndarray:
+    """[..., T] bytes of the delta each slot would hold against its ``parent`` slot ([..., T], -1: none, 0 out),
+    by the byte model (SEMANTICS §2, wpbjax.store.merge_delta). Field arrays [..., T, F]."""
+    base = np.maximum(parent, 0)
+    old = np.take_along_axis(field_value, base[..., None], -2)
+    changed = field_present & (field_value != old)
+    n_fields = changed.sum(-1)
+    fragments = np.where(changed, field_frag_len, 0).sum(-1)
+    cost = EMPTY_DELTA_BYTES + fragments + 2 * np.maximum(n_fields - 1, 0) + INDEX_BYTES
+    return np.where(parent >= 0, cost, 0).astype(np.int64)
+
+
+# --- Answering every probe of a block of runs ----------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _Ranked:
+    """The slots of each probe in the retriever's order ([m, Q, T], best first), and the episode tables in it.
+    A record's score depends only on its base step (relevance, importance, and recency from the step's
+    time), so one order per probe serves every run; a run retrieves the first K of its present records."""
+
+    order: np.ndarray      # [m, Q, T] slot at each rank
+    carries: np.ndarray    # [m, Q, T] bool  tables.carries in that order
+    usable: np.ndarray     # [m, Q, T] bool
+    base_cost: np.ndarray  # [m, Q, T] int64
+
+
+def _rank(tables: _Episodes, retriever: Retriever) -> _Ranked:
+    n_steps = tables.base_cost.shape[1]
+    slots = np.arange(n_steps)
+    age = np.clip(tables.asked_at[:, :, None] - slots, 0, n_steps)          # later slots are never present
+    recency = (retriever.decay ** np.arange(n_steps + 1, dtype=np.float64))[age]
+    score = (retriever.w_rel * tables.relevance + retriever.w_rec * recency
+             + retriever.w_imp * tables.importance[:, None, :] + TIE_BREAK * slots)
+    order = np.argsort(-score, axis=-1, kind="stable").astype(np.int32)
+    at = lambda table: np.take_along_axis(table, order, -1)  # noqa: E731
+    return _Ranked(order=order, carries=at(tables.carries), usable=at(tables.usable),
+                   base_cost=at(np.broadcast_to(tables.base_cost[:, None, :], order.shape)))
+
+
+def _answer(tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, delta_cost, top_k: tuple) -> dict:
+    """Per probe of each run ([m, B, Q], with a last axis over K where it depends on K): the answer (a
+    version, -1 abstain) and what was retrieved. History arrays [m, B, T] (``written_at`` None: each slot's
+    own step; ``delta_cost`` [m, B, T] bytes of each delta slot, None if no run holds a delta)."""
+    n_episodes, n_runs, n_steps = left_at.shape
+    order = ranked.order[:, None]                                                  # [m, 1, Q, T]
+    asked_at = tables.asked_at[:, None, :, None]                                   # [m, 1, Q, 1]
+    # One flat index [m, B, Q, T] serves every gather of a run's [T] table into the probes' order (a plain
+    # take: cheaper than take_along_axis building its broadcast index again for each table)
+    flat = (np.arange(n_episodes * n_runs).reshape(n_episodes, n_runs, 1, 1) * n_steps + order).ravel()
+    shape = (n_episodes, n_runs) + order.shape[2:]
+    in_order = lambda table: np.take(np.asarray(table).ravel(), flat).reshape(shape)  # noqa: E731 [m, B, T] -> [m, B, Q, T]
+    written = order if written_at is None else in_order(written_at)
+    present = (written <= asked_at) & (asked_at < in_order(left_at))
+    base = present if delta_cost is None else present & (in_order(parent) < 0)   # no run holds a delta: all bases
+    rank = np.cumsum(base, axis=-1, dtype=np.int32)
+    n_records = rank[..., -1]
+    if delta_cost is None:
+        newest, size = np.where(ranked.usable[:, None], order, -1), ranked.base_cost[:, None]
+    else:  # records with deltas: a record answers with its newest usable item and costs all its items' bytes
+        newest, size = _records(tables, left_at, written_at, parent, delta_cost, order, base)
+    version = tables.version[:, None]                                              # [m, 1, Q, T] by slot
+    found = lambda slot: np.where(slot >= 0, np.take_along_axis(  # noqa: E731
+        np.broadcast_to(version, slot.shape[:-1] + (n_steps,)), np.maximum(slot, 0), -1), -1)
+    answers, relevant, bytes_read = [], [], []
+    for k in top_k:
+        retrieved = base & (rank <= k)
+        answers.append(np.where(retrieved, newest, -1).max(-1))
+        relevant.append((retrieved & ranked.carries[:, None]).sum(-1, dtype=np.int64))
+        bytes_read.append(np.where(retrieved, size, 0).sum(-1, dtype=np.int64))
+    whole = np.where(base, newest, -1).max(-1)
+    first = np.argmax(base, axis=-1)[..., None]
+    carries = np.broadcast_to(ranked.carries[:, None], base.shape)
+    top1_other = (n_records > 0) & ~np.take_along_axis(carries, first, -1)[..., 0]
+    return dict(answer=found(np.stack(answers, -1)), whole_answer=found(whole[..., None])[..., 0], n_records=n_records,
+                top1_other=top1_other, relevant=np.stack(relevant, -1), bytes_read=np.stack(bytes_read, -1),
+                retrieved=np.minimum(np.array(top_k), n_records[..., None]))
+
+
+def _records(tables: _Episodes, left_at, written_at, parent, delta_cost, order, base_in_order) -> tuple:
+    """(newest usable item, bytes) of each record ([m, B, Q, T] in the retriever's order) where deltas
+    join their base item: a delta counts while it and its base are present."""
+    n_steps = left_at.shape[-1]
+    slots = np.arange(n_steps)
+    written = slots if written_at is None else written_at[:, :, None, :]
+    asked_at = tables.asked_at[:, None, :, None]
+    present = (written <= asked_at) & (asked_at < left_at[:, :, None, :])            # [m, B, Q, T] by slot
+    is_delta = (parent >= 0)[:, :, None, :]
+    base = present & ~is_delta
+    of = np.broadcast_to(np.maximum(parent, 0)[:, :, None, :], present.shape)
+    live = present & is_delta & np.take_along_axis(base, of, -1)                   # deltas of a present base
+    usable = tables.usable[:, None]
+    newest = np.where(base & usable, slots, -1)
+    size = np.where(base, tables.base_cost[:, None, None, :], 0)
+    where = np.nonzero(live)
+    record = where[:3] + (of[where],)
+    np.add.at(size, record, np.broadcast_to(delta_cost[:, :, None, :], present.shape)[where])
+    useful = np.nonzero(live & usable)
+    np.maximum.at(newest, useful[:3] + (of[useful],), slots[useful[3]])
+    return np.take_along_axis(newest, order, -1), np.take_along_axis(size, order, -1)
+
+
+def _count(tables: _Episodes, answers: dict, oracle_right: np.ndarray | None) -> dict:
+    """[m, B, nK] int64 counts (COUNTS) from :func:`_answer`'s per-probe results."""
+    probe = tables.probe[:, None, :, None]                                           # [m, 1, Q, 1]
+    truth = tables.truth[:, None, :, None]
+    answerable = probe & (truth >= 0)
+    answer = answers["answer"]
+    right = probe & (answer == truth)
+    wrong = probe & ~right
+    abstained = probe & (answer < 0)
+    whole_right = (answers["whole_answer"] == tables.truth[:, None, :])[..., None]
+    with_retrieval = answerable & (answers["n_records"] > 0)[..., None]
+    total = lambda mask: mask.sum(2, dtype=np.int64)  # noqa: E731  over probes
+    shape = answer.shape[:2] + (answer.shape[3],)
+    counts = dict(
+        n_probes=np.broadcast_to(total(probe), shape), n_answerable=np.broadcast_to(total(answerable), shape),
+        n_right=total(right), n_stale=total(answerable & (answer >= 0) & ~right), n_abstained=total(abstained),
+        n_right_abstentions=total(abstained & ~answerable), n_memory_miss=total(answerable & wrong & ~whole_right),
+        n_retrieval_miss=total(answerable & wrong & whole_right),
+        n_distractor=total(with_retrieval & answers["top1_other"][..., None]), n_with_retrieval=total(with_retrieval),
+        n_relevant=np.where(answerable, answers["relevant"], 0).sum(2, dtype=np.int64),
+        n_retrieved=np.where(answerable, answers["retrieved"], 0).sum(2, dtype=np.int64),
+        retrieved_bytes=np.where(probe, answers["bytes_read"], 0).sum(2, dtype=np.int64),
+        n_right_no_memory=np.broadcast_to(total(probe & (truth < 0)), shape))
+    if oracle_right is not None:
+        counts["n_writer_errors"] = total(wrong & oracle_right[:, None])
+        counts["n_right_oracle"] = np.broadcast_to(total(oracle_right[:, None]), shape)
+    return counts
+
+
+def _oracle_history(tables: _Episodes, valid: np.ndarray) -> tuple:
+    """(left_at, parent) [m, 1, T] of oracle memory: every step stored at its own step, never evicted."""
+    left = np.where(valid, STILL_HELD, -1)[:, None, :]
+    return left, np.full(left.shape, -1, np.int32)
+
+
+def read_counts(history: dict, encoded, episodes, track_costs: np.ndarray, retriever: Retriever = Retriever(),
+                field_arrays=None) -> dict:
+    """Exact read counts (``COUNTS``) of every run: ``history`` holds ``left_at``, ``parent`` and optionally
+    ``written_at`` ([n, B, T] each: :class:`wpbjax.metrics.Counts` fields of n runs per budget) of runs on
+    the episodes ``episodes`` ([n] indices into ``encoded``, which has probes); ``track_costs``: [N, T] the
+    runs' write costs (``encoded.track_costs(track)``). Returns ``{name: [n, B, nK] int64}``, K as
+    ``retriever.top_k``."""
+    episodes = np.asarray(episodes)
+    left_at, parent = history["left_at"], history["parent"]
+    written_at = history.get("written_at")
+    n, n_budgets, n_steps = left_at.shape
+    n_probes = encoded.probe_pos.shape[1]
+    per_block = max(RUN_ELEMENTS // max(n_budgets * max(n_probes, 1) * n_steps, 1), 1)
+    arrays = encoded.arrays
+    out: dict = {}
+    for lo in range(0, n, per_block):
+        block = slice(lo, min(lo + per_block, n))
+        index = episodes[block]
+        tables = _episode_tables(encoded, index, track_costs)
+        block_parent = np.asarray(parent[block])
+        costs = None
+        if (block_parent >= 0).any():
+            fields = [np.broadcast_to(np.asarray(getattr(arrays, name))[index][:, None], (len(index), n_budgets)
+                                      + np.shape(getattr(arrays, name))[1:])
+                      for name in ("field_value", "field_present", "field_frag_len")]
+            costs = delta_bytes(*fields, block_parent)
+        runs = dict(left_at=np.asarray(left_at[block]), parent=block_parent, costs=costs,
+                    written_at=None if written_at is None else np.asarray(written_at[block]))
+        # Probes in time order, a few at a time: a probe after step t reads only slots <= t (later ones are
+        # never present yet), so each group works on the steps up to its last probe (about 5/8 of T x Q)
+        by_time = np.argsort(tables.asked_at, axis=1, kind="stable")
+        counts: dict = {}
+        for group in np.array_split(by_time, min(PROBE_GROUPS, by_time.shape[1]), axis=1):
+            for name, value in _group_counts(tables, group, runs, arrays.valid[index], retriever).items():
+                counts[name] = counts[name] + value if name in counts else value
+        for name, value in counts.items():
+            out.setdefault(name, []).append(value)
+    return {name: np.concatenate(parts) for name, parts in out.items()}
+
+
+def _group_counts(tables: _Episodes, group: np.ndarray, runs: dict, valid: np.ndarray, retriever: Retriever) -> dict:
+    """:func:`_count` of the probes ``group`` ([m, G] indices into the Q axis) of a block, on the steps up to
+    their last probe. ``runs``: the block's history (``left_at``, ``parent``, ``written_at``, delta ``costs``:
+    [m, B, T] or None); ``valid``: [m, T]."""
+    steps = max(int(np.take_along_axis(tables.asked_at, group, 1).max(initial=-1)) + 1, 1)
+    probes = lambda table: np.take_along_axis(table, group.reshape(group.shape + (1,) * (table.ndim - 2)), 1)  # noqa: E731
+    cut = lambda table: None if table is None else table[..., :steps]  # noqa: E731
+    sub = _Episodes(probe=probes(tables.probe), asked_at=probes(tables.asked_at), truth=probes(tables.truth),
+                    relevance=probes(tables.relevance)[..., :steps], carries=probes(tables.carries)[..., :steps],
+                    usable=probes(tables.usable)[..., :steps], version=probes(tables.version)[..., :steps],
+                    importance=tables.importance[:, :steps], base_cost=tables.base_cost[:, :steps])
+    ranked = _rank(sub, retriever)
+    oracle_left, oracle_parent = _oracle_history(sub, valid[:, :steps])
+    oracle = _answer(sub, ranked, oracle_left, None, oracle_parent, None, retriever.top_k)
+    oracle_right = sub.probe[:, :, None] & (oracle["answer"][:, 0] == sub.truth[..., None])   # [m, G, nK]
+    answers = _answer(sub, ranked, cut(runs["left_at"]), cut(runs["written_at"]), cut(runs["parent"]),
+                      cut(runs["costs"]), retriever.top_k)
+    return _count(sub, answers, oracle_right)
+
+
+def _ratio(numerator, denominator) -> np.ndarray:
+    numerator, denominator = np.broadcast_arrays(np.asarray(numerator, np.float64), np.asarray(denominator, np.float64))
+    return np.divide(numerator, denominator, out=np.full(numerator.shape, np.nan), where=denominator != 0)
+
+
+def columns_from_counts(counts: dict, top_k) -> dict:
+    """The ``READ_COLUMNS`` ([n, B, nK]; NaN blank) from :func:`read_counts`' counts."""
+    probes, answerable = counts["n_probes"], counts["n_answerable"]
+    wrong = probes - counts["n_right"]
+    return {
+        "top_k": np.broadcast_to(np.asarray(top_k, np.int64), probes.shape),
+        "n_probes": probes,
+        "read_accuracy": _ratio(counts["n_right"], probes),
+        "stale_answer_rate": _ratio(counts["n_stale"], answerable),
+        "memory_miss_rate": _ratio(counts["n_memory_miss"], answerable),
+        "retrieval_miss_rate": _ratio(counts["n_retrieval_miss"], answerable),
+        "distractor_rate": _ratio(counts["n_distractor"], counts["n_with_retrieval"]),
+        "abstention_precision": _ratio(counts["n_right_abstentions"], counts["n_abstained"]),
+        "abstention_recall": _ratio(counts["n_right_abstentions"], probes - answerable),
+        "precision_at_k": _ratio(counts["n_relevant"], counts["n_retrieved"]),
+        "retrieved_bytes_per_query": _ratio(counts["retrieved_bytes"], probes),
+        "read_accuracy_no_memory": _ratio(counts["n_right_no_memory"], probes),
+        "read_accuracy_oracle_memory": _ratio(counts["n_right_oracle"], probes),
+        "writer_error_share": _ratio(counts["n_writer_errors"], wrong),
+    }
+
+
+def blank_columns(shape: tuple, top_k) -> dict:
+    """The ``READ_COLUMNS`` of runs on episodes without probes: blank, but for ``top_k`` and ``n_probes`` (0)."""
+    columns = {name: np.full(shape, np.nan) for name in READ_COLUMNS}
+    columns["top_k"] = np.broadcast_to(np.asarray(top_k, np.int64), shape).copy()
+    columns["n_probes"] = np.zeros(shape, np.int64)
+    return columns
+
+
+def read_metrics(history: dict, encoded, episodes, track: str, retriever: Retriever = Retriever()) -> dict:
+    """The read metrics (``READ_COLUMNS``, each [n, B, nK]) of n x B runs from their store histories.
+
+    ``history``: ``left_at``, ``parent`` (and ``written_at`` for WRITE_PAST policies) as [n, B, T] arrays
+    (the :class:`wpbjax.metrics.Counts` fields of a rollout with history, :func:`wpbjax.simulate.simulate`
+    with ``history=True``); ``encoded``: the episode set (with probes: its ``probes`` labels, or
+    :func:`wpbjax.episodes.probes.with_default_probes`); ``episodes``: [n] the runs' episodes in it;
+    ``track``: whose write costs the retrieved bytes count. Episodes without probes get blank columns."""
+    episodes = np.asarray(episodes)
+    shape = (len(episodes), np.shape(history["left_at"])[1], len(retriever.top_k))
+    if not has_probes(encoded):
+        return blank_columns(shape, retriever.top_k)
+    has = (encoded.probe_pos[episodes] >= 0).any(1)
+    columns = blank_columns(shape, retriever.top_k)
+    if has.any():
+        chosen = np.flatnonzero(has)
+        sub = {name: np.asarray(history[name])[chosen] for name in HISTORY_FIELDS if history.get(name) is not None}
+        counts = read_counts(sub, encoded, episodes[chosen], encoded.track_costs(track), retriever)
+        for name, value in columns_from_counts(counts, retriever.top_k).items():
+            columns[name][chosen] = value
+    return columns

@@ -1,0 +1,259 @@
+"""Rollouts: ``lax.scan`` over steps, ``vmap`` over budgets, episodes and policy params.
+
+Shapes (T steps, F fields, R priority levels, A apis) and the policy are static; budgets and
+params are traced, so a new budget grid or parameter value never recompiles.
+
+One compiled call runs its episodes in *passes* of a few hundred (a ``lax.map``): every step of a
+rollout touches each run's store, so a pass whose runs' stores and episodes fit in the CPU cache
+runs 1.5-2x faster, and far more steadily, than one sweep over a large batch (measured; see
+:func:`episodes_per_pass`). On several devices each device makes its own passes (``shard_map``).
+
+The public, scored entry point is :func:`wpbjax.api.simulate` (``wj.simulate``); this module is its engine.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from wpbjax import actions, devices as devices_lib, metrics, programs, segments, store as store_lib
+from wpbjax.budgets import check_budgets
+from wpbjax.episodes.batch import EpisodeBatch
+from wpbjax.policies.base import Policy
+from wpbjax.scan import _initial, _mesh_of, _on_devices, advance, episode_keys, rollout, run_counts, step  # noqa: F401 (re-exported)
+
+# --- Passes: cache-sized groups of episodes -------------------------------------------------------
+PASS_CACHE_BYTES = 8 << 20     # working set of one pass: well inside a 32 MiB L3 shared with others
+CACHE_BYTES_PER_RUN_STEP = 40  # store links and costs (16), policy state, the run's share of its episode
+MIN_RUNS_PER_PASS = 256        # fewer, and per-step overheads outweigh the cache (T=2000: 256 beat 128 and 512)
+
+
+def episodes_per_pass(n_steps: int, n_runs_per_episode: int) -> int:
+    """Episodes one pass holds: about PASS_CACHE_BYTES of working set, at least MIN_RUNS_PER_PASS runs.
+    Measured on a 2-core EPYC (T=200, 3 budgets): passes of 170-680 episodes run merge_aggressive at
+    7-9M episode-steps/s where one 10,000-episode pass varies between 3.5M and 7M."""
+    runs = max(PASS_CACHE_BYTES // (n_steps * CACHE_BYTES_PER_RUN_STEP), MIN_RUNS_PER_PASS)
+    return max(runs // n_runs_per_episode, 1)
+
+
+def _in_passes(fn, per_pass: int, *episode_trees):
+    """``fn(*episode_trees)`` with leaves [N, ...] in, [N, ...] out, computed ``per_pass`` episodes
+    at a time (the last pass padded with copies of the last episode)."""
+    n = jax.tree_util.tree_leaves(episode_trees)[0].shape[0]
+    if n == 1:
+        # A lone episode runs beside a copy of itself: with a batch axis of size 1, XLA copies the
+        # carried [1, B, T] store arrays every step (O(T) per step: a 200,000-step merge_aggressive
+        # run took 97 s); with two episodes it updates them in place (1.5 s).
+        doubled = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), episode_trees)
+        return jax.tree_util.tree_map(lambda leaf: leaf[:1], fn(*doubled))
+    if per_pass >= n:
+        return fn(*episode_trees)
+    n_passes = -(-n // per_pass)
+    size = -(-n // n_passes)  # balanced passes: the padding is less than one pass
+    pad = n_passes * size - n
+
+    def split(leaf):
+        if pad:
+            leaf = jnp.concatenate([leaf, jnp.repeat(leaf[-1:], pad, axis=0)])
+        return leaf.reshape((n_passes, size) + leaf.shape[1:])
+
+    out = jax.lax.map(lambda trees: fn(*trees), jax.tree_util.tree_map(split, episode_trees))
+    return jax.tree_util.tree_map(lambda leaf: leaf.reshape((n_passes * size,) + leaf.shape[2:])[:n], out)
+
+
+def _simulate_batch(policy: Policy, mesh, per_pass: int, params, batch: EpisodeBatch, budgets, key,
+                    episode_index, fast_trace: bool = False) -> metrics.Counts:
+    keys = episode_keys(key, episode_index)
+    over_budgets = jax.vmap(functools.partial(run_counts, fast_trace=fast_trace), in_axes=(None, None, None, 0, None))
+    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0))
+
+    def local(params, budgets, batch, keys):
+        return _in_passes(lambda batch, keys: over_episodes(policy, params, batch, budgets, keys), per_pass, batch, keys)
+
+    return _on_devices(local, mesh, (params, budgets), (batch, keys))
+
+
+_simulate = programs.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
+# The same rollouts traced faster (see _initial) and compiled with XLA's backend optimisation off:
+# 0.2-0.7 s sooner per policy, and runs 5-7x slower (measured on 2 cores: fifo_store_all 16M vs 113M
+# episode-steps/s, priority_greedy 2.2M vs 10.6M), so it wins below ~1-4M run-steps of work per
+# compile -- the paper grid (88k run-steps per policy and track) spends nearly all its time compiling.
+_simulate_quick = programs.jit(functools.partial(_simulate_batch, fast_trace=True), static_argnums=(0, 1, 2),
+                          compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0})
+QUICK_COMPILE_BELOW = 1_000_000  # run-steps
+# (Long episodes run in segments, always fully optimised: the quick build's slower steps run one
+# after another, so a long episode pays them in full: 200,000 steps of merge_aggressive took 22 s
+# quick, 11 s full, measured.)
+
+
+def _episode_index(episode_index, n_episodes: int) -> np.ndarray:
+    """[N] uint32 episode indices (default 0..N-1) for :func:`episode_keys`."""
+    index = np.arange(n_episodes) if episode_index is None else np.asarray(episode_index)
+    if index.shape != (n_episodes,):
+        raise ValueError(f"episode_index: expected {n_episodes} indices, one per episode; got shape {index.shape}")
+    return index.astype(np.uint32)
+
+
+def _as_budgets(budgets) -> np.ndarray:
+    return check_budgets(budgets).astype(np.int32)
+
+
+@functools.cache
+def with_history(policy: Policy) -> Policy:
+    """``policy`` with a store that records its history (when each slot's item was added and left: the
+    ``Counts`` fields ``left_at``, ``parent``, ``written_at``, what reads are scored on, wpbjax.reads).
+    The same rows otherwise; one compiled program per policy (cached, so calls reuse it)."""
+    return dataclasses.replace(policy, kinds=policy.kinds | {actions.HISTORY})
+
+
+def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None,
+             work: int | None = None, per_pass: int | None = None) -> metrics.Counts:
+    """Counts for every (episode, budget): leaves shaped ``[N, B, ...]``.
+
+    ``budgets``: [B] ints (bytes); ``params``: overrides of the policy's default params (name -> value);
+    ``key``: a ``jax.random.key`` for stochastic policies, folded with each episode's index
+    (``episode_index``: [N] ints, default 0..N-1) so results do not depend on how a sweep is chunked.
+    ``work``: run-steps the caller will run with this compiled program (default: this call's,
+    N·B·T); below ``QUICK_COMPILE_BELOW`` a quicker-compiling, slower-running build is used.
+    ``per_pass``: episodes per pass (per device; default :func:`episodes_per_pass`). Both builds and
+    every pass size give identical results.
+    """
+    budgets = _as_budgets(budgets)
+    if policy.plan is not None:  # hindsight policies need per-run inputs (policy zoo)
+        return jax.tree_util.tree_map(lambda leaf: leaf[0], simulate_grid(
+            policy, batch, budgets, params=params, key=key, episode_index=episode_index))
+    params = policy.resolve_params(params or {})
+    episode_index = _episode_index(episode_index, batch.n_episodes)
+    if work is None:
+        work = batch.n_episodes * budgets.shape[0] * batch.valid.shape[1]
+    if batch.n_steps > segments.STEPS_PER_SEGMENT:  # long episodes: progress between segments
+        return segments.simulate_in_segments(policy, batch, budgets, params, {}, key, episode_index, grid=False)
+    compiled = _simulate_quick if work < QUICK_COMPILE_BELOW else _simulate
+    per_pass = per_pass or episodes_per_pass(batch.n_steps, budgets.shape[0])
+    return compiled(policy, _mesh_of(batch), per_pass, params, batch, budgets, key, episode_index)
+
+
+# --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
+def run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key) -> metrics.Counts:
+    return run_counts(policy, {**params, **run_inputs}, episode, budget, key)
+
+
+def _simulate_grid_batch(policy: Policy, mesh, per_pass: int, params, run_inputs, batch: EpisodeBatch, budgets,
+                         key, episode_index) -> metrics.Counts:
+    """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
+    keys = episode_keys(key, episode_index)
+    over_budgets = jax.vmap(run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
+    over_params = jax.vmap(over_budgets, in_axes=(None, 0, None, None, None, None))
+    over_episodes = jax.vmap(over_params, in_axes=(None, None, 0, 0, None, 0))  # [N, P, B]: episodes lead
+
+    def local(params, budgets, run_inputs, batch, keys):
+        return _in_passes(lambda run_inputs, batch, keys: over_episodes(policy, params, run_inputs, batch, budgets, keys),
+                          per_pass, run_inputs, batch, keys)
+
+    counts = _on_devices(local, mesh, (params, budgets), (run_inputs, batch, keys))
+    return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
+
+
+_simulate_grid = programs.jit(_simulate_grid_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
+
+
+def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run_inputs=None, key=None,
+                  episode_index=None) -> metrics.Counts:
+    """Counts for every (param point, episode, budget): leaves shaped ``[P, N, B, ...]``, in one compiled call.
+
+    ``params``: name -> [P] values, one per grid point (a scalar counts as P = 1; every swept name must
+    have the same P; unswept params keep their defaults). The grid is vmapped like the other axes, so
+    any P values of the same length reuse one compile. ``run_inputs``: name -> [N, B, ...] arrays handed
+    to each run as extra params (a hindsight plan); for a policy with a ``plan`` they default to
+    ``policy.plan`` computed from the batch's write costs and (float32) utilities.
+    """
+    budgets = _as_budgets(budgets)
+    overrides = {name: np.atleast_1d(np.asarray(value)) for name, value in (params or {}).items()}
+    lengths = {name: value.shape[0] for name, value in overrides.items()}
+    if len(set(lengths.values())) > 1 or any(value.ndim != 1 for value in overrides.values()):
+        raise ValueError(f"params: give every swept param as a 1-D list of the same length; got lengths {lengths}")
+    n_points = next(iter(lengths.values()), 1)
+    resolved = policy.resolve_params(overrides)
+    resolved = {name: np.broadcast_to(value, (n_points,)) for name, value in resolved.items()}
+    resolved = resolved or {"grid_point": np.arange(n_points)}  # vmap needs one mapped leaf
+    if run_inputs is None:
+        run_inputs = {}
+        if policy.plan is not None:
+            run_inputs = policy.plan(np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64),
+                                     np.asarray(batch.length), np.asarray(budgets))
+    run_inputs = {name: np.asarray(value) for name, value in run_inputs.items()}
+    episode_index = _episode_index(episode_index, batch.n_episodes)
+    if batch.n_steps > segments.STEPS_PER_SEGMENT:  # long episodes: progress between segments
+        per_run = {name: np.broadcast_to(value[:, None], (value.shape[0], n_points) + value.shape[1:])
+                   for name, value in run_inputs.items()}  # [N, B, ...] -> [N, P, B, ...]
+        counts = segments.simulate_in_segments(policy, batch, budgets, resolved, per_run, key, episode_index,
+                                                     grid=True)
+        return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
+    per_pass = episodes_per_pass(batch.n_steps, n_points * budgets.shape[0])
+    return _simulate_grid(policy, _mesh_of(batch), per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
+
+
+# --- Per-step traces (off by default: only these functions compute them) ---------------------------
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Trace:
+    """The store after every step of one run (leaves gain leading [N, B] axes from :func:`simulate_trace`)."""
+
+    retained: jax.Array    # [T, ceil(T/8)] uint8 bit-packed W after step t (exact utility-to-date on host)
+    bytes_used: jax.Array  # [T] int32 bytes in use after step t
+    n_hit: jax.Array       # [T] int32 |W ∩ R| after step t
+
+
+def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) -> tuple[store_lib.StoreState, Trace]:
+    """:func:`rollout` that also records the retained set after every step. The same step function;
+    O(T) extra work per step (the retained set is re-derived), so keep it for analysis runs."""
+    n_steps = episode.valid.shape[0]
+    budget = jnp.asarray(budget, jnp.int32)
+
+    def traced_step(carry, pos):
+        store, state = step(policy, params, episode, budget, *carry, pos)
+        settled = store_lib.flush(store, pos + 1, policy.kinds)  # this step's item in place (not carried)
+        kept = metrics.retained_mask(settled, episode)
+        trace = Trace(retained=jnp.packbits(kept), bytes_used=settled.used,
+                      n_hit=(kept & episode.critical).sum(dtype=jnp.int32))
+        return (store, state), trace
+
+    (final, _), trace = jax.lax.scan(traced_step, _initial(policy, params, episode, budget, key), jnp.arange(n_steps))
+    return store_lib.flush(final, n_steps, policy.kinds), trace
+
+
+def _simulate_trace_batch(policy: Policy, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index) -> Trace:
+    keys = episode_keys(key, episode_index)
+
+    def run(policy, params, run_inputs, episode, budget, key):
+        return rollout_trace(policy, {**params, **run_inputs}, episode, budget, key)[1]
+
+    over_budgets = jax.vmap(run, in_axes=(None, None, 0, None, 0, None))
+    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, 0, None, 0))
+    return over_episodes(policy, params, run_inputs, batch, budgets, keys)
+
+
+_simulate_trace = programs.jit(_simulate_trace_batch, static_argnums=0)
+
+
+def simulate_trace(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None,
+                   run_inputs=None) -> Trace:
+    """Per-step traces for every (episode, budget): leaves shaped ``[N, B, T, ...]``. Arguments as
+    :func:`simulate` (same keys per episode, so the last step matches its counts); ``run_inputs``:
+    name -> [N, B, ...] arrays of a policy that plans (default: its plan from ``batch``, as
+    :func:`simulate_grid`)."""
+    budgets = _as_budgets(budgets)
+    params = policy.resolve_params(params or {})
+    if run_inputs is None:
+        run_inputs = {}
+        if policy.plan is not None:
+            run_inputs = policy.plan(np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64),
+                                     np.asarray(batch.length), budgets)
+    run_inputs = {name: np.asarray(value) for name, value in run_inputs.items()}
+    return _simulate_trace(policy, params, run_inputs, batch, budgets, key,
+                           _episode_index(episode_index, batch.n_episodes))
+

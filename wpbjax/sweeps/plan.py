@@ -1,0 +1,308 @@
+"""The sweep plan: every decision about a sweep, checked and made once, before anything runs.
+
+A :class:`SweepPlan` holds the episodes, the budgets, which policies run on which track (the
+line-up), each policy's param grid, the oracle mode, the devices and the chunking: the grid's
+episodes cut into :class:`Chunk` s of one padded shape sized from a memory cap. Building one checks
+every argument (a bad one fails here, before any output file is touched); running it is
+:func:`wpbjax.sweeps.run.run_chunk` per chunk.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from wpbjax import oracle as oracle_lib
+from wpbjax.argument_errors import refuse_repeats
+from wpbjax.budgets import PAPER_BUDGETS, check_budgets  # noqa: F401  (PAPER_BUDGETS re-exported)
+from wpbjax.episodes.encode import EncodedEpisodes
+from wpbjax.policies import lineup, make
+from wpbjax.reads import ReadPlan
+from wpbjax.tracks import TRACKS as PUBLISHED_TRACKS, check_any_track
+
+PUBLISHED_LINEUP = "published"                  # the published harness's policies per track
+LINEUP_ALIASES = {"reference": PUBLISHED_LINEUP}  # the line-up's name before it was renamed
+DEFAULT_TRACKS = ("unprivileged", "privileged")
+DEFAULT_MEMORY_CAP = 2 << 30  # bytes of device memory one chunk may use; safe on a 24 GiB machine
+BYTES_PER_RUN_STEP = 160      # store + policy state + XLA temporaries, per (run, step); measured
+BYTES_PER_EPISODE_STEP = 64   # episode arrays (+ 12 per field slot)
+# a slice of a large param grid, per run-step: 20,000 thresholds at a 256M cap peaked 477 MB over
+# the interpreter's 310 MB when sized at BYTES_PER_RUN_STEP, 420 MB at 320, 335 MB (1.3x) at 400
+GRID_BYTES_PER_RUN_STEP = 400
+RUNS_PER_CALL = 16384         # beyond this, bigger calls stop paying on CPU (cache effects), measured
+
+
+def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str]) -> dict[str, list[str]]:
+    """Track → policy names. ``"published"`` (or its old name ``"reference"``) is the published
+    line-up per track; otherwise the named policies (a comma-separated string or a list) each run on
+    the asked tracks they support."""
+    tracks = list(tracks)
+    if not tracks:
+        raise ValueError("tracks: give at least one track")
+    for track in tracks:
+        check_any_track(track)
+    if isinstance(spec, str) and LINEUP_ALIASES.get(spec, spec) == PUBLISHED_LINEUP:
+        if set(tracks) - set(PUBLISHED_TRACKS):
+            raise ValueError(f"policies {spec!r}: the published line-up covers {', '.join(PUBLISHED_TRACKS)} only; "
+                             f"name the policies to run on {', '.join(sorted(set(tracks) - set(PUBLISHED_TRACKS)))}")
+        return {track: list(lineup(track)) for track in tracks}
+    names = [name.strip() for name in (spec.split(",") if isinstance(spec, str) else spec) if name.strip()]
+    if not names:
+        raise ValueError(f"policies: give at least one policy name (or {PUBLISHED_LINEUP!r}); got {spec!r}")
+    for name in names:
+        if not set(make(name).tracks) & set(tracks):
+            raise ValueError(f"policy {name!r} runs on tracks {', '.join(make(name).tracks)}, "
+                             f"none of which was asked ({', '.join(tracks)})")
+    return {track: [name for name in names if track in make(name).tracks] for track in tracks}
+
+
+def parse_param_values(text: str) -> np.ndarray:
+    """``start:stop:count`` (inclusive linspace) or ``v1,v2,...`` as a [P] float64 array (an array,
+    not a list: a 100-million-point range is 800 MB here, not 3 GB of Python floats)."""
+    try:
+        if ":" in text:
+            start, stop, count = text.split(":")
+            if int(count) < 1 or not np.isfinite([float(start), float(stop)]).all():
+                raise ValueError
+            values = np.linspace(float(start), float(stop), int(count))
+        else:
+            values = np.asarray([float(part) for part in text.split(",") if part.strip()], np.float64)
+    except (ValueError, MemoryError):
+        raise ValueError(f"expected start:stop:count or comma-separated numbers, got {text!r}") from None
+    if not values.size:
+        raise ValueError(f"expected at least one value, got {text!r}")
+    if not np.all(np.isfinite(values)):  # a NaN or inf param would give NaN metrics, not an error
+        raise ValueError(f"expected finite numbers, got {text!r}")
+    # repeated grid points would give duplicate rows (a range repeats only where float64 runs out
+    # of resolution: neighbours compare equal)
+    repeats = np.any(values[1:] == values[:-1]) if ":" in text else np.unique(values).size < values.size
+    if repeats:
+        raise ValueError(f"values repeat in {text!r}; list each grid point once")
+    return values
+
+
+def check_params(params: dict | None, names: Sequence[str]) -> dict:
+    """Policy name -> its swept params (names), checking that every swept param belongs to some
+    policy in ``names`` and that integer params get whole numbers."""
+    params = {name: np.atleast_1d(np.asarray(values)) for name, values in (params or {}).items()}
+    for param, values in params.items():
+        owners = [name for name in dict.fromkeys(names) if param in make(name).params]
+        if not owners:
+            known = "; ".join(f"{name}: {', '.join(make(name).params) or 'none'}" for name in dict.fromkeys(names))
+            raise ValueError(f"param {param}: no selected policy has a param {param!r} (their params: {known})")
+        if not values.size:
+            raise ValueError(f"param {param}: give at least one value")
+        for name in owners:
+            default = make(name).params[param]
+            as_float = values.astype(np.float64)
+            if isinstance(default, int) and np.any(as_float != np.round(as_float)):
+                raise ValueError(f"param {param}: {name}'s {param} is an integer; got {values.tolist()[:20]}")
+    return {name: [param for param in params if param in make(name).params] for name in dict.fromkeys(names)}
+
+
+def grid_points(params: dict | None, names: Sequence[str]) -> dict[str, int]:
+    """Policy name -> grid points it runs (the product of its swept params' value counts; 1 if none),
+    without building the grid."""
+    swept = check_params(params, names)
+    return {name: int(np.prod([np.size(params[param]) for param in swept[name]], dtype=np.int64)) for name in swept}
+
+
+def param_grids(params: dict | None, names: Sequence[str]) -> dict:
+    """Policy name -> ``{param: [P] values}`` over the Cartesian product of the swept params it has
+    (P points, the first param varying slowest), or None if it has none of them. A swept param that
+    no policy in ``names`` has is an error, as is a non-integral value for an integer param."""
+    swept = check_params(params, names)
+    grids = {}
+    for name, its_params in swept.items():
+        if not its_params:
+            grids[name] = None
+            continue
+        axes = np.meshgrid(*(np.atleast_1d(np.asarray(params[param])) for param in its_params), indexing="ij")
+        grids[name] = {param: axis.ravel() for param, axis in zip(its_params, axes)}
+    return grids
+
+
+def chunk_size(encoded: EncodedEpisodes, n_runs: int, memory_cap: int, n_devices: int,
+               n_episodes: int | None = None) -> int:
+    """Episodes per chunk, each run ``n_runs`` times by a call (budgets x tracks x grid points):
+    within the memory cap and RUNS_PER_CALL runs per device, balanced over ``n_episodes`` (default:
+    the set's) so the padded last chunk wastes little, and a multiple of the device count."""
+    n_steps, n_fields = encoded.n_steps, encoded.arrays.field_value.shape[-1]
+    per_episode = n_steps * (n_runs * BYTES_PER_RUN_STEP + BYTES_PER_EPISODE_STEP + 12 * n_fields)
+    per_device = max(min(memory_cap // per_episode // n_devices, RUNS_PER_CALL // n_runs), 1)
+    per_device_needed = -(-(n_episodes or encoded.n_episodes) // n_devices)
+    n_chunks = -(-per_device_needed // per_device)
+    return int(-(-per_device_needed // n_chunks) * n_devices)
+
+
+def points_per_slice(encoded: EncodedEpisodes, n_runs: int, n_points: int, memory_cap: int, n_devices: int) -> int:
+    """Param grid points one call may run (with one episode per device, run ``n_runs`` times per
+    point: budgets x tracks): all ``n_points`` unless that would pass the memory cap or
+    RUNS_PER_CALL; then the grid is run in slices of this many."""
+    n_steps, n_fields = encoded.n_steps, encoded.arrays.field_value.shape[-1]
+    episode_bytes = n_steps * (BYTES_PER_EPISODE_STEP + 12 * n_fields)
+    by_memory = (memory_cap // n_devices - episode_bytes) // (n_steps * n_runs * GRID_BYTES_PER_RUN_STEP)
+    return int(max(1, min(n_points, by_memory, RUNS_PER_CALL // n_runs)))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Chunk:
+    """One unit of rows: episodes ``start .. stop-1`` of the sweep at param grid points
+    ``first_point .. end_point-1`` (a grid too large for one call runs in slices; policies without
+    swept params run in a chunk's first slice). This process runs ``episodes`` of them (all, or its
+    share among several processes), padded to ``size`` (one shape for every chunk)."""
+
+    index: int             # 0, 1, ...: chunks are written in this order
+    start: int
+    stop: int
+    size: int              # episodes per padded run of a chunk on this process
+    episodes: np.ndarray   # [n] int64 the episode indices this process runs (may be empty)
+    first_point: int = 0   # the slice of every policy's param grid this chunk runs (the last slice
+    end_point: int = 1     # of a large grid padded to the others' size: one shape, one compile)
+
+    @property
+    def real(self) -> np.ndarray:
+        """[n] the episode indices this process runs."""
+        return self.episodes
+
+    @property
+    def padded(self) -> np.ndarray:
+        """[size] those indices padded with copies of the last one."""
+        return np.concatenate([self.episodes, np.full(self.size - len(self.episodes), self.episodes[-1])])
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SweepPlan:
+    """A checked sweep: what runs where, and in which chunks (build it with :func:`make_plan`)."""
+
+    encoded: EncodedEpisodes
+    budgets: np.ndarray          # [B] int64 bytes
+    lineup: dict                 # track -> [policy names], in the published row order
+    grids: dict                  # policy name -> {param: [P] values} or None
+    param_columns: tuple         # ("param_NAME", ...) for each swept param
+    oracle: str                  # an oracle mode (wpbjax.oracle.ORACLE_MODES)
+    set_index: np.ndarray        # [N] int64 episode set of each episode (row order)
+    devices: tuple
+    call_devices: tuple          # the devices one call splits its episodes over: all of them, or the first
+                                 #   alone when there are fewer episodes than devices (see make_plan)
+    chunk_episodes: int          # episodes per (padded) chunk
+    first_chunk_workers: int     # threads of the first chunk (it compiles every policy)
+    points_per_slice: int        # param grid points per call (all of them unless the grid is too large)
+    work: dict                   # policy name -> run-steps its program does over the sweep (this process)
+    cluster: object = None       # wpbjax.distributed.Cluster: this process's place among several, or None
+    first_episode: int = 0       # a block of a larger set (wpbjax.sweeps.blocks): its first episode's number
+    n_episodes_total: int = 0    # ... and the whole set's episode count (0: the plan covers the whole set)
+    reads: ReadPlan = ReadPlan()  # probes and retriever (wpbjax.reads): one row per K of each run
+
+    @property
+    def policy_names(self) -> list[str]:
+        return list(dict.fromkeys(name for names in self.lineup.values() for name in names))
+
+    @property
+    def n_chunks(self) -> int:
+        return -(-self.encoded.n_episodes // self.chunk_episodes)
+
+    @property
+    def episodes_per_run(self) -> int:
+        """Episodes of one padded chunk run on this process (its share when there are several)."""
+        if self.cluster is None:
+            return self.chunk_episodes
+        return self.cluster.share_size(self.chunk_episodes, len(self.devices))
+
+    def chunks(self) -> list[Chunk]:
+        """The sweep's chunks (units of rows) in order: episode chunks, each in slices of grid points;
+        with several processes, each holds this process's share of the episodes."""
+        n, size = self.encoded.n_episodes, self.chunk_episodes
+        n_points = max([self.points(name) for name in self.policy_names] + [1])
+        slices = [(lo, lo + self.points_per_slice) for lo in range(0, n_points, self.points_per_slice)]
+        chunks = []
+        for start in range(0, n, size):
+            episodes = np.arange(start, min(start + size, n))
+            if self.cluster is not None:
+                episodes = self.cluster.share(episodes)
+            chunks += [Chunk(len(chunks), start, min(start + size, n), self.episodes_per_run, episodes, lo, hi)
+                       for lo, hi in slices]
+        return chunks
+
+    def points(self, name: str) -> int:
+        """Param grid points of policy ``name`` (1 if it sweeps none)."""
+        grid = self.grids[name]
+        return len(next(iter(grid.values()))) if grid else 1
+
+    @property
+    def total_runs(self) -> int:
+        """Runs of the sweep, every block's (a policy with swept params counts once per grid point)."""
+        return (self.n_episodes_total or self.encoded.n_episodes) * len(self.budgets) * sum(
+            self.points(name) for names in self.lineup.values() for name in names) * len(self.reads.retriever.top_k)
+
+
+def check_sweep(budgets: Sequence[int] = PAPER_BUDGETS, policies: str | Sequence[str] = PUBLISHED_LINEUP,
+                tracks: Sequence[str] = DEFAULT_TRACKS, oracle: str = "exact", memory_cap: int = DEFAULT_MEMORY_CAP,
+                params: dict | None = None) -> tuple:
+    """Check a sweep's arguments without its episodes (cheap: callers check before generating them;
+    the param grid is not built). Returns (budgets [B] int64, line-up, grid points per policy, oracle mode)."""
+    budgets = check_budgets(budgets)
+    oracle = oracle_lib.check_mode(oracle)
+    if memory_cap < 1:
+        raise ValueError(f"memory cap must be a positive number of bytes; got {memory_cap}")
+    lineup_ = resolve_policies(policies, tracks)
+    refuse_repeats("budgets", budgets.tolist())
+    for names in lineup_.values():
+        refuse_repeats("policies", names)
+    points = grid_points(params, [name for names in lineup_.values() for name in names])
+    return budgets, lineup_, points, oracle
+
+
+def make_plan(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
+              policies: str | Sequence[str] = PUBLISHED_LINEUP, tracks: Sequence[str] = DEFAULT_TRACKS,
+              oracle: str = "exact", set_index: Sequence[int] | None = None,
+              memory_cap: int = DEFAULT_MEMORY_CAP, devices=None, params: dict | None = None,
+              cluster=None, first_episode: int = 0, n_episodes_total: int | None = None,
+              reads: ReadPlan | None = None) -> SweepPlan:
+    """Check every argument and fix the sweep's line-up, grids and chunks (see :func:`wpbjax.sweeps.run_sweep`).
+    ``cluster``: this process's place among several (:mod:`wpbjax.distributed`): each runs its share of
+    every chunk, and process 0 gathers the rows. ``first_episode``, ``n_episodes_total``: ``encoded``
+    is the block of episodes ``first_episode ..`` of a set of ``n_episodes_total`` (see
+    :mod:`wpbjax.sweeps.blocks`): devices and chunks are chosen for the whole set, and the episodes'
+    random keys are their numbers in it. ``reads``: the probes and the retriever (default: the episodes'
+    ``probes`` labels, K = 5; wpbjax.reads); the plan's episodes carry the probes it reads with."""
+    from wpbjax import devices as devices_lib
+
+    budgets, lineup_, _, oracle = check_sweep(budgets, policies, tracks, oracle, memory_cap, params)
+    reads = ReadPlan() if reads is None else reads
+    encoded = reads.apply(encoded)
+    names = list(dict.fromkeys(name for names in lineup_.values() for name in names))
+    grids = param_grids(params, names)
+    n_episodes = encoded.n_episodes
+    whole = n_episodes_total or n_episodes  # the set the devices and chunks are chosen for
+    set_index = np.zeros(n_episodes, np.int64) if set_index is None else np.asarray(set_index, np.int64)
+    if set_index.shape != (n_episodes,):
+        raise ValueError(f"set_index: expected one set number per episode ({n_episodes}); got shape {set_index.shape}")
+    # a policy runs all its tracks in one call (its episodes once per track, stacked)
+    tracks_per_call = max(sum(name in names for names in lineup_.values()) for name in names)
+    n_points = max([len(next(iter(grid.values()))) for grid in grids.values() if grid] + [1])
+    runs_per_episode = len(budgets) * tracks_per_call
+    # (a sweep of few runs in one process starts JAX on one core, see devices.start_on_one_core)
+    runs_per_call = whole * runs_per_episode * n_points if cluster is None else None
+    devices = tuple(devices or devices_lib.local_devices(runs_per_call=runs_per_call))
+    # Fewer episodes than devices: splitting them over every device pads each call with copies (one
+    # 200,000-step episode ran as 4 runs on 2 devices, 1 of them real), so each call runs on one
+    # device, and the calls of different policies side by side (the CPU runtime runs them at once).
+    call_devices = devices if whole >= len(devices) or cluster is not None else devices[:1]
+    # The first chunk compiles every policy's program: one thread per core overlaps one policy's
+    # tracing (Python) with another's compiling (XLA, outside the GIL), 10-20% off a paper-grid sweep.
+    # Later chunks reuse the programs and run one call at a time. Chunks fit the cap either way.
+    first_chunk_workers = min(len(names), len(os.sched_getaffinity(0)))
+    # a grid too large for one call runs in slices of points (each (chunk, slice) one unit of rows)
+    call_cap = memory_cap // first_chunk_workers
+    per_slice = points_per_slice(encoded, runs_per_episode, n_points, call_cap, len(call_devices))
+    size = chunk_size(encoded, runs_per_episode * per_slice, call_cap, len(call_devices), whole)
+    n_chunks = -(-whole // size)
+    per_run = size if cluster is None else cluster.share_size(size, len(devices))
+    work = {name: n_chunks * per_run * len(budgets) * encoded.n_steps * sum(name in names for names in lineup_.values())
+            for name in names}
+    return SweepPlan(encoded, budgets, lineup_, grids, tuple(f"param_{name}" for name in (params or {})), oracle,
+                     set_index, devices, call_devices, size, first_chunk_workers, per_slice, work, cluster,
+                     first_episode, n_episodes_total or 0, reads)

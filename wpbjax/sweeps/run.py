@@ -1,0 +1,267 @@
+"""Running a sweep plan: one chunk at a time (:func:`run_chunk`), as a stream of tables
+(:func:`iter_sweep`), one table (:func:`run_sweep`) or a results writer (:func:`write_chunks`).
+
+Within a chunk the oracle runs on a thread while the policies run (the first chunk on one thread
+per core: it compiles every policy's program); rows come in the published harness's order
+(episode set, budget, episode, track, policy), so a sweep that fits one chunk (the paper grid
+does) is in exactly that order.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+import jax
+import numpy as np
+import pandas as pd
+
+from wpbjax import devices as devices_lib, reads, rollout
+from wpbjax.episodes.encode import EncodedEpisodes
+from wpbjax.oracle import oracle_batch
+from wpbjax.policies import make
+from wpbjax.progress import Progress
+from wpbjax.scoring import COLUMNS, leaderboard_sums, score_rows
+from wpbjax.sweeps.plan import (
+    DEFAULT_MEMORY_CAP,
+    DEFAULT_TRACKS,
+    PAPER_BUDGETS,
+    PUBLISHED_LINEUP,
+    Chunk,
+    SweepPlan,
+    make_plan,
+)
+from wpbjax.tracks import cost_track, sees_utility
+
+
+def _oracle_tables(plan: SweepPlan, chunk: Chunk) -> dict[str, np.ndarray]:
+    """Cost track -> [n, B] oracle utility of the chunk's episodes (one task for every cost track, so
+    that the oracle's program compiles once)."""
+    encoded, real = plan.encoded, chunk.real
+    return {costs: oracle_batch(encoded.track_costs(costs)[real], encoded.utility64[real],
+                                encoded.arrays.length[real], plan.budgets, plan.oracle)
+            for costs in dict.fromkeys(map(cost_track, plan.lineup))}
+
+
+def _track_batch(plan: SweepPlan, chunk: Chunk, tracks: tuple, devices: tuple):
+    """The padded chunk's episodes once per track in ``tracks``, stacked on the episode axis
+    ([len(tracks) * size] episodes), on ``devices``."""
+    parts = []
+    for track in tracks:
+        batch = plan.encoded.host_batch(cost_track(track), chunk.padded)  # feedback and oracle pay unprivileged costs
+        if not sees_utility(track):  # policies on these tracks cannot read the hidden utility
+            batch = dataclasses.replace(batch, utility=np.zeros_like(batch.utility))
+        parts.append(batch)
+    stacked = parts[0] if len(parts) == 1 else jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *parts)
+    return devices_lib.place(stacked, devices)
+
+
+def _policy_rows(plan: SweepPlan, chunk: Chunk, name: str, tracks: tuple, batch,
+                 oracle_utility: Callable[[str], np.ndarray]) -> dict[str, dict]:
+    """Track -> rows of policy ``name`` on the chunk (as column arrays, :func:`wpbjax.scoring.score_rows`),
+    for each of its ``tracks``, from one call on
+    ``batch`` (:func:`_track_batch`: the chunk once per track). ``oracle_utility(cost_track)``: the
+    [n, B] oracle utilities, asked for once the policy has run (the oracle computes meanwhile on
+    another thread)."""
+    policy, encoded = make(name), plan.encoded
+    history = reads.has_probes(encoded)
+    if history:  # the store records when each item came and went: what reads are scored on
+        policy = rollout.with_history(policy)
+    grid, n_grid = _grid_slice(plan.grids[name], chunk)
+    real, padded, n = chunk.real, chunk.padded, len(chunk.real)
+    index = np.tile(padded + plan.first_episode, len(tracks))  # each track's runs draw the same keys
+    if grid is None and policy.plan is None:
+        counts = rollout.simulate(policy, batch, plan.budgets, episode_index=index, work=plan.work[name])
+        # one grid point (on the host: indexing a device array would be one more dispatched program per field)
+        counts = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[None], counts)
+    else:
+        run_inputs = None
+        if policy.plan is not None:  # hindsight: from the exact float64 utilities
+            parts = [policy.plan(encoded.track_costs(cost_track(track))[padded], encoded.utility64[padded],
+                                 encoded.arrays.length[padded], plan.budgets) for track in tracks]
+            run_inputs = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+        counts = rollout.simulate_grid(policy, batch, plan.budgets, params=grid, run_inputs=run_inputs,
+                                        episode_index=index)
+    counts = {field: np.asarray(value) for field, value in vars(counts).items()
+              if value is not None}  # [P, tracks x size, B, ...]
+    frames = {}
+    for number, track in enumerate(tracks):
+        # the slice's real grid points at once: [P, n, B] counts, read as P * n episodes
+        first = number * len(padded)
+        host = {field: value[:n_grid, first:first + n].reshape((n_grid * n,) + value.shape[2:])
+                for field, value in counts.items()}
+        order = list(plan.lineup).index(track) * 1000 + plan.lineup[track].index(name)
+        episodes = np.tile(real, n_grid)
+        read_columns = reads.read_metrics(host, encoded, episodes, cost_track(track), plan.reads.retriever) \
+            if history else reads.blank_columns((len(episodes), len(plan.budgets), len(plan.reads.retriever.top_k)),
+                                                plan.reads.retriever.top_k)
+        frame = score_rows(encoded, episodes, plan.budgets, host, np.tile(oracle_utility(cost_track(track)), (n_grid, 1)),
+                           track, name, plan.set_index, order, read_columns)
+        if grid is not None:
+            point = np.repeat(np.arange(n_grid), n * len(plan.budgets) * len(plan.reads.retriever.top_k))
+            for param, column in grid.items():
+                frame[f"param_{param}"] = column[point]
+            frame["_point"] = point + chunk.first_point
+        frames[track] = frame
+    return frames
+
+
+def _grid_slice(grid: dict | None, chunk: Chunk) -> tuple[dict | None, int]:
+    """(the chunk's points of a policy's grid, padded to the slice size with its last point so that
+    every slice has one shape; the number of real points). (None, 1) for a policy without a grid."""
+    if grid is None:
+        return None, 1
+    real = {param: values[chunk.first_point:chunk.end_point] for param, values in grid.items()}
+    n_real = len(next(iter(real.values())))
+    size = chunk.end_point - chunk.first_point
+    return {param: np.concatenate([values, np.repeat(values[-1:], size - n_real)]) for param, values in real.items()}, n_real
+
+
+def _runs_in(plan: SweepPlan, chunk: Chunk, name: str) -> bool:
+    """Whether policy ``name`` has rows in the chunk: grid points in its slice, or (no grid) the
+    chunk's first slice."""
+    grid = plan.grids[name]
+    return chunk.first_point == 0 if grid is None else chunk.first_point < plan.points(name)
+
+
+def run_chunk(plan: SweepPlan, chunk: Chunk, progress: Progress | None = None,
+              compiles: bool | None = None) -> pd.DataFrame | None:
+    """The results rows of one chunk of the plan (``COLUMNS`` + the plan's param columns), in row order.
+    With several processes (``plan.cluster``) each runs its share and process 0 gets the whole
+    chunk's rows (a collective: every process calls it for every chunk); the others get None.
+    ``compiles``: this is the first chunk run in the process (default: chunk 0), so it runs its
+    policies on one thread per core (their tracing and compiling overlap)."""
+    compiles = chunk.index == 0 if compiles is None else compiles
+    # calls of one device side by side (see SweepPlan.call_devices) keep every core busy in every chunk
+    side_by_side = compiles or len(plan.call_devices) < len(plan.devices)
+    parts = _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1) if len(chunk.real) else []
+    if plan.cluster is None:
+        return _in_order(parts, plan.param_columns) if parts else None
+    every = list(dict.fromkeys(column for part in parts for column in part)) + ["_point"]
+    table = pd.DataFrame(_joined(parts, dict.fromkeys(every))) if parts else None
+    gathered = plan.cluster.gather(table)  # every process's share, in process order, on process 0
+    if gathered is None:
+        return None
+    if progress is not None:  # the other processes' runs
+        progress.advance(len(gathered) - (0 if table is None else len(table)), "other processes")
+    return _in_order([{column: gathered[column].to_numpy() for column in gathered}], plan.param_columns)
+
+
+def _chunk_frames(plan: SweepPlan, chunk: Chunk, progress: Progress | None, workers: int) -> list[dict]:
+    """This process's rows of a chunk, one part (column arrays) per (track, policy) in the published order."""
+    names = [name for name in plan.policy_names if _runs_in(plan, chunk, name)]
+    tracks_of = {name: tuple(track for track in plan.lineup if name in plan.lineup[track]) for name in names}
+    batches = {tracks: _track_batch(plan, chunk, tracks, plan.call_devices) for tracks in set(tracks_of.values())}
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        # the oracle first (the policies' rows wait on it)
+        oracles = pool.submit(_oracle_tables, plan, chunk)
+
+        def policy_frames(name: str) -> dict:
+            """Track -> rows of policy ``name`` on the chunk (every asked track it runs on)."""
+            return _policy_rows(plan, chunk, name, tracks_of[name], batches[tracks_of[name]],
+                                lambda costs: oracles.result()[costs])
+
+        # longest compiles first (multi-action walks, more action kinds), so the threads finish together
+        by_size = sorted(names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
+        futures = {name: pool.submit(policy_frames, name) for name in by_size}
+        by_policy = {}
+        for name, future in futures.items():
+            by_policy[name] = future.result()
+            for track, part in by_policy[name].items():
+                if progress is not None:
+                    progress.advance(len(part["f1"]), f"{track} {name}")
+    return [by_policy[name][track] for track in plan.lineup for name in plan.lineup[track] if name in by_policy]
+
+
+def _joined(parts: list[dict], columns) -> dict:
+    """Column -> the parts' arrays of it end to end (NaN where a part has no such column: a swept
+    param the policy lacks, the grid point of a policy without a grid)."""
+    lengths = [len(part["f1"]) for part in parts]
+    return {column: np.concatenate([part[column] if column in part else np.full(length, np.nan)
+                                    for part, length in zip(parts, lengths)]) for column in columns}
+
+
+def _in_order(parts: list[dict], param_columns) -> pd.DataFrame:
+    """A chunk's rows (``parts``: column arrays with the row-order columns) in the published order
+    (set, budget, episode, track and policy, grid point; stable), with the published columns and one
+    column per swept param (NaN where a policy has no such param), as one table built once."""
+    keys = ["_set", "_budget", "_episode", "_order"] + (["_point"] if any("_point" in part for part in parts) else [])
+    columns = _joined(parts, list(COLUMNS) + list(param_columns) + keys)
+    # np.lexsort: stable, last key first; a NaN grid point (a policy without a grid) ties only within its own part
+    order = np.lexsort([np.nan_to_num(columns[key], nan=-1) for key in reversed(keys)])
+    return pd.DataFrame({column: columns[column][order] for column in list(COLUMNS) + list(param_columns)})
+
+
+def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
+               policies: str | Sequence[str] = PUBLISHED_LINEUP, tracks: Sequence[str] = DEFAULT_TRACKS,
+               oracle: str = "exact", set_index: Sequence[int] | None = None, memory_cap: int = DEFAULT_MEMORY_CAP,
+               devices=None, progress: Progress | None = None, params: dict | None = None,
+               cluster=None) -> Iterator[pd.DataFrame]:
+    """Yield the results table chunk by chunk (see :func:`run_sweep`). ``cluster``: this process's
+    place among several (``wpbjax.distributed``): it runs its share of every chunk, and only process 0
+    yields, the whole chunk's rows."""
+    plan = make_plan(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, params, cluster)
+    for chunk in plan.chunks():
+        table = run_chunk(plan, chunk, progress)
+        if table is not None:
+            yield table
+
+
+def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks, params: dict | None = None) -> int:
+    """Runs of a sweep (a policy with swept params counts once per grid point)."""
+    from wpbjax.sweeps.plan import grid_points, resolve_policies
+
+    lineup = resolve_policies(policies, tracks)
+    points = grid_points(params, [name for names in lineup.values() for name in names])
+    return encoded.n_episodes * n_budgets * sum(points[name] for names in lineup.values() for name in names)
+
+
+def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
+              policies: str | Sequence[str] = PUBLISHED_LINEUP, tracks: Sequence[str] = DEFAULT_TRACKS,
+              oracle: str = "exact", set_index: Sequence[int] | None = None, quiet: bool = True,
+              memory_cap: int = DEFAULT_MEMORY_CAP, devices=None, params: dict | None = None) -> pd.DataFrame:
+    """Every (episode, budget, track, policy) run as one row with the published columns (+ merge_actions
+    and the confusion counts).
+
+    ``set_index`` [N] groups episodes into sets (e.g. one per input file) for row order. ``params``:
+    param name -> values; each policy runs over the Cartesian product of the swept params it has
+    (vmapped: one compile per policy), with a ``param_NAME`` column per swept param (NaN for
+    policies without it).
+    """
+    plan = make_plan(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, params)
+    with Progress(plan.total_runs, enabled=not quiet) as progress:
+        return pd.concat([run_chunk(plan, chunk, progress) for chunk in plan.chunks()], ignore_index=True)
+
+
+def write_chunks(plan: SweepPlan, writer, progress: Progress | None = None, chunks: Iterable[Chunk] | None = None,
+                 sums: pd.DataFrame | None = None, after_write: Callable | None = None) -> pd.DataFrame | None:
+    """Run ``chunks`` (default: all of the plan's, in order) and hand each table to ``writer.write``
+    (:class:`wpbjax.results_io.ResultsWriter`) on a background thread while the next chunk computes
+    (pyarrow's writer leaves the GIL; at most one chunk waits to be written; a failed write stops
+    the sweep with its error at the next chunk). Committing the writer is the caller's.
+
+    ``sums``: the running F1 sums of chunks already written (a resumed sweep); ``after_write(sums)``
+    is called once a chunk's bytes are written, with the sums up to it (a resume manifest records
+    them). Returns the running sums (:func:`wpbjax.scoring.leaderboard_from_sums` makes the
+    leaderboard), or None if nothing was written. With several processes only process 0 has a
+    writer; the others pass None."""
+    written, first = None, True
+
+    def save(table: pd.DataFrame, sums_so_far: pd.DataFrame) -> None:
+        writer.write(table)
+        if after_write is not None:
+            after_write(sums_so_far)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as background:
+        for chunk in plan.chunks() if chunks is None else chunks:
+            table = run_chunk(plan, chunk, progress, compiles=first)
+            first = False
+            if table is None or writer is None:
+                continue
+            if written is not None:
+                written.result()  # raises if that write failed
+            sums = leaderboard_sums([part for part in (sums, table) if part is not None])
+            written = background.submit(save, table, sums)
+        if written is not None:
+            written.result()
+    return sums

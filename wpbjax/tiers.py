@@ -1,0 +1,255 @@
+"""Tiered runs (docs/tiers.md): a journal and a checkpoint per run, each with its own byte budget.
+
+One run is a ``fori_loop`` over its steps; each step: a crash check (a crash before step ``pos`` loses the
+policy's unflushed buffer: ``lost_at_crash``), the policy's :class:`~wpbjax.actions.TierAction`, the store's
+tier rules (:func:`wpbjax.store.tier_apply`), and every ``consolidate_every`` steps a consolidation pass
+(:func:`wpbjax.store.consolidate`, O(T), a ``lax.cond`` inside the same compiled loop). Runs are vmapped over
+(checkpoint budget, journal budget) pairs and episodes. The one-tier engine (wpbjax.rollout) is untouched.
+
+**Crashes.** Before each real step ``pos > 0`` the run crashes with probability ``crash_rate``: an
+independent draw per step from the episode's key (``jax.random.key(seed)`` folded with the episode index,
+then with ``pos``). A crash ends the session abruptly: the buffered steps not in the journal are lost
+(counted), the journal and the checkpoint survive.
+
+**Write amplification** (:class:`CostModel`). Each checkpoint add (write or promote) is one extraction call
+(distil the fact), one embedding call (index it) and one dedupe lookup (find its older version); each
+checkpoint item a consolidation pass scans is one more dedupe lookup; a journal append costs no call
+(triage is a rule). ``total_cost = bytes_written + sum(weight * calls)``, weights in byte-equivalents;
+``amplification = total_cost / bytes_written``.
+
+**Reads** (:func:`tier_read_columns`). Current-value and never-seen probes read the checkpoint (the journal
+where the run has no checkpoint budget: ``journal_only``); as-of probes read the checkpoint and fall back
+to the journal, each such probe scanning every journal record present then (``journal_scan_bytes``, the
+extra cost). Each side is answered by :func:`wpbjax.reads.read_counts` from the tier's history.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from wpbjax import actions, integrity, reads, store as store_lib
+from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.episodes import facts as facts_lib, probes as probes_lib
+from wpbjax.policies.tiers import TierPolicy, init as tier_init
+from wpbjax.store import STILL_HELD
+
+
+@dataclasses.dataclass(frozen=True)
+class CostModel:
+    """Byte-equivalent weight of each model call (user-settable). Defaults: a convention, not a measurement
+    -- an extraction (an LLM call reading the raw step) outweighs an embedding, which outweighs a lookup."""
+
+    extraction: float = 256.0
+    embedding: float = 64.0
+    dedupe: float = 16.0
+
+    def __post_init__(self):
+        for name in ("extraction", "embedding", "dedupe"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise ArgumentError(f"{arg('costs')} {name}: expected a finite number >= 0; got {value!r}")
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class TierRun:
+    """A tiered run's final store and its crash counts."""
+
+    store: store_lib.TierStore
+    crashes: jax.Array        # [] int32 crashes during the run
+    lost_at_crash: jax.Array  # [] int32 buffered steps lost (not journaled) at those crashes
+
+
+def run(policy: TierPolicy, params, episode, checkpoint_budget, journal_budget, crash_rate, key) -> TierRun:
+    """One tiered run (one episode's arrays, one budget pair): its final store and crash counts."""
+    fact = episode.fact_key[:, 0]
+    every = params.get("consolidate_every", jnp.zeros((), jnp.int32))
+
+    def body(pos, carry):
+        store, state, crashes, lost = carry
+        crash = (pos > 0) & episode.valid[pos] & (jax.random.uniform(jax.random.fold_in(key, pos)) < crash_rate)
+        buffered = state.buffer >= 0
+        unsaved = buffered & ~store.in_journal[jnp.maximum(state.buffer, 0)]
+        lost = lost + jnp.where(crash, unsaved.sum(dtype=jnp.int32), 0)
+        state = dataclasses.replace(state, buffer=jnp.where(crash, store_lib.NONE, state.buffer))
+        action, state = policy.act(params, state, store, episode, pos, checkpoint_budget)
+        store = store_lib.tier_apply(store, actions.mask_tier(action, episode.valid[pos]), episode, pos,
+                                     checkpoint_budget, journal_budget)
+        due = (every > 0) & ((pos + 1) % jnp.maximum(every, 1) == 0)  # unbatched: a real branch, not a select
+
+        def pass_(store):
+            passed = store_lib.consolidate(store, episode, fact, pos, checkpoint_budget, journal_budget)
+            return jax.tree_util.tree_map(lambda a, b: jnp.where(episode.valid[pos], a, b), passed, store)
+
+        store = jax.lax.cond(due, pass_, lambda store: store, store)
+        return store, state, crashes + crash, lost
+
+    zero = jnp.zeros((), jnp.int32)
+    carry = (store_lib.tier_empty(episode.valid.shape[0]), tier_init(episode), zero, zero)
+    store, _, crashes, lost = jax.lax.fori_loop(0, episode.valid.shape[0], body, carry)
+    return TierRun(store=store, crashes=crashes, lost_at_crash=lost)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _simulate(policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, seed, episode_index):
+    keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(jax.random.key(seed), episode_index)
+    over_budgets = jax.vmap(run, in_axes=(None, None, None, 0, 0, None, None))
+    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, None, None, 0))
+    return over_episodes(policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, keys)
+
+
+def _tier_budgets(budgets, name: str) -> np.ndarray:
+    """[B] int32 bytes of one tier; 0 is allowed (the run has no such tier)."""
+    values = np.atleast_1d(np.asarray(budgets))
+    if (values.ndim != 1 or not values.size or not np.issubdtype(values.dtype, np.integer)
+            or (values < 0).any() or (values > 2**31 - 1).any()):
+        raise ArgumentError(f"{arg(name)}: expected whole numbers of bytes within 0..2^31-1; got {values.tolist()}")
+    return values.astype(np.int32)
+
+
+def simulate_tiers(policy: TierPolicy, batch, checkpoint_budgets, journal_budgets, params=None, crash_rate=0.0,
+                   seed: int = 0) -> TierRun:
+    """Tiered runs of every (episode, budget pair): leaves [N, B, ...]. ``batch``: an EpisodeBatch with fact
+    tables; ``checkpoint_budgets``, ``journal_budgets``: [B] bytes each (pairs, zipped); ``crash_rate``: the
+    per-step crash probability (module note)."""
+    checkpoint = _tier_budgets(checkpoint_budgets, "budgets")
+    journal = _tier_budgets(journal_budgets, "journal_budgets")
+    if checkpoint.shape != journal.shape:
+        raise ArgumentError(f"{arg('journal_budgets')}: expected one per checkpoint budget ({checkpoint.shape[0]}); "
+                            f"got {journal.shape[0]}")
+    if batch.fact_key is None:
+        raise ArgumentError(f"{arg('episodes')}: tiered runs need fact tables (episodes with apis or a facts label)")
+    if not 0 <= crash_rate <= 1:
+        raise ArgumentError(f"{arg('crash_rate')}: expected a probability within [0, 1]; got {crash_rate!r}")
+    index = np.arange(batch.valid.shape[0], dtype=np.uint32)
+    return _simulate(policy, policy.resolve_params(params or {}), batch, checkpoint, journal,
+                     jnp.float32(crash_rate), int(seed), index)
+
+
+# --- Rows: history, reads, costs ------------------------------------------------------------------
+def _histories(store: dict) -> dict:
+    """Per tier view, the reads history (``left_at``, ``written_at``, ``parent``; [n, B, T]) of final stores."""
+    never = store["checkpoint_added_at"] == STILL_HELD
+    checkpoint_left = np.where(store["in_checkpoint"], STILL_HELD, np.where(never, -1, store["checkpoint_left_at"]))
+    checkpoint_written = np.where(never, 0, store["checkpoint_added_at"])
+    journaled = store["in_journal"]
+    union_written = np.minimum(store["checkpoint_added_at"], store["journal_added_at"])
+    union_left = np.where(journaled, STILL_HELD, checkpoint_left)
+    parent = np.full(journaled.shape, -1, np.int32)
+    return {
+        "checkpoint": dict(left_at=checkpoint_left, written_at=checkpoint_written, parent=parent),
+        "journal": dict(left_at=np.where(journaled, STILL_HELD, -1), written_at=np.where(journaled, store["journal_added_at"], 0),
+                        parent=parent),
+        "both": dict(left_at=np.where(union_written == STILL_HELD, -1, union_left),
+                     written_at=np.where(union_written == STILL_HELD, 0, union_written), parent=parent),
+    }
+
+
+def _with_probes(encoded, keep: np.ndarray):
+    """``encoded`` with only the probes where ``keep`` ([N, Q] bool)."""
+    return dataclasses.replace(encoded, probe_pos=np.where(keep, encoded.probe_pos, -1))
+
+
+def tier_read_columns(host: dict, encoded, track: str, checkpoint_budgets, retriever=None) -> dict:
+    """Read columns ([n, B] for K = ``retriever.top_k[0]``) of tiered runs on every episode of ``encoded``."""
+    retriever = retriever or reads.Retriever()
+    episodes = np.arange(encoded.n_episodes)
+    histories = _histories(host)
+    kind, real = encoded.probe_kind, encoded.probe_pos >= 0
+    no_checkpoint = np.asarray(checkpoint_budgets) == 0                                   # [B]
+    costs = encoded.track_costs(track)
+    as_of = real & (kind == probes_lib.AS_OF)
+    totals = {}
+    for side, keep in (("checkpoint", real & ~as_of), ("journal", real & ~as_of), ("both", as_of)):
+        counts = reads.read_counts(histories[side], _with_probes(encoded, keep), episodes, costs, retriever)
+        use = np.ones(len(no_checkpoint), bool) if side == "both" else (no_checkpoint == (side == "journal"))
+        for name in ("n_probes", "n_right"):
+            totals[name] = totals.get(name, 0) + np.where(use[None, :], counts[name][..., 0], 0)
+    # the fallback's extra cost: every journal record present when an as-of probe is asked
+    record = np.asarray(store_lib.journal_cost(costs)).astype(np.int64)                               # [n, T]
+    present = host["in_journal"][:, :, None, :] & (host["journal_added_at"][:, :, None, :]
+                                                   <= encoded.probe_pos[:, None, :, None])  # [n, B, Q, T]
+    scan = np.where(present & as_of[:, None, :, None], record[:, None, None, :], 0).sum((2, 3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.where(totals["n_probes"] > 0, totals["n_right"] / np.maximum(totals["n_probes"], 1), np.nan)
+    return dict(n_probes=totals["n_probes"], read_accuracy=accuracy,
+                journal_fallbacks=np.broadcast_to(as_of.sum(1)[:, None], scan.shape), journal_scan_bytes=scan)
+
+
+def _coverage(in_memory: np.ndarray, batch) -> np.ndarray:
+    """history_coverage ([n, B]) of the set of steps ``in_memory`` ([n, B, T] bool) holds."""
+    bits = np.packbits(in_memory, axis=-1)
+    held = integrity.numerators(bits, batch)["n_pairs_held"]
+    pairs = facts_lib.denominators(batch)["n_pairs"][:, None]
+    return np.where(pairs > 0, held / np.maximum(pairs, 1), np.nan)
+
+
+def tier_rows(result: TierRun, encoded, track: str, checkpoint_budgets, journal_budgets,
+              costs: CostModel | None = None, retriever=None) -> dict:
+    """The tier columns ([n, B] each) of :func:`simulate_tiers`' runs on every episode of ``encoded``."""
+    costs = costs or CostModel()
+    host = {name: np.asarray(value) for name, value in vars(result.store).items()}
+    batch = encoded.host_batch(track)
+    adds = host["checkpoint_adds"].astype(np.int64)
+    dedupe = adds + host["scanned"]
+    written = host["bytes_written"].astype(np.int64)
+    total = written + costs.extraction * adds + costs.embedding * adds + costs.dedupe * dedupe
+    shape = adds.shape
+    rows = dict(
+        checkpoint_budget_bytes=np.broadcast_to(np.asarray(checkpoint_budgets, np.int64), shape),
+        journal_budget_bytes=np.broadcast_to(np.asarray(journal_budgets, np.int64), shape),
+        checkpoint_bytes=host["checkpoint_used"], journal_bytes=host["journal_used"],
+        total_bytes=host["checkpoint_used"].astype(np.int64) + host["journal_used"],
+        history_coverage=_coverage(host["in_checkpoint"] | host["in_journal"], batch),
+        checkpoint_history_coverage=_coverage(host["in_checkpoint"], batch),
+        journal_adds=host["journal_adds"], checkpoint_adds=adds, promotes=host["promotes"],
+        demotes=host["demotes"], deletes=host["deletes"], rejected=host["rejected"],
+        extraction_calls=adds, embedding_calls=adds, dedupe_lookups=dedupe, bytes_written=written,
+        total_cost=total, amplification=np.where(written > 0, total / np.maximum(written, 1), np.nan),
+        crashes=np.asarray(result.crashes), lost_at_crash=np.asarray(result.lost_at_crash))
+    if encoded.probe_pos is not None:
+        rows.update(tier_read_columns(host, encoded, track, checkpoint_budgets, retriever))
+    else:  # no probes: the same columns, blank (as one-tier rows' read columns)
+        rows.update(n_probes=np.zeros(shape, np.int64), read_accuracy=np.full(shape, np.nan),
+                    journal_fallbacks=np.zeros(shape, np.int64), journal_scan_bytes=np.zeros(shape, np.int64))
+    return rows
+
+
+def tier_table(encoded, policies, budgets, journal_budgets, track: str = "unprivileged", crash_rate: float = 0.0,
+               seed: int = 0, costs: CostModel | None = None, retriever=None, params: dict | None = None):
+    """A results table of tiered runs: one row per (policy, episode, checkpoint budget, journal budget), the
+    two budget axes crossed (``budgets`` size the checkpoint, ``journal_budgets`` the journal). Columns:
+    ``policy``, ``track``, ``episode_id``, ``mode``, ``budget_bytes`` (the checkpoint's), then
+    :func:`tier_rows`' (``journal_budget_bytes`` among them)."""
+    import pandas as pd
+
+    from wpbjax.policies.tiers import get_tier_policy
+
+    checkpoint = np.repeat(_tier_budgets(budgets, "budgets"), len(np.atleast_1d(journal_budgets)))
+    journal = np.tile(_tier_budgets(journal_budgets, "journal_budgets"), len(np.atleast_1d(budgets)))
+    from wpbjax.tracks import cost_track
+
+    track_costs = cost_track(track)  # the metadata a track's items carry (and pay for)
+    batch = encoded.host_batch(track_costs)
+    chosen = [get_tier_policy(name) for name in policies]
+    unknown = sorted(set(params or {}) - {param for policy in chosen for param in policy.params})
+    if unknown:
+        raise ArgumentError(f"{arg('params')}: no tier policy of the sweep has param {', '.join(unknown)}")
+    tables = []
+    for policy in chosen:  # each gets the params it has (as a one-tier sweep's policies do)
+        name = policy.name
+        own = {param: value for param, value in (params or {}).items() if param in policy.params}
+        result = simulate_tiers(policy, batch, checkpoint, journal, params=own, crash_rate=crash_rate, seed=seed)
+        rows = tier_rows(result, encoded, track_costs, checkpoint, journal, costs, retriever)
+        n, n_budgets = np.shape(rows["checkpoint_budget_bytes"])
+        episode = np.repeat(np.arange(n), n_budgets)
+        table = {"policy": name, "track": track, "episode_id": np.asarray(encoded.episode_id, object)[episode],
+                 "mode": np.asarray(encoded.mode, object)[episode],
+                 "budget_bytes": np.asarray(rows.pop("checkpoint_budget_bytes")).reshape(-1)}
+        table.update({column: np.asarray(value).reshape(-1) for column, value in rows.items()})
+        tables.append(pd.DataFrame(table))
+    return pd.concat(tables, ignore_index=True)
