@@ -7,6 +7,11 @@ import pytest
 from wpbjax.devices import use_every_core
 
 use_every_core()  # as the CLI does, whichever test touches JAX first
+# The suite keeps compiled programs in memory only: it never writes into the user's persistent cache
+# (~/.cache/wpbjax/xla, which the CLI's commands turn on), and serializing every program of ~550 tests in
+# one process crashed XLA:CPU (a segfault in Executable.serialize, jax 0.10.2). A test of the cache
+# itself passes its own WPBJAX_CACHE_DIR.
+os.environ["WPBJAX_CACHE_DIR"] = ""
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "reference"

@@ -97,7 +97,8 @@ def test_python_disk_space_refusal_names_out_and_params(tmp_path, monkeypatch):
     with pytest.raises(ArgumentError) as caught:
         wj.sweep_to_file(tmp_path / "r.csv", **TINY)
     message = str(caught.value)
-    assert message.startswith(f"out {tmp_path / 'r.csv'}: the sweep's 4 rows need about 940.0 B, more than the 100.0 B free")
+    # 4 rows x (320 B a CSV row + 20 B for the one param column) = 1,360 B = 1.3 KiB
+    assert message.startswith(f"out {tmp_path / 'r.csv'}: the sweep's 4 rows need about 1.3 KiB, more than the 100.0 B free")
     assert "fewer episodes, budgets, policies or params values" in message and not A_FLAG.search(message)
     assert not (tmp_path / "r.csv").exists()
 
