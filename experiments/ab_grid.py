@@ -18,6 +18,7 @@ own copy, run from its worktree, with its arguments after ``--``) instead of the
 
 Prints each round's seconds, then per side the median, min and max, and the ratio of medians B / A.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,9 @@ def _run(tree: str, command: list[str], cache: str | None) -> tuple[float, float
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if result.returncode != 0:
-        raise SystemExit(f"ab_grid: {' '.join(command)} failed in {tree} (exit {result.returncode}):\n"
-                         f"{result.stderr[-2000:]}")
+        raise SystemExit(
+            f"ab_grid: {' '.join(command)} failed in {tree} (exit {result.returncode}):\n{result.stderr[-2000:]}"
+        )
     return seconds, cpu, result.stdout
 
 
@@ -70,8 +72,9 @@ def _order(rounds: int) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
     parser.add_argument("--a", required=True, help="commit A (the baseline)")
     parser.add_argument("--b", required=True, help="commit B")
     parser.add_argument("--rounds", type=int, default=4, help="runs per side (default 4)")
@@ -101,8 +104,12 @@ def main(argv=None) -> int:
                     os.remove(path)
             return _run(trees[side], _command(trees[side], args.script, arguments, out), caches[side])
 
-        described = {side: subprocess.run(["git", "-C", trees[side], "log", "-1", "--format=%h %s"], check=True,
-                                          capture_output=True, text=True).stdout.strip()[:80] for side in trees}
+        described = {
+            side: subprocess.run(
+                ["git", "-C", trees[side], "log", "-1", "--format=%h %s"], check=True, capture_output=True, text=True
+            ).stdout.strip()[:80]
+            for side in trees
+        }
         for side in trees:
             print(f"{side}: {described[side]}", flush=True)
         if not args.no_cache:  # one untimed run per side fills its cache
@@ -118,19 +125,25 @@ def main(argv=None) -> int:
                 print("".join(f"    {line}\n" for line in stdout.splitlines()), end="", flush=True)
         for side in ("A", "B"):
             values = times[side]
-            print(f"{side} ({described[side][:7]}): median {statistics.median(values):.2f} s wall, "
-                  f"min {min(values):.2f}, max {max(values):.2f} over {len(values)} runs; "
-                  f"median CPU {statistics.median(cpus[side]):.2f} s")
+            print(
+                f"{side} ({described[side][:7]}): median {statistics.median(values):.2f} s wall, "
+                f"min {min(values):.2f}, max {max(values):.2f} over {len(values)} runs; "
+                f"median CPU {statistics.median(cpus[side]):.2f} s"
+            )
         ratio = statistics.median(times["B"]) / statistics.median(times["A"])
         cpu_ratio = statistics.median(cpus["B"]) / statistics.median(cpus["A"])
         print(f"ratio B / A (medians): wall {ratio:.3f}, CPU {cpu_ratio:.3f}")
     finally:
         for tree in trees.values():
-            subprocess.run(["git", "-C", args.repository, "worktree", "remove", "--force", tree],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                ["git", "-C", args.repository, "worktree", "remove", "--force", tree],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         shutil.rmtree(root, ignore_errors=True)
-        subprocess.run(["git", "-C", args.repository, "worktree", "prune"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["git", "-C", args.repository, "worktree", "prune"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
     return 0
 
 

@@ -17,6 +17,7 @@ the kernel). ``keep_freed_memory`` tells glibc to keep freed memory in the heap 
 environment variables ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` would); ``--no-mallopt``
 measures without it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,11 @@ def keep_freed_memory() -> bool:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
         m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
-        return bool(libc.mallopt(m_mmap_threshold, 1 << 30) and libc.mallopt(m_trim_threshold, 1 << 30)
-                    and libc.mallopt(m_top_pad, 512 << 20))
+        return bool(
+            libc.mallopt(m_mmap_threshold, 1 << 30)
+            and libc.mallopt(m_trim_threshold, 1 << 30)
+            and libc.mallopt(m_top_pad, 512 << 20)
+        )
     except (OSError, AttributeError):
         return False
 
@@ -53,8 +57,12 @@ def time_mode(mode: str, n_episodes: int, steps: int, chunk: int, repeats: int) 
     for repeat in range(repeats):
         started = time.perf_counter()
         for first in range(0, n_episodes, chunk * len(devices)):
-            jax.block_until_ready([jax_gen.generate_arrays(config, chunk, first + k * chunk + repeat, with_latent=False,
-                                                           device=device) for k, device in enumerate(devices)])
+            jax.block_until_ready(
+                [
+                    jax_gen.generate_arrays(config, chunk, first + k * chunk + repeat, with_latent=False, device=device)
+                    for k, device in enumerate(devices)
+                ]
+            )
         best = min(best, time.perf_counter() - started)
     return compile_s, best
 
@@ -71,13 +79,17 @@ def main() -> None:
     kept = False if args.no_mallopt else keep_freed_memory()
     per_round = args.chunk * jax.local_device_count()
     n_episodes = -(-args.episodes // per_round) * per_round
-    print(f"{jax.device_count()} {jax.devices()[0].platform} device(s), {os.cpu_count()} cores; "
-          f"glibc keeps freed memory: {kept}; load average before: {os.getloadavg()[0]:.2f}")
+    print(
+        f"{jax.device_count()} {jax.devices()[0].platform} device(s), {os.cpu_count()} cores; "
+        f"glibc keeps freed memory: {kept}; load average before: {os.getloadavg()[0]:.2f}"
+    )
     for mode in args.modes.split(","):
         compile_s, best = time_mode(mode, n_episodes, args.steps, args.chunk, args.repeats)
-        print(f"{mode:<18} {n_episodes:,} episodes x {args.steps} steps: best of {args.repeats} {best:.2f} s "
-              f"({n_episodes * args.steps / best / 1e6:.1f}M episode-steps/s; compile {compile_s:.1f} s); "
-              f"load average now {os.getloadavg()[0]:.2f}")
+        print(
+            f"{mode:<18} {n_episodes:,} episodes x {args.steps} steps: best of {args.repeats} {best:.2f} s "
+            f"({n_episodes * args.steps / best / 1e6:.1f}M episode-steps/s; compile {compile_s:.1f} s); "
+            f"load average now {os.getloadavg()[0]:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ streaming writer (oracle_gvt, density_only, recency_raw, reservoir_raw, no_tombs
 Prints generation time, then per writer the first call (trace + compile, or the persistent cache)
 and a second timed call, and the total. One XLA CPU device per core, packages split over them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,10 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     start = time.perf_counter()
     pset = memaudit_small(range(args.packages), with_meta=False)
-    print(f"generate {args.packages} packages: {time.perf_counter() - start:.2f} s "
-          f"({len(jax.local_devices())} devices)", flush=True)
+    print(
+        f"generate {args.packages} packages: {time.perf_counter() - start:.2f} s ({len(jax.local_devices())} devices)",
+        flush=True,
+    )
     total_first = total_second = cpu_second = 0.0
     for method in STREAMING:
         times, cpus = [], []
@@ -43,8 +46,10 @@ def main() -> None:
         total_first, total_second, cpu_second = total_first + times[0], total_second + times[1], cpu_second + cpus[1]
         print(f"{method:<18} first {times[0]:7.2f} s   again {times[1]:7.2f} s wall, {cpus[1]:7.2f} s CPU", flush=True)
     end_to_end = time.perf_counter() - start - total_second
-    print(f"all streaming writers, {args.packages} packages x {len(budgets)} budgets: {total_second:.2f} s wall "
-          f"({cpu_second:.2f} s CPU over the cores) steady; generation + first calls {end_to_end:.2f} s wall")
+    print(
+        f"all streaming writers, {args.packages} packages x {len(budgets)} budgets: {total_second:.2f} s wall "
+        f"({cpu_second:.2f} s CPU over the cores) steady; generation + first calls {end_to_end:.2f} s wall"
+    )
 
 
 if __name__ == "__main__":

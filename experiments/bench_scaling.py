@@ -6,6 +6,7 @@ Writes ``scaling.csv`` (one row per policy × N × T with compile seconds, run s
 episode-steps/s) and ``scaling.png`` (throughput vs N at T=200, and per-step throughput vs T).
 Figures come from ``wpbjax.bench.run_bench`` (best of 3 timed runs after a warm-up).
 """
+
 import argparse
 import os
 import sys
@@ -34,13 +35,19 @@ def main() -> int:
     for n_episodes in sizes:
         report = run_bench(n_episodes=n_episodes, n_steps=200, policies=policies, budgets=(1024, 10240, 102400))
         rows += [dict(row, episodes=n_episodes, steps=200, sweep="N") for row in report["policies"]]
-        print(f"N={n_episodes}: " + ", ".join(f"{r['policy']} {r['episode_steps_per_s'] / 1e6:.1f}M" for r in report["policies"]),
-              flush=True)
+        print(
+            f"N={n_episodes}: "
+            + ", ".join(f"{r['policy']} {r['episode_steps_per_s'] / 1e6:.1f}M" for r in report["policies"]),
+            flush=True,
+        )
     for n_steps in lengths:
         report = run_bench(n_episodes=fixed_n, n_steps=n_steps, policies=policies, budgets=(1024, 10240, 102400))
         rows += [dict(row, episodes=fixed_n, steps=n_steps, sweep="T") for row in report["policies"]]
-        print(f"T={n_steps}: " + ", ".join(f"{r['policy']} {r['episode_steps_per_s'] / 1e6:.1f}M" for r in report["policies"]),
-              flush=True)
+        print(
+            f"T={n_steps}: "
+            + ", ".join(f"{r['policy']} {r['episode_steps_per_s'] / 1e6:.1f}M" for r in report["policies"]),
+            flush=True,
+        )
     table = pd.DataFrame(rows)
     os.makedirs(args.out_dir, exist_ok=True)
     table.to_csv(os.path.join(args.out_dir, "scaling.csv"), index=False)
@@ -55,10 +62,20 @@ def main() -> int:
         by_n.plot(group.episodes, group.episode_steps_per_s, marker="o", label=policy)
     for policy, group in table[table.sweep == "T"].groupby("policy", sort=False):
         by_t.plot(group.steps, group.episode_steps_per_s, marker="o", label=policy)
-    by_n.set(xscale="log", yscale="log", xlabel="episodes in the batch (×3 budgets = runs)",
-             ylabel="episode-steps per second", title="Throughput vs batch size (T = 200)")
-    by_t.set(xscale="log", yscale="log", xlabel="steps per episode",
-             ylabel="episode-steps per second", title=f"Per-step throughput vs episode length (N = {fixed_n})")
+    by_n.set(
+        xscale="log",
+        yscale="log",
+        xlabel="episodes in the batch (×3 budgets = runs)",
+        ylabel="episode-steps per second",
+        title="Throughput vs batch size (T = 200)",
+    )
+    by_t.set(
+        xscale="log",
+        yscale="log",
+        xlabel="steps per episode",
+        ylabel="episode-steps per second",
+        title=f"Per-step throughput vs episode length (N = {fixed_n})",
+    )
     for axis in (by_n, by_t):
         axis.grid(True, which="both", alpha=0.3)
     by_t.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8)

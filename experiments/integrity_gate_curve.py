@@ -6,6 +6,7 @@ For each fidelity weight w: `wpbjax train` with loss (1 - soft F1) + w (1 - soft
 unprivileged, --steps), then the gate swept on the paper episodes (four modes x 10, seed 0) at 2, 4 and
 10 KB; prints mean F1, update fidelity and history coverage per (w, budget).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,15 +38,22 @@ def curve(weights, steps: int) -> pd.DataFrame:
             save_gate(path, result["weights"], config.track, {"afford_threshold": result["afford_threshold"]})
             table = run_sweep(encoded, list(BUDGETS), policies=[f"learned_gate:{path}"], tracks=[config.track])
             means = table.groupby("budget_bytes")[["f1", "update_fidelity", "history_coverage"]].mean()
-            rows += [{"fidelity_weight": weight, "budget_bytes": budget, **means.loc[budget].to_dict()}
-                     for budget in BUDGETS]
+            rows += [
+                {"fidelity_weight": weight, "budget_bytes": budget, **means.loc[budget].to_dict()} for budget in BUDGETS
+            ]
     return pd.DataFrame(rows)
 
 
 def to_markdown(table: pd.DataFrame) -> str:
-    lines = ["| fidelity weight | budget | F1 | update fidelity | history coverage |", "| ---: | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {row.fidelity_weight:g} | {row.budget_bytes} | {row.f1:.3f} | {row.update_fidelity:.3f} | "
-              f"{row.history_coverage:.3f} |" for row in table.itertuples()]
+    lines = [
+        "| fidelity weight | budget | F1 | update fidelity | history coverage |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {row.fidelity_weight:g} | {row.budget_bytes} | {row.f1:.3f} | {row.update_fidelity:.3f} | "
+        f"{row.history_coverage:.3f} |"
+        for row in table.itertuples()
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ rule (endpoint j of api.v{k}.endpoint_{j}, version k). Each policy runs on every
 default params, exact oracle. Prints a markdown table per budget (also written to --out): the table in
 docs/integrity.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,9 @@ def main(argv=None) -> int:
     print(markdown)
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(args.out).write_text(markdown)
-    print(f"({time.perf_counter() - started:.0f} s; {len(COLUMNS)} metrics; table written to {args.out})",
-          file=sys.stderr)
+    print(
+        f"({time.perf_counter() - started:.0f} s; {len(COLUMNS)} metrics; table written to {args.out})", file=sys.stderr
+    )
     return 0
 
 

@@ -6,6 +6,7 @@ mean F1 by policy and budget, per regime.
 Writes experiments/results/new_regimes.csv (every row) and prints one table per regime. What the
 tables show is discussed in docs/generators.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,9 @@ REGIMES = ("default",) + jax_gen.NEW_MODES
 TABLE_POLICIES = ("fifo_store_all", "last_kb", "merge_aggressive", "priority_threshold", "priority_greedy")
 
 
-def regime_rows(regimes=REGIMES, episodes: int = 100, steps: int = 200, budgets=(2048, 8192, 32768), seed: int = 0,
-                **sweep_options) -> pd.DataFrame:
+def regime_rows(
+    regimes=REGIMES, episodes: int = 100, steps: int = 200, budgets=(2048, 8192, 32768), seed: int = 0, **sweep_options
+) -> pd.DataFrame:
     """Every run of the reference baselines on ``episodes`` x ``steps`` episodes of each regime (each regime's
     episodes depend only on its mode and the seed, so a subset of regimes gives the same rows)."""
     configs = [jax_gen.JaxGenConfig(mode=mode, steps=steps, seed=seed) for mode in regimes]
@@ -34,8 +36,9 @@ def privileged_markdown(table: pd.DataFrame) -> str:
     """Mean F1 on the privileged track, a row per (regime, budget), a column per TABLE_POLICIES: the table
     in docs/generators.md."""
     privileged = table[table.track == "privileged"]
-    means = privileged.pivot_table(index=["mode", "budget_bytes"], columns="policy", values="f1", aggfunc="mean",
-                                   sort=False)
+    means = privileged.pivot_table(
+        index=["mode", "budget_bytes"], columns="policy", values="f1", aggfunc="mean", sort=False
+    )
     lines = ["| regime | budget | " + " | ".join(TABLE_POLICIES) + " |", "|" + " --- |" * (len(TABLE_POLICIES) + 2)]
     for (mode, budget), row in means.iterrows():
         lines.append(f"| {mode} | {budget:,} | " + " | ".join(f"{row[policy]:.3f}" for policy in TABLE_POLICIES) + " |")
@@ -56,13 +59,20 @@ def main() -> None:
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out, index=False)
     summary = table.pivot_table(index=["mode", "track", "policy"], columns="budget_bytes", values="f1", aggfunc="mean")
-    critical = {config.mode: float(jax_gen.to_encoded(config, jax_gen.generate_arrays(config, args.episodes,
-                                                                                        with_latent=False)
-                                                      ).arrays.critical.mean()) for config in configs}
+    critical = {
+        config.mode: float(
+            jax_gen.to_encoded(
+                config, jax_gen.generate_arrays(config, args.episodes, with_latent=False)
+            ).arrays.critical.mean()
+        )
+        for config in configs
+    }
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         for mode in REGIMES:
-            print(f"\n== {mode}: {args.episodes} episodes x {args.steps} steps, critical fraction "
-                  f"{critical[mode]:.3f}; mean F1 ==")
+            print(
+                f"\n== {mode}: {args.episodes} episodes x {args.steps} steps, critical fraction "
+                f"{critical[mode]:.3f}; mean F1 =="
+            )
             print(summary.loc[mode].to_string(float_format=lambda v: f"{v:.3f}"))
     print("\nMean F1, privileged track (the table in docs/generators.md):\n" + privileged_markdown(table))
     print(f"\nwrote {len(table):,} rows to {args.out}")

@@ -6,6 +6,7 @@ Both run ``run_sweep`` (simulation, exact oracle, scoring, the results table) on
 episodes at the 11 paper budgets, privileged track: 440 runs against 44,440. Reported: the first
 call (compile included) and the best of ``--repeats`` warm calls, and the ratio of each.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,13 @@ from wpbjax.testing import count_compiles
 def timed(encoded, thresholds, repeats):
     def once():
         started = time.perf_counter()
-        table = run_sweep(encoded, budgets=PAPER_BUDGETS, policies=["priority_threshold"], tracks=["privileged"],
-                          params={"threshold": thresholds})
+        table = run_sweep(
+            encoded,
+            budgets=PAPER_BUDGETS,
+            policies=["priority_threshold"],
+            tracks=["privileged"],
+            params={"threshold": thresholds},
+        )
         return time.perf_counter() - started, len(table)
 
     with count_compiles() as compiles:

@@ -6,6 +6,7 @@ Paper episodes: the published generator's four modes x 10 episodes (seed 0, 200 
 runs on every track it supports (unprivileged, privileged, feedback, oracle), at its default params,
 exact oracle. Prints a markdown table (also written to --out) and what stands out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,10 @@ def highlights(table: pd.DataFrame) -> list[str]:
     lines = []
     for label in BUDGETS.values():
         best = causal[f"F1 @ {label}"].idxmax()
-        lines.append(f"best causal F1 @ {label}: {best[1]} ({best[0]}) {causal[f'F1 @ {label}'].max():.3f}; "
-                     f"oracle_optimal {table.loc[('oracle', 'oracle_optimal'), f'F1 @ {label}']:.3f}")
+        lines.append(
+            f"best causal F1 @ {label}: {best[1]} ({best[0]}) {causal[f'F1 @ {label}'].max():.3f}; "
+            f"oracle_optimal {table.loc[('oracle', 'oracle_optimal'), f'F1 @ {label}']:.3f}"
+        )
         best_u = causal[f"U/KB @ {label}"].idxmax()
         lines.append(f"best causal U/KB @ {label}: {best_u[1]} ({best_u[0]}) {causal[f'U/KB @ {label}'].max():.3f}")
     return lines

@@ -10,6 +10,7 @@ term. Then both run as hard policies (``learned_gate:PATH``) on held-out episode
 four modes x 10 at seed 10_000, 200 steps: never seen in training) with the default generated probes:
 mean F1 and read accuracy at K = 1, 5, 20, at 1 KB, 10 KB and 100 KB. Prints a markdown table (also --out).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,21 +44,35 @@ def main() -> int:
     for name, overrides in OBJECTIVES.items():
         trained = train_gate(TrainConfig(steps=args.steps, **overrides))
         paths[name] = str(out.parent / f"reads_gate_{name}.npz")
-        save_gate(paths[name], trained["weights"], "unprivileged",
-                  {"afford_threshold": trained["afford_threshold"], "objective": name, **overrides})
-        print(f"trained {name}: {trained['seconds']} s, final soft loss {trained['history'][-1]['soft_loss']}",
-              flush=True)
+        save_gate(
+            paths[name],
+            trained["weights"],
+            "unprivileged",
+            {"afford_threshold": trained["afford_threshold"], "objective": name, **overrides},
+        )
+        print(
+            f"trained {name}: {trained['seconds']} s, final soft loss {trained['history'][-1]['soft_loss']}", flush=True
+        )
     held_out = generate_encoded([DriftConfig(mode=mode, seed=HELD_OUT_SEED, steps=200) for mode in MODES], 10)
-    results = wj.sweep(held_out, budgets=list(BUDGETS), policies=[f"learned_gate:{path}" for path in paths.values()],
-                       tracks=["unprivileged"], top_k=TOP_K, probes="generate")
+    results = wj.sweep(
+        held_out,
+        budgets=list(BUDGETS),
+        policies=[f"learned_gate:{path}" for path in paths.values()],
+        tracks=["unprivileged"],
+        top_k=TOP_K,
+        probes="generate",
+    )
     means = results.groupby(["policy", "budget_bytes", "top_k"])[["f1", "read_accuracy"]].mean()
     header = ["gate trained on", "budget", "F1"] + [f"read acc K={k}" for k in TOP_K]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for name, path in paths.items():
         for budget in BUDGETS:
             at = means.loc[(f"learned_gate:{path}", budget)]
-            lines.append(f"| {name} | {budget_label(budget)} | {at.f1.iloc[0]:.3f} | "
-                         + " | ".join(f"{at.read_accuracy.loc[k]:.3f}" for k in TOP_K) + " |")
+            lines.append(
+                f"| {name} | {budget_label(budget)} | {at.f1.iloc[0]:.3f} | "
+                + " | ".join(f"{at.read_accuracy.loc[k]:.3f}" for k in TOP_K)
+                + " |"
+            )
     text = "\n".join(lines) + f"\n\n({time.perf_counter() - started:.0f} s, {args.steps} steps each)\n"
     print(text)
     out.write_text(text)

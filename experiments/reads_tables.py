@@ -15,6 +15,7 @@ for the haystack also ``real:stripe`` (28 windows of Stripe's real API history).
 * ``haystack``: read accuracy against K and against store size (items held at the end, over the budgets) for
   always_write, add_only and supersede on the redundancy modes and on real drift, drawn in --figure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,15 @@ def paper_episodes(modes=MODES):
 
 
 def _sweep(episodes, budgets, policies, tracks, top_k, retriever=None) -> pd.DataFrame:
-    return wj.sweep(episodes, budgets=list(budgets), policies=list(policies), tracks=list(tracks), top_k=top_k,
-                    probes="generate", retriever=retriever)
+    return wj.sweep(
+        episodes,
+        budgets=list(budgets),
+        policies=list(policies),
+        tracks=list(tracks),
+        top_k=top_k,
+        probes="generate",
+        retriever=retriever,
+    )
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
@@ -65,17 +73,28 @@ def _fmt(value, digits: int = 3) -> str:
 def every_policy_markdown(results: pd.DataFrame) -> str:
     """One table per budget: F1 and read accuracy at each K, oracle-memory accuracy and the writer's share of
     wrong answers at K = 5, per (track, policy) in the sweep's order."""
-    means = results.groupby(["budget_bytes", "track", "policy", "top_k"], sort=False)[
-        ["f1", "read_accuracy", "read_accuracy_oracle_memory", "writer_error_share"]].mean().sort_index()
+    means = (
+        results.groupby(["budget_bytes", "track", "policy", "top_k"], sort=False)[
+            ["f1", "read_accuracy", "read_accuracy_oracle_memory", "writer_error_share"]
+        ]
+        .mean()
+        .sort_index()
+    )
     parts = []
     for budget in TABLE_BUDGETS:
         rows = []
         for track, policy in results[["track", "policy"]].drop_duplicates().itertuples(index=False):
             at = means.loc[(budget, track, policy)]
-            rows.append([track, policy, _fmt(at.f1.iloc[0])] + [_fmt(at.read_accuracy.loc[k]) for k in TABLE_K]
-                        + [_fmt(at.read_accuracy_oracle_memory.loc[5]), _fmt(at.writer_error_share.loc[5])])
-        header = ["track", "policy", "F1"] + [f"read acc K={k}" for k in TABLE_K] + ["oracle-mem acc K=5",
-                                                                                    "writer share K=5"]
+            rows.append(
+                [track, policy, _fmt(at.f1.iloc[0])]
+                + [_fmt(at.read_accuracy.loc[k]) for k in TABLE_K]
+                + [_fmt(at.read_accuracy_oracle_memory.loc[5]), _fmt(at.writer_error_share.loc[5])]
+            )
+        header = (
+            ["track", "policy", "F1"]
+            + [f"read acc K={k}" for k in TABLE_K]
+            + ["oracle-mem acc K=5", "writer share K=5"]
+        )
         parts.append(f"#### Budget {budget_label(budget)}\n\n" + _markdown(header, rows))
     return "\n\n".join(parts)
 
@@ -85,25 +104,37 @@ def trade_off_markdown(results: pd.DataFrame) -> str:
     and bytes retrieved per probe at each K."""
     results = results.assign(items=results.write_density * 200)
     means = results.groupby(["budget_bytes", "policy", "top_k"], sort=False)[
-        ["bytes_used", "items", "read_accuracy", "stale_answer_rate", "retrieved_bytes_per_query"]].mean()
-    header = (["budget", "policy", "bytes stored", "items"] + [f"acc K={k}" for k in TABLE_K]
-              + [f"stale K={k}" for k in TABLE_K] + [f"bytes/probe K={k}" for k in TABLE_K])
+        ["bytes_used", "items", "read_accuracy", "stale_answer_rate", "retrieved_bytes_per_query"]
+    ].mean()
+    header = (
+        ["budget", "policy", "bytes stored", "items"]
+        + [f"acc K={k}" for k in TABLE_K]
+        + [f"stale K={k}" for k in TABLE_K]
+        + [f"bytes/probe K={k}" for k in TABLE_K]
+    )
     rows = []
     for budget in TRADE_OFF_BUDGETS:
         for policy in TRADE_OFF:
             at = means.loc[(budget, policy)]
-            rows.append([budget_label(budget), policy, f"{at.bytes_used.iloc[0]:.0f}", f"{at['items'].iloc[0]:.1f}"]
-                        + [_fmt(at.read_accuracy.loc[k]) for k in TABLE_K]
-                        + [_fmt(at.stale_answer_rate.loc[k]) for k in TABLE_K]
-                        + [f"{at.retrieved_bytes_per_query.loc[k]:.0f}" for k in TABLE_K])
+            rows.append(
+                [budget_label(budget), policy, f"{at.bytes_used.iloc[0]:.0f}", f"{at['items'].iloc[0]:.1f}"]
+                + [_fmt(at.read_accuracy.loc[k]) for k in TABLE_K]
+                + [_fmt(at.stale_answer_rate.loc[k]) for k in TABLE_K]
+                + [f"{at.retrieved_bytes_per_query.loc[k]:.0f}" for k in TABLE_K]
+            )
     return _markdown(header, rows)
 
 
 def haystack_table(results: pd.DataFrame, steps: pd.Series) -> pd.DataFrame:
     """Mean items held and read accuracy per (policy, budget, K); ``steps``: each row's episode length."""
     results = results.assign(items=results.write_density * steps)
-    return results.groupby(["policy", "budget_bytes", "top_k"], sort=False)[
-        ["items", "read_accuracy", "stale_answer_rate", "retrieval_miss_rate"]].mean().reset_index()
+    return (
+        results.groupby(["policy", "budget_bytes", "top_k"], sort=False)[
+            ["items", "read_accuracy", "stale_answer_rate", "retrieval_miss_rate"]
+        ]
+        .mean()
+        .reset_index()
+    )
 
 
 def haystack_markdown(table: pd.DataFrame, source: str) -> str:
@@ -112,23 +143,29 @@ def haystack_markdown(table: pd.DataFrame, source: str) -> str:
     rows = []
     for (policy, budget), group in table.groupby(["policy", "budget_bytes"], sort=False):
         by_k = group.set_index("top_k")
-        rows.append([policy, budget_label(int(budget)), f"{by_k['items'].iloc[0]:.1f}"]
-                    + [_fmt(by_k.read_accuracy.loc[k]) for k in HAYSTACK_K])
+        rows.append(
+            [policy, budget_label(int(budget)), f"{by_k['items'].iloc[0]:.1f}"]
+            + [_fmt(by_k.read_accuracy.loc[k]) for k in HAYSTACK_K]
+        )
     return f"#### {source}\n\n" + _markdown(header, rows)
 
 
 def importance_markdown(rows: list[tuple]) -> str:
     """(source, retriever label, results at the largest budget) -> read accuracy, stale and distractor rates
     at K = 1, 5, 20 per policy: the default retriever against the same without its importance term."""
-    header = (["source", "retriever", "policy"] + [f"acc K={k}" for k in TABLE_K] + ["stale K=1", "distractor K=1"])
+    header = ["source", "retriever", "policy"] + [f"acc K={k}" for k in TABLE_K] + ["stale K=1", "distractor K=1"]
     body = []
     for source, label, results in rows:
         means = results.groupby(["policy", "top_k"], sort=False)[
-            ["read_accuracy", "stale_answer_rate", "distractor_rate"]].mean()
+            ["read_accuracy", "stale_answer_rate", "distractor_rate"]
+        ].mean()
         for policy in HAYSTACK:
             at = means.loc[policy]
-            body.append([source, label, policy] + [_fmt(at.read_accuracy.loc[k]) for k in TABLE_K]
-                        + [_fmt(at.stale_answer_rate.loc[1]), _fmt(at.distractor_rate.loc[1])])
+            body.append(
+                [source, label, policy]
+                + [_fmt(at.read_accuracy.loc[k]) for k in TABLE_K]
+                + [_fmt(at.stale_answer_rate.loc[1]), _fmt(at.distractor_rate.loc[1])]
+            )
     return _markdown(header, body)
 
 
@@ -145,12 +182,19 @@ def haystack_figure(tables: dict, path) -> str:
         top = table[table.budget_bytes == max(HAYSTACK_BUDGETS)]
         for index, policy in enumerate(HAYSTACK):
             rows = top[top.policy == policy].sort_values("top_k")
-            axes[0, column].plot(rows.top_k, rows.read_accuracy, marker="os^"[index], color=PALETTE[index],
-                                 label=policy)
+            axes[0, column].plot(
+                rows.top_k, rows.read_accuracy, marker="os^"[index], color=PALETTE[index], label=policy
+            )
             for k, style in ((1, ":"), (5, "-")):
                 rows = table[(table.policy == policy) & (table.top_k == k)].sort_values("items")
-                axes[1, column].plot(rows["items"], rows.read_accuracy, marker="os^"[index], linestyle=style,
-                                     color=PALETTE[index], label=f"{policy}, K={k}")
+                axes[1, column].plot(
+                    rows["items"],
+                    rows.read_accuracy,
+                    marker="os^"[index],
+                    linestyle=style,
+                    color=PALETTE[index],
+                    label=f"{policy}, K={k}",
+                )
         axes[0, column].set_xscale("log")
         axes[0, column].set_xlabel("K (records retrieved per probe, log scale)")
         axes[0, column].set_title(f"{source}: vs K at {budget_label(max(HAYSTACK_BUDGETS))}", fontsize=10)
@@ -163,8 +207,9 @@ def haystack_figure(tables: dict, path) -> str:
         axes[row, 0].set_ylabel("Read accuracy (0–1)")
     axes[0, -1].legend(fontsize=8, frameon=False)
     axes[1, -1].legend(fontsize=7, frameon=False)
-    fig.suptitle("The haystack effect: read accuracy vs K and vs store size (default retriever, generated probes)",
-                 fontsize=11)
+    fig.suptitle(
+        "The haystack effect: read accuracy vs K and vs store size (default retriever, generated probes)", fontsize=11
+    )
     fig.savefig(path, dpi=150)
     return str(path)
 
@@ -196,10 +241,13 @@ def main() -> int:
             sections.append(haystack_markdown(tables[source], source))
             top = max(HAYSTACK_BUDGETS)
             importance.append((source, "default", results[results.budget_bytes == top]))
-            importance.append((source, "w_imp = 0", _sweep(episodes, [top], HAYSTACK, ["unprivileged"], TABLE_K,
-                                                           {"w_imp": 0.0})))
-        sections.append(f"#### Without the importance term (at {budget_label(max(HAYSTACK_BUDGETS))})\n\n"
-                        + importance_markdown(importance))
+            importance.append(
+                (source, "w_imp = 0", _sweep(episodes, [top], HAYSTACK, ["unprivileged"], TABLE_K, {"w_imp": 0.0}))
+            )
+        sections.append(
+            f"#### Without the importance term (at {budget_label(max(HAYSTACK_BUDGETS))})\n\n"
+            + importance_markdown(importance)
+        )
         pathlib.Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
         sections.append(f"figure: {haystack_figure(tables, args.figure)}")
     text = "\n\n".join(sections) + f"\n\n({time.perf_counter() - started:.0f} s)\n"

@@ -8,6 +8,7 @@ the published line-up: 5,280 runs). The two arms alternate within each round (A 
 from other work on the machine falls on both alike. Prints every time, each arm's median, and the ratio of
 the medians (issue 22's bar: under 1.5x).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,9 +44,11 @@ def main() -> int:
                 times[name].append(seconds)
                 print(f"round {round_index + 1} {name:8s} {seconds:7.2f} s", flush=True)
     medians = {name: statistics.median(values) for name, values in times.items()}
-    print(f"median: --probes none {medians['none']:.2f} s, --probes generate {medians['generate']:.2f} s; "
-          f"ratio {medians['generate'] / medians['none']:.2f}x over {args.rounds} interleaved rounds"
-          + (f" (both with {args.extra})" if extra else ""))
+    print(
+        f"median: --probes none {medians['none']:.2f} s, --probes generate {medians['generate']:.2f} s; "
+        f"ratio {medians['generate'] / medians['none']:.2f}x over {args.rounds} interleaved rounds"
+        + (f" (both with {args.extra})" if extra else "")
+    )
     return 0
 
 

@@ -20,6 +20,7 @@ generator's ``stripe_like`` knob set.
    must be jax_gen.KNOB_SETS["stripe_like"] (exit 1 otherwise).
 Markdown tables on stdout (pasted into docs/real_drift.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,14 @@ TABLE_BUDGETS = {1024: "1 KB", 4096: "4 KB", 10240: "10 KB", 32768: "32 KB", 102
 INTEGRITY = ("update_fidelity", "history_coverage", "stale_rate", "temporal_accuracy", "over_retention")
 INTEGRITY_BUDGET = 10240
 SIZES = {"bytes_per_step", "endpoints"}
-GRID = dict(api_pool=(250, 300, 350), max_params=(16, 24, 32), drift_prob=(0.02, 0.03, 0.04),
-            burst_interval=(80, 100), burst_len=(12, 15), decoy_prob=(0.8, 1.0))
+GRID = dict(
+    api_pool=(250, 300, 350),
+    max_params=(16, 24, 32),
+    drift_prob=(0.02, 0.03, 0.04),
+    burst_interval=(80, 100),
+    burst_len=(12, 15),
+    decoy_prob=(0.8, 1.0),
+)
 
 
 def zoo_results() -> pd.DataFrame:
@@ -80,8 +87,14 @@ def figure(rows: pd.DataFrame, path: str) -> None:
     for axis, track in zip(axes, TRACKS):
         for number, policy in enumerate(means.loc[track].index.get_level_values(0).unique()):
             series = means.loc[(track, policy)]
-            axis.plot(series.index, series.values, marker=".", label=policy, color=colours[number % len(colours)],
-                      linestyle="--" if policy == "oracle_optimal" else "-")
+            axis.plot(
+                series.index,
+                series.values,
+                marker=".",
+                label=policy,
+                color=colours[number % len(colours)],
+                linestyle="--" if policy == "oracle_optimal" else "-",
+            )
         axis.set_xscale("log", base=2)
         axis.set_xlabel("budget (bytes)")
         axis.set_title(f"real:stripe, 28 windows x 200 steps, {track}")
@@ -108,8 +121,12 @@ def gates(steps: int, directory: str) -> pd.DataFrame:
     started = time.perf_counter()
     synthetic = train_gate(config, log=log)
     paths["gate_synthetic"] = os.path.join(directory, "gate_synthetic.npz")
-    save_gate(paths["gate_synthetic"], synthetic["weights"], "unprivileged",
-              {"afford_threshold": synthetic["afford_threshold"]})
+    save_gate(
+        paths["gate_synthetic"],
+        synthetic["weights"],
+        "unprivileged",
+        {"afford_threshold": synthetic["afford_threshold"]},
+    )
     print(f"synthetic gate: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     started = time.perf_counter()
     real_train = wj.episodes.real("stripe", steps=200, stride=20, split="train")
@@ -117,12 +134,16 @@ def gates(steps: int, directory: str) -> pd.DataFrame:
     threshold, _ = calibrate_afford_threshold(weights, "unprivileged", real_train)
     paths["gate_real"] = os.path.join(directory, "gate_real.npz")
     save_gate(paths["gate_real"], weights, "unprivileged", {"afford_threshold": threshold})
-    print(f"real gate ({real_train.n_episodes} train windows): {time.perf_counter() - started:.0f} s",
-          file=sys.stderr)
+    print(f"real gate ({real_train.n_episodes} train windows): {time.perf_counter() - started:.0f} s", file=sys.stderr)
     test = wj.episodes.real("stripe", steps=200, split="test")
     causal = [name for name in ZOO_NAMES if "unprivileged" in make(name).tracks]  # the gates' track
-    rows = wj.sweep(test, policies=[f"learned_gate:{path}" for path in paths.values()] + causal + ["oracle_optimal"],
-                    tracks=["unprivileged", "oracle"], budgets=list(PAPER_BUDGETS), oracle="exact")
+    rows = wj.sweep(
+        test,
+        policies=[f"learned_gate:{path}" for path in paths.values()] + causal + ["oracle_optimal"],
+        tracks=["unprivileged", "oracle"],
+        budgets=list(PAPER_BUDGETS),
+        oracle="exact",
+    )
     names = {f"learned_gate:{path}": name for name, path in paths.items()}
     rows["policy"] = rows["policy"].map(lambda policy: names.get(policy, policy))
     return rows, real_train.n_episodes, test.n_episodes
@@ -142,8 +163,10 @@ def stats_table(seed: int = 0, n_episodes: int = 64) -> pd.DataFrame:
 
 
 def distance(stats: dict, real: dict) -> float:
-    return sum((stats[name] / real[name] - 1) ** 2 if name in SIZES else ((stats[name] - real[name]) / 0.1) ** 2
-               for name in STATS)
+    return sum(
+        (stats[name] / real[name] - 1) ** 2 if name in SIZES else ((stats[name] - real[name]) / 0.1) ** 2
+        for name in STATS
+    )
 
 
 def fit(real: dict, n_episodes: int = 64) -> pd.DataFrame:
@@ -213,8 +236,10 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as directory:
             gate_rows, n_train, n_test = gates(args.gate_steps, directory)
         gate_rows.to_csv(out / "real_drift_gates.csv", index=False)
-        print(f"## Gates on the real test split ({n_train} train windows, {n_test} test windows, "
-              f"{time.perf_counter() - started:.0f} s)\n")
+        print(
+            f"## Gates on the real test split ({n_train} train windows, {n_test} test windows, "
+            f"{time.perf_counter() - started:.0f} s)\n"
+        )
         print(markdown(f1_table(gate_rows)) + "\n")
     return status
 

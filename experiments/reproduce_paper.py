@@ -19,6 +19,7 @@ the paper's tables) by ``--derive PATH``, rounded as a paper prints them (3 deci
 and pasted here as literals, so this script checks against fixed numbers and needs no data files.
 The table layout (which track is Table 2 vs 3, Table 4 at the 10KB budget) is our reconstruction.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -155,6 +156,7 @@ privileged         burst_redundancy   merge_aggressive     0.921   0.389   0.044
 
 # --- building the tables (ours and, with --derive, the published results') ------------------------
 
+
 def f1_table(results: pd.DataFrame, track: str) -> list[tuple[tuple, list[float]]]:
     """Rows ((mode, policy), [mean F1 per paper budget]) of one track, modes in the paper's order."""
     rows = []
@@ -168,8 +170,10 @@ def f1_table(results: pd.DataFrame, track: str) -> list[tuple[tuple, list[float]
 
 def diagnostics_table(results: pd.DataFrame) -> list[tuple[tuple, list[float]]]:
     table = tables.diagnostics(results, DIAGNOSTIC_BUDGET)
-    return [((row["track"], row["mode"], row["policy"]), [float(row[name]) for name in DIAGNOSTIC_DIGITS])
-            for _, row in table.iterrows()]
+    return [
+        ((row["track"], row["mode"], row["policy"]), [float(row[name]) for name in DIAGNOSTIC_DIGITS])
+        for _, row in table.iterrows()
+    ]
 
 
 def f1_digits(n_values: int) -> list[int]:
@@ -178,8 +182,10 @@ def f1_digits(n_values: int) -> list[int]:
 
 def format_rows(rows, digits: list[int]) -> str:
     """Whitespace-separated lines: the key fields, then each value at its printed precision."""
-    return "\n".join("".join(f"{field:<19}" for field in key) + " ".join(f"{value:>7.{d}f}" for value, d in zip(values, digits))
-                     for key, values in rows)
+    return "\n".join(
+        "".join(f"{field:<19}" for field in key) + " ".join(f"{value:>7.{d}f}" for value, d in zip(values, digits))
+        for key, values in rows
+    )
 
 
 def parse_rows(block: str, n_key: int) -> dict[tuple, list[float]]:
@@ -194,13 +200,16 @@ def derive(published_csv: str) -> None:
     """Print the embedded literals from the published results (run once; output pasted above)."""
     published = pd.read_csv(published_csv)
     f1 = f1_digits(len(PAPER_BUDGETS))
-    for name, rows, digits in (("PAPER_TABLE_2", f1_table(published, "unprivileged"), f1),
-                               ("PAPER_TABLE_3", f1_table(published, "privileged"), f1),
-                               ("PAPER_TABLE_4", diagnostics_table(published), list(DIAGNOSTIC_DIGITS.values()))):
+    for name, rows, digits in (
+        ("PAPER_TABLE_2", f1_table(published, "unprivileged"), f1),
+        ("PAPER_TABLE_3", f1_table(published, "privileged"), f1),
+        ("PAPER_TABLE_4", diagnostics_table(published), list(DIAGNOSTIC_DIGITS.values())),
+    ):
         print(f'{name} = """\n{format_rows(rows, digits)}\n"""')
 
 
 # --- comparing -------------------------------------------------------------------------------------
+
 
 def compare(title: str, columns: list[str], ours, printed: str, digits: list[int], n_key: int) -> int:
     """Print our rows next to the paper's; return the number of mismatching figures ('!' marks them)."""
@@ -222,50 +231,88 @@ def compare(title: str, columns: list[str], ours, printed: str, digits: list[int
             mismatches += not ok
             marks.append(" " if ok else "!")
         label = " ".join(key)
-        print(f"  {label:<{LABEL_WIDTH}} ours  " + " ".join(f"{v:>7.{d}f}{m}" for v, d, m in zip(values, digits, marks)))
+        print(
+            f"  {label:<{LABEL_WIDTH}} ours  " + " ".join(f"{v:>7.{d}f}{m}" for v, d, m in zip(values, digits, marks))
+        )
         print(f"  {'':<{LABEL_WIDTH}} paper " + " ".join(f"{v:>7.{d}f} " for v, d in zip(paper[key], digits)))
-    print(f"  -> {mismatches} mismatching figure(s)" if mismatches else f"  -> all {sum(len(v) for v in paper.values())} figures match")
+    print(
+        f"  -> {mismatches} mismatching figure(s)"
+        if mismatches
+        else f"  -> all {sum(len(v) for v in paper.values())} figures match"
+    )
     return mismatches
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=os.fspath(HERE / "results"), help="directory for Figure 1 (default experiments/results)")
+    parser.add_argument(
+        "--out", default=os.fspath(HERE / "results"), help="directory for Figure 1 (default experiments/results)"
+    )
     parser.add_argument("--no-figure", action="store_true", help="skip writing Figure 1")
-    parser.add_argument("--derive", metavar="RESULTS_CSV", help="print the embedded paper figures from the published results, then exit")
+    parser.add_argument(
+        "--derive", metavar="RESULTS_CSV", help="print the embedded paper figures from the published results, then exit"
+    )
     args = parser.parse_args(argv)
     if args.derive:
         derive(args.derive)
         return 0
 
     started = time.perf_counter()
-    episode_sets = {mode: generate_episodes(DriftConfig(mode=mode, seed=SEED, steps=N_STEPS), N_EPISODES) for mode in MODES}
+    episode_sets = {
+        mode: generate_episodes(DriftConfig(mode=mode, seed=SEED, steps=N_STEPS), N_EPISODES) for mode in MODES
+    }
     identical = check_published_episodes(episode_sets)
     encoded = encode_episodes([episode for mode in MODES for episode in episode_sets[mode]])
     set_index = [i for i, mode in enumerate(MODES) for _ in range(N_EPISODES)]
-    results = run_sweep(encoded, budgets=PAPER_BUDGETS, policies="published", oracle="published_rule", set_index=set_index)
-    print(f"{len(results):,} runs (4 modes x {N_EPISODES} episodes x {len(PAPER_BUDGETS)} budgets x 12 policy-tracks), "
-          f"published_rule oracle, {time.perf_counter() - started:.1f} s")
+    results = run_sweep(
+        encoded, budgets=PAPER_BUDGETS, policies="published", oracle="published_rule", set_index=set_index
+    )
+    print(
+        f"{len(results):,} runs (4 modes x {N_EPISODES} episodes x {len(PAPER_BUDGETS)} budgets x 12 policy-tracks), "
+        f"published_rule oracle, {time.perf_counter() - started:.1f} s"
+    )
 
     budget_names = [tables.budget_label(b) for b in PAPER_BUDGETS]
     f1 = f1_digits(len(PAPER_BUDGETS))
-    mismatches = compare("Table 2: mean F1 by budget, unprivileged track (mode, policy)", budget_names,
-                         f1_table(results, "unprivileged"), PAPER_TABLE_2, f1, 2)
-    mismatches += compare("Table 3: mean F1 by budget, privileged track (mode, policy)", budget_names,
-                          f1_table(results, "privileged"), PAPER_TABLE_3, f1, 2)
-    mismatches += compare(f"Table 4: diagnostics at {tables.budget_label(DIAGNOSTIC_BUDGET)} (track, mode, policy)",
-                          ["util", "w.dens", "exp.r", "stale", "drift"], diagnostics_table(results), PAPER_TABLE_4,
-                          list(DIAGNOSTIC_DIGITS.values()), 3)
+    mismatches = compare(
+        "Table 2: mean F1 by budget, unprivileged track (mode, policy)",
+        budget_names,
+        f1_table(results, "unprivileged"),
+        PAPER_TABLE_2,
+        f1,
+        2,
+    )
+    mismatches += compare(
+        "Table 3: mean F1 by budget, privileged track (mode, policy)",
+        budget_names,
+        f1_table(results, "privileged"),
+        PAPER_TABLE_3,
+        f1,
+        2,
+    )
+    mismatches += compare(
+        f"Table 4: diagnostics at {tables.budget_label(DIAGNOSTIC_BUDGET)} (track, mode, policy)",
+        ["util", "w.dens", "exp.r", "stale", "drift"],
+        diagnostics_table(results),
+        PAPER_TABLE_4,
+        list(DIAGNOSTIC_DIGITS.values()),
+        3,
+    )
     if not args.no_figure:
         out = pathlib.Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        path = plots.f1_grid(results, out / "figure1_f1_vs_budget.png",
-                             title="Figure 1: F1 vs byte budget (paper grid, 10 episodes per mode)")
+        path = plots.f1_grid(
+            results,
+            out / "figure1_f1_vs_budget.png",
+            title="Figure 1: F1 vs byte budget (paper grid, 10 episodes per mode)",
+        )
         print(f"\nFigure 1 written to {path}")
     if identical is False:
         mismatches += 1
-    print(f"\n{'FAIL' if mismatches else 'OK'}: {mismatches} mismatch(es); episodes "
-          f"{'byte-identical to the published files' if identical else 'not compared (published files absent)' if identical is None else 'DIFFER from the published files'}")
+    print(
+        f"\n{'FAIL' if mismatches else 'OK'}: {mismatches} mismatch(es); episodes "
+        f"{'byte-identical to the published files' if identical else 'not compared (published files absent)' if identical is None else 'DIFFER from the published files'}"
+    )
     return 1 if mismatches else 0
 
 
@@ -277,7 +324,10 @@ def check_published_episodes(episode_sets) -> bool | None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         for mode, episodes in episode_sets.items():
-            published = PUBLISHED_EPISODES / f"episodes__schema=priority_v1__mode={mode}__seed={SEED}__steps={N_STEPS}__n={N_EPISODES}.jsonl"
+            published = (
+                PUBLISHED_EPISODES
+                / f"episodes__schema=priority_v1__mode={mode}__seed={SEED}__steps={N_STEPS}__n={N_EPISODES}.jsonl"
+            )
             if not published.exists():
                 return None
             ours = pathlib.Path(tmp) / published.name

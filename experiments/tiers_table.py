@@ -12,6 +12,7 @@ journal needs < 10 KB): ``journal_and_checkpoint`` and ``deferred_journaled`` wi
 (and checkpoint_only at each share too, for the same-checkpoint accuracy check), ``journal_only`` with the
 whole T. Prints the mean of each column over the 40 episodes, then the "Done when" check.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,18 @@ from wpbjax.policies.tiers import TIER_POLICIES
 
 TOTALS = (1024, 2048, 4096, 8192, 10240, 16384)
 SHARES = (0.25, 0.5)
-SHOWN = ("read_accuracy", "history_coverage", "checkpoint_bytes", "journal_bytes", "total_bytes", "calls",
-         "amplification", "journal_scan_bytes", "crashes", "lost_at_crash")
+SHOWN = (
+    "read_accuracy",
+    "history_coverage",
+    "checkpoint_bytes",
+    "journal_bytes",
+    "total_bytes",
+    "calls",
+    "amplification",
+    "journal_scan_bytes",
+    "crashes",
+    "lost_at_crash",
+)
 
 
 def _runs():
@@ -51,8 +62,9 @@ def tiers_table(crash_rate: float = 0.01) -> pd.DataFrame:
     encoded = concat_encoded([encode_episodes(generate_episodes(DriftConfig(mode=mode), 10)) for mode in MODES])
     encoded = probes_lib.with_default_probes(encoded, probes_lib.ProbeConfig())
     batch = encoded.host_batch("unprivileged")
-    runs = pd.DataFrame(list(_runs()), columns=["policy", "checkpoint_share", "total_budget", "checkpoint_budget",
-                                               "journal_budget"])
+    runs = pd.DataFrame(
+        list(_runs()), columns=["policy", "checkpoint_share", "total_budget", "checkpoint_budget", "journal_budget"]
+    )
     tables = []
     for name, group in runs.groupby("policy", sort=False):
         checkpoint, journal = group["checkpoint_budget"].to_numpy(), group["journal_budget"].to_numpy()
@@ -78,16 +90,21 @@ def done_check(table: pd.DataFrame) -> list[str]:
         same = only[(only.total_budget == row.total_budget) & (only.checkpoint_share == row.checkpoint_share)].iloc[0]
         gap = row.read_accuracy - same.read_accuracy
         ok = row.min_history_coverage == 1 and whole.history_coverage < 1 and gap >= -0.02
-        lines.append(f"T={row.total_budget} share={row.checkpoint_share}: journal_and_checkpoint coverage "
-                     f"{row.history_coverage:.3f} (min {row.min_history_coverage:.3f}) vs checkpoint_only(T) "
-                     f"{whole.history_coverage:.3f}; read accuracy {row.read_accuracy:.3f} vs checkpoint_only at "
-                     f"the same checkpoint {same.read_accuracy:.3f} (gap {gap:+.3f}): {'MET' if ok else 'not met'}")
+        lines.append(
+            f"T={row.total_budget} share={row.checkpoint_share}: journal_and_checkpoint coverage "
+            f"{row.history_coverage:.3f} (min {row.min_history_coverage:.3f}) vs checkpoint_only(T) "
+            f"{whole.history_coverage:.3f}; read accuracy {row.read_accuracy:.3f} vs checkpoint_only at "
+            f"the same checkpoint {same.read_accuracy:.3f} (gap {gap:+.3f}): {'MET' if ok else 'not met'}"
+        )
     return lines
 
 
 def markdown(table: pd.DataFrame) -> str:
     """A markdown table (pandas' to_markdown needs tabulate, not a dependency)."""
-    cells = [[f"{value:g}" if isinstance(value, float) else str(value) for value in row] for row in table.itertuples(index=False)]
+    cells = [
+        [f"{value:g}" if isinstance(value, float) else str(value) for value in row]
+        for row in table.itertuples(index=False)
+    ]
     lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells])
 

@@ -10,6 +10,7 @@ the figure the project was given when wpbjax was commissioned (the foundation an
 and #3: "the published harness needs ~31 s for its 5,280-run paper grid"). ../shared holds the
 harness's published results, not its code, so it cannot be re-timed side by side on this machine.
 """
+
 import argparse
 import os
 import statistics
@@ -30,13 +31,27 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeats):
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "wpbjax.cli", "sweep", "--quiet", "--oracle", args.oracle,
-                            "--out", os.path.join(tmp, "results.csv")], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "wpbjax.cli",
+                    "sweep",
+                    "--quiet",
+                    "--oracle",
+                    args.oracle,
+                    "--out",
+                    os.path.join(tmp, "results.csv"),
+                ],
+                check=True,
+            )
             times.append(time.perf_counter() - started)
     best, median = min(times), statistics.median(times)
-    print(f"paper grid (5,280 runs), oracle {args.oracle}: best {best:.2f} s, median {median:.2f} s "
-          f"over {len(times)} fresh processes; {PUBLISHED_SECONDS / median:.1f}x faster than the published harness's "
-          f"~{PUBLISHED_SECONDS:.0f} s (the figure stated in issues #2 and #3, not timed here)")
+    print(
+        f"paper grid (5,280 runs), oracle {args.oracle}: best {best:.2f} s, median {median:.2f} s "
+        f"over {len(times)} fresh processes; {PUBLISHED_SECONDS / median:.1f}x faster than the published harness's "
+        f"~{PUBLISHED_SECONDS:.0f} s (the figure stated in issues #2 and #3, not timed here)"
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ Writes <out-dir>/learned_gates.csv (track, set, mode, budget_bytes, policy, f1) 
 checkpoints, prints the tables and the issue's acceptance checks (PASS/FAIL lines); exits 1 if any
 check fails, 0 if all pass.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,13 +32,23 @@ def train_both(seed: int, out_dir: str) -> dict[str, str]:
         config = TrainConfig(track=track, seed=seed)
         result = train_gate(config, log=stderr_log)
         path = os.path.join(out_dir, f"gate_{track}_seed{seed}.npz")
-        save_gate(path, result["weights"], track, {"config": dataclasses.asdict(config), "history": result["history"],
-                                                   "train_seconds": result["seconds"],
-                                                   "afford_threshold": result["afford_threshold"],
-                                                   "calibration": result["calibration"]})
+        save_gate(
+            path,
+            result["weights"],
+            track,
+            {
+                "config": dataclasses.asdict(config),
+                "history": result["history"],
+                "train_seconds": result["seconds"],
+                "afford_threshold": result["afford_threshold"],
+                "calibration": result["calibration"],
+            },
+        )
         last = result["history"][-1]
-        print(f"{track}: trained in {result['seconds']:.0f} s; loss curve end: soft {last['soft_loss']:.4f}, "
-              f"exact {last['exact_loss']:.4f}; afford threshold {result['afford_threshold']:g}")
+        print(
+            f"{track}: trained in {result['seconds']:.0f} s; loss curve end: soft {last['soft_loss']:.4f}, "
+            f"exact {last['exact_loss']:.4f}; afford threshold {result['afford_threshold']:g}"
+        )
         paths[track] = path
     return paths
 
@@ -47,8 +58,9 @@ def checks(table: pd.DataFrame) -> list[str]:
     lines = []
 
     def f1(set_name, track, policy, budget):
-        rows = table[(table.set == set_name) & (table.track == track) & (table.policy == policy)
-                     & (table.budget_bytes == budget)]
+        rows = table[
+            (table.set == set_name) & (table.track == track) & (table.policy == policy) & (table.budget_bytes == budget)
+        ]
         return rows.set_index("mode").f1
 
     gate_u, gate_p = "learned_gate (unprivileged)", "learned_gate (privileged)"
@@ -57,19 +69,30 @@ def checks(table: pd.DataFrame) -> list[str]:
         optimal = f1(set_name, "unprivileged", "f1_optimal", 10240)
         infeasible = [m for m in at_10k.index if optimal[m] < 0.95]
         note = f" [the F1-optimal store itself is below 0.95 in {', '.join(infeasible)}]" if infeasible else ""
-        lines.append(f"{'PASS' if (at_10k >= 0.95).all() else 'FAIL'} unprivileged F1 >= 0.95 at 10 KB ({set_name}): "
-                     + ", ".join(f"{m} {v:.3f} (optimal {optimal[m]:.3f})" for m, v in at_10k.items()) + note)
+        lines.append(
+            f"{'PASS' if (at_10k >= 0.95).all() else 'FAIL'} unprivileged F1 >= 0.95 at 10 KB ({set_name}): "
+            + ", ".join(f"{m} {v:.3f} (optimal {optimal[m]:.3f})" for m, v in at_10k.items())
+            + note
+        )
         gap = f1(set_name, "unprivileged", "f1_optimal", 1024) - f1(set_name, "unprivileged", gate_u, 1024)
-        lines.append(f"{'PASS' if (gap <= 0.03).all() else 'FAIL'} unprivileged within 0.03 of F1-optimal at 1 KB "
-                     f"({set_name}): " + ", ".join(f"{m} gap {v:.3f}" for m, v in gap.items()))
+        lines.append(
+            f"{'PASS' if (gap <= 0.03).all() else 'FAIL'} unprivileged within 0.03 of F1-optimal at 1 KB "
+            f"({set_name}): " + ", ".join(f"{m} gap {v:.3f}" for m, v in gap.items())
+        )
         budgets = sorted(table.budget_bytes.unique())
-        worst = min((f1(set_name, "privileged", gate_p, b) - f1(set_name, "privileged", "priority_threshold", b)).min()
-                    for b in budgets)
-        lines.append(f"{'PASS' if worst >= -0.005 else 'FAIL'} privileged never worse than priority_threshold by > 0.005 "
-                     f"({set_name}): worst difference {worst:+.4f}")
+        worst = min(
+            (f1(set_name, "privileged", gate_p, b) - f1(set_name, "privileged", "priority_threshold", b)).min()
+            for b in budgets
+        )
+        lines.append(
+            f"{'PASS' if worst >= -0.005 else 'FAIL'} privileged never worse than priority_threshold by > 0.005 "
+            f"({set_name}): worst difference {worst:+.4f}"
+        )
         gain = f1(set_name, "privileged", gate_p, 1024) - f1(set_name, "privileged", "priority_threshold", 1024)
-        lines.append(f"{'PASS' if (gain > 0.003).sum() >= 3 else 'FAIL'} privileged better by > 0.003 at 1 KB in >= 3 "
-                     f"modes ({set_name}): " + ", ".join(f"{m} {v:+.4f}" for m, v in gain.items()))
+        lines.append(
+            f"{'PASS' if (gain > 0.003).sum() >= 3 else 'FAIL'} privileged better by > 0.003 at 1 KB in >= 3 "
+            f"modes ({set_name}): " + ", ".join(f"{m} {v:+.4f}" for m, v in gain.items())
+        )
     return lines
 
 
@@ -77,7 +100,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-dir", default=os.path.join(os.path.dirname(__file__), "results"))
-    parser.add_argument("--gates", nargs=2, metavar=("UNPRIVILEGED", "PRIVILEGED"), help="evaluate these instead of training")
+    parser.add_argument(
+        "--gates", nargs=2, metavar=("UNPRIVILEGED", "PRIVILEGED"), help="evaluate these instead of training"
+    )
     args = parser.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
     started = time.perf_counter()

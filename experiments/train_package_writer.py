@@ -13,6 +13,7 @@ For each set and budget: mean ratio to OPT of ``learned`` and ``oracle_gvt`` wit
 intervals, and the paired difference learned - GVT (same packages) with its 95% interval. Writes
 ``writer.npz``, ``rows.csv`` (every row) and ``summary.md``; prints the summary.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,17 +57,30 @@ def evaluate(writer: str, name: str, distribution: str, shape, seeds, budgets=BU
         lo, hi = sweeps.bootstrap_interval(mine)
         glo, ghi = sweeps.bootstrap_interval(gvt)
         dlo, dhi = paired_interval(mine - gvt)
-        lines.append({"set": name, "budget": budget, "n": len(mine), "learned": mine.mean(), "learned_ci": (lo, hi),
-                      "gvt": gvt.mean(), "gvt_ci": (glo, ghi), "diff": (mine - gvt).mean(), "diff_ci": (dlo, dhi)})
+        lines.append(
+            {
+                "set": name,
+                "budget": budget,
+                "n": len(mine),
+                "learned": mine.mean(),
+                "learned_ci": (lo, hi),
+                "gvt": gvt.mean(),
+                "gvt_ci": (glo, ghi),
+                "diff": (mine - gvt).mean(),
+                "diff_ci": (dlo, dhi),
+            }
+        )
     return rows, lines
 
 
 def summary_markdown(lines: list) -> str:
     out = ["| set | B | learned [95% CI] | oracle_gvt [95% CI] | learned - GVT [95% CI] |", "|---|---:|---|---|---|"]
     for r in lines:
-        out.append(f"| {r['set']} | {r['budget']} | {r['learned']:.4f} [{r['learned_ci'][0]:.4f}, {r['learned_ci'][1]:.4f}] "
-                   f"| {r['gvt']:.4f} [{r['gvt_ci'][0]:.4f}, {r['gvt_ci'][1]:.4f}] "
-                   f"| {r['diff']:+.4f} [{r['diff_ci'][0]:+.4f}, {r['diff_ci'][1]:+.4f}] |")
+        out.append(
+            f"| {r['set']} | {r['budget']} | {r['learned']:.4f} [{r['learned_ci'][0]:.4f}, {r['learned_ci'][1]:.4f}] "
+            f"| {r['gvt']:.4f} [{r['gvt_ci'][0]:.4f}, {r['gvt_ci'][1]:.4f}] "
+            f"| {r['diff']:+.4f} [{r['diff_ci'][0]:+.4f}, {r['diff_ci'][1]:+.4f}] |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -99,21 +113,37 @@ def main(argv=None) -> int:
     shapes = tuple(tuple(int(n) for n in part.split("x")) for part in args.shapes.split(","))
     writer = args.writer
     if writer is None:
-        config = WriterTrainConfig(seed=args.seed, steps=args.steps, packages=args.packages, relaxation=args.relaxation,
-                                   check_packages=max(args.packages // 5, 1), distributions=distributions,
-                                   shapes=shapes, init=args.init, hidden=args.hidden,
-                                   budgets=tuple(int(b) for b in args.budgets.split(",")), learning_rate=args.learning_rate,
-                                   tau_start=args.tau_start, tau_end=args.tau_end)
+        config = WriterTrainConfig(
+            seed=args.seed,
+            steps=args.steps,
+            packages=args.packages,
+            relaxation=args.relaxation,
+            check_packages=max(args.packages // 5, 1),
+            distributions=distributions,
+            shapes=shapes,
+            init=args.init,
+            hidden=args.hidden,
+            budgets=tuple(int(b) for b in args.budgets.split(",")),
+            learning_rate=args.learning_rate,
+            tau_start=args.tau_start,
+            tau_end=args.tau_end,
+        )
         result = train_writer(config, log)
         writer = str(out / "writer.npz")
-        save_writer(writer, result["params"], result["kinds"], {"config": dataclasses.asdict(config),
-                                                                "history": result["history"],
-                                                                "train_seconds": result["seconds"]})
+        save_writer(
+            writer,
+            result["params"],
+            result["kinds"],
+            {"config": dataclasses.asdict(config), "history": result["history"], "train_seconds": result["seconds"]},
+        )
         log(f"trained in {result['seconds']:.0f} s; kept {json.dumps(result['history'][-1])}")
     seeds = range(args.eval_seeds)
     sets = [(f"{name} {n}x{u} held-out seeds", name, (n, u)) for name in distributions for n, u in shapes]
-    sets += [(f"memaudit_small {n}x{u} unseen shape", "memaudit_small", (n, u)) for n, u in UNSEEN_SHAPES
-             if (n, u) not in shapes]
+    sets += [
+        (f"memaudit_small {n}x{u} unseen shape", "memaudit_small", (n, u))
+        for n, u in UNSEEN_SHAPES
+        if (n, u) not in shapes
+    ]
     if not args.no_stress:
         sets += [(f"{name} 3x2 never seen", name, (3, 2)) for name in STRESS if name not in distributions]
         sets += [(f"{name} 2x2 unseen shape", name, (2, 2)) for name in STRESS if name in distributions]

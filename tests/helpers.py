@@ -1,4 +1,5 @@
 """Hand-built episodes, a scripted policy that emits a given action list, and an encoding comparison, for tests."""
+
 from __future__ import annotations
 
 import functools
@@ -12,16 +13,19 @@ from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies.base import Policy
 
 
-def make_episode(observations, metadata=None, utilities=None, critical=(), episode_id=0, mode="hand",
-                 t_values=None):
+def make_episode(observations, metadata=None, utilities=None, critical=(), episode_id=0, mode="hand", t_values=None):
     """An episode dict with one step per observation (t = 0, 1, ... unless given)."""
     t_values = list(range(len(observations))) if t_values is None else list(t_values)
     metadata = metadata or [{"mode": mode}] * len(observations)
     utilities = utilities or [1.0] * len(observations)
     steps = [{"metadata": md, "observation": obs, "t": t} for obs, md, t in zip(observations, metadata, t_values)]
-    labels = {"episode_id": episode_id, "mode": mode, "critical_steps": list(critical),
-              "total_drift_events": len(critical),
-              "utility_by_step": {str(t): u for t, u in zip(t_values, utilities)}}
+    labels = {
+        "episode_id": episode_id,
+        "mode": mode,
+        "critical_steps": list(critical),
+        "total_drift_events": len(critical),
+        "utility_by_step": {str(t): u for t, u in zip(t_values, utilities)},
+    }
     return {"labels": labels, "steps": steps}
 
 
@@ -34,15 +38,24 @@ def scripted_act(params, state, store, episode, pos, budget):
     expiring = state < params["n_expire"][pos]
     slot = params["expire"][pos, jnp.minimum(state, params["expire"].shape[1] - 1)]
     kind, target = params["kind"][pos], params["target"][pos]
-    main = actions.select(kind == actions.MERGE, actions.merge(store_lib.quote_merge(episode, pos, target)),
-                          actions.Action(expire_slots=jnp.full(1, -1, jnp.int32), n_expire=jnp.int32(0), kind=kind,
-                                         target=target, merge_cost=jnp.int32(0)))
+    main = actions.select(
+        kind == actions.MERGE,
+        actions.merge(store_lib.quote_merge(episode, pos, target)),
+        actions.Action(
+            expire_slots=jnp.full(1, -1, jnp.int32),
+            n_expire=jnp.int32(0),
+            kind=kind,
+            target=target,
+            merge_cost=jnp.int32(0),
+        ),
+    )
     action = actions.select(expiring, actions.expire_and_continue(slot), main)
     return action, jnp.where(expiring, state + 1, 0)
 
 
-SCRIPTED = Policy("scripted", scripted_act, init=scripted_init, multi_action=True,
-                  doc="emits params' per-step actions (tests only)")
+SCRIPTED = Policy(
+    "scripted", scripted_act, init=scripted_init, multi_action=True, doc="emits params' per-step actions (tests only)"
+)
 
 
 def script(n_steps, plan, max_expires=4):
@@ -53,10 +66,14 @@ def script(n_steps, plan, max_expires=4):
     n_expire = np.zeros(n_steps, np.int32)
     for pos, (step_kind, step_target, step_expires) in plan.items():
         kind[pos], target[pos] = step_kind, step_target
-        expire[pos, :len(step_expires)] = step_expires
+        expire[pos, : len(step_expires)] = step_expires
         n_expire[pos] = len(step_expires)
-    return {"kind": jnp.asarray(kind), "target": jnp.asarray(target), "expire": jnp.asarray(expire),
-            "n_expire": jnp.asarray(n_expire)}
+    return {
+        "kind": jnp.asarray(kind),
+        "target": jnp.asarray(target),
+        "expire": jnp.asarray(expire),
+        "n_expire": jnp.asarray(n_expire),
+    }
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -83,14 +100,27 @@ def assert_same_encoding(direct, via_json):
     assert np.array_equal(direct.priority64, via_json.priority64)
     assert np.array_equal(direct.n_critical, via_json.n_critical)
     assert np.array_equal(direct.total_drift_events, via_json.total_drift_events)
-    for name in ("critical", "api_is_str", "valid", "step_t", "t_last", "length", "version_number",
-                 "fact_pair", "fact_key", "fact_prev", "fact_latest", "fact_probes", "transient"):
+    for name in (
+        "critical",
+        "api_is_str",
+        "valid",
+        "step_t",
+        "t_last",
+        "length",
+        "version_number",
+        "fact_pair",
+        "fact_key",
+        "fact_prev",
+        "fact_latest",
+        "fact_probes",
+        "transient",
+    ):
         assert np.array_equal(getattr(direct.arrays, name), getattr(via_json.arrays, name)), name
     # ids differ in numbering only: equal ids <=> equal values among steps of one api (all the store compares)
     slots = [via_json.field_keys.index(key) for key in direct.field_keys if key in via_json.field_keys]
     present = via_json.arrays.field_present[:, :, slots]
-    assert np.array_equal(direct.arrays.field_present[:, :, :len(slots)], present)
-    assert np.array_equal(direct.arrays.field_frag_len[:, :, :len(slots)], via_json.arrays.field_frag_len[:, :, slots])
+    assert np.array_equal(direct.arrays.field_present[:, :, : len(slots)], present)
+    assert np.array_equal(direct.arrays.field_frag_len[:, :, : len(slots)], via_json.arrays.field_frag_len[:, :, slots])
     for n in range(direct.n_episodes):
         for name in ("api_id", "endpoint_index"):  # the same equality classes (numbering may differ)
             ours, theirs = getattr(direct.arrays, name)[n], getattr(via_json.arrays, name)[n]

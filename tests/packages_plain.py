@@ -4,6 +4,7 @@ Written from the MEMAUDIT definitions (objective, feasibility, writers' rules), 
 wpbjax.packages' array code. A package here: ``groups`` = list of groups in arrival order, each a
 list of candidates ``dict(id, kind, cost, cov={unit: a})``; ``weights`` = {unit: w} in unit order.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -27,9 +28,18 @@ def from_batch(pset, p: int):
         for c in range(b.cost.shape[2]):
             if b.valid[p, g, c]:
                 cov = {f"r{r}": float(b.coverage[p, g, c, r]) for r in range(n_units) if b.coverage[p, g, c, r] > 0}
-                cands.append({"index": c, "rank": int(b.rank[p, g, c]), "kind": int(b.kind[p, g, c]),
-                              "cost": int(b.cost[p, g, c]), "cov": cov, "group": g, "time": int(b.time[p, g, c]),
-                              "id": pset.meta.candidate_ids[p][g][c] if pset.meta.candidate_ids else None})
+                cands.append(
+                    {
+                        "index": c,
+                        "rank": int(b.rank[p, g, c]),
+                        "kind": int(b.kind[p, g, c]),
+                        "cost": int(b.cost[p, g, c]),
+                        "cov": cov,
+                        "group": g,
+                        "time": int(b.time[p, g, c]),
+                        "id": pset.meta.candidate_ids[p][g][c] if pset.meta.candidate_ids else None,
+                    }
+                )
         groups.append(cands)
     return groups, weights
 
@@ -89,7 +99,11 @@ def streaming(groups, weights, budget, h="min", threshold=None):
             density = gain / max(cand["cost"], 1e-12)
             if gain <= TIE or (threshold is not None and density + TIE < threshold):
                 continue
-            key = (gain, -cand["cost"], cand["rank"]) if threshold is not None else (density, gain, -cand["cost"], cand["rank"])
+            key = (
+                (gain, -cand["cost"], cand["rank"])
+                if threshold is not None
+                else (density, gain, -cand["cost"], cand["rank"])
+            )
             keyed.append((key, cand))
         if keyed:
             cand = max(keyed, key=lambda kc: kc[0])[1]
@@ -133,4 +147,3 @@ def recency(cand):
 
 def reservoir(cand):
     return (stable_hash(cand["id"]), cand["cost"])
-

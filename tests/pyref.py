@@ -19,10 +19,16 @@ import json
 HEADER_BYTES, INDEX_BYTES = 32, 16
 TRACK_KEYS = {"unprivileged": ("mode",), "privileged": ("mode", "priority")}
 TRACK_POLICIES = {
-    "unprivileged": ["no_mem", "fifo_store_all", "uniform_sample", "last_kb",
-                     "merge_aggressive"],
-    "privileged": ["no_mem", "fifo_store_all", "uniform_sample", "priority_threshold",
-                   "priority_greedy", "last_kb", "merge_aggressive"],
+    "unprivileged": ["no_mem", "fifo_store_all", "uniform_sample", "last_kb", "merge_aggressive"],
+    "privileged": [
+        "no_mem",
+        "fifo_store_all",
+        "uniform_sample",
+        "priority_threshold",
+        "priority_greedy",
+        "last_kb",
+        "merge_aggressive",
+    ],
 }
 EVERY_N, PRIORITY_TAU = 10, 0.5
 
@@ -45,9 +51,13 @@ def write_cost(step: dict, track: str) -> int:
 
 def view_step(step: dict, track: str) -> dict:
     """What a policy sees: t, observation, track-filtered metadata (+ memoised cost)."""
-    return {"t": step["t"], "observation": step["observation"],
-            "metadata": view_metadata(step.get("metadata") or {}, track),
-            "track": track, "cost": write_cost(step, track)}
+    return {
+        "t": step["t"],
+        "observation": step["observation"],
+        "metadata": view_metadata(step.get("metadata") or {}, track),
+        "track": track,
+        "cost": write_cost(step, track),
+    }
 
 
 def canonical_delta(old: dict, new: dict) -> dict:
@@ -79,8 +89,7 @@ class Store:
         return next(iter(self.items.values()), None)
 
     def _add(self, step, kind, parent, cost) -> bool:
-        self.items[step["t"]] = {"t": step["t"], "kind": kind, "parent": parent,
-                                 "cost": cost, "step": step}
+        self.items[step["t"]] = {"t": step["t"], "kind": kind, "parent": parent, "cost": cost, "step": step}
         self.used += cost
         return True
 
@@ -192,8 +201,7 @@ def merge_aggressive(s, store, track):
         target = None
         for it in store.items.values():  # keeps the most recently inserted match
             o = it["step"]["observation"]
-            if it["kind"] == "base" and isinstance(o, dict) and "api" in o \
-                    and o["api"] == obs["api"]:
+            if it["kind"] == "base" and isinstance(o, dict) and "api" in o and o["api"] == obs["api"]:
                 target = it
         if target is not None:
             delta = canonical_delta(target["step"]["observation"], obs)
@@ -201,9 +209,10 @@ def merge_aggressive(s, store, track):
     return last_kb(s, store, track)
 
 
-POLICIES = {f.__name__: f for f in (no_mem, fifo_store_all, uniform_sample,
-                                    priority_threshold, priority_greedy, last_kb,
-                                    merge_aggressive)}
+POLICIES = {
+    f.__name__: f
+    for f in (no_mem, fifo_store_all, uniform_sample, priority_threshold, priority_greedy, last_kb, merge_aggressive)
+}
 
 
 # ---------------------------------------------------------------- 4. oracles
@@ -228,8 +237,7 @@ def reference_oracle(weights, values, budget: int) -> float:
         return exact_oracle(weights, values, budget)
     # Sort by (u/w, w, u) descending; equal keys are equal (w, u) pairs, so ties
     # cannot change the result.
-    items = sorted(zip(weights, values), key=lambda wv: (wv[1] / wv[0], wv[0], wv[1]),
-                   reverse=True)
+    items = sorted(zip(weights, values), key=lambda wv: (wv[1] / wv[0], wv[0], wv[1]), reverse=True)
     picked, used = [], 0
     for w, v in items:
         if used + w <= budget:
@@ -284,14 +292,15 @@ def retained_steps(store: Store, steps: list) -> list:
     for t, it in store.items.items():
         parent = store.items.get(it["parent"])
         if it["kind"] == "base" or (
-                parent is not None and parent["kind"] == "base"
-                and isinstance(api[t], str) and api[t] == api[it["parent"]]):
+            parent is not None and parent["kind"] == "base" and isinstance(api[t], str) and api[t] == api[it["parent"]]
+        ):
             retained.append(t)
     return retained
 
 
-def run_episode(episode: dict, policy: str, track: str, budget: int,
-                oracle: str = "reference", views: list | None = None) -> dict:
+def run_episode(
+    episode: dict, policy: str, track: str, budget: int, oracle: str = "reference", views: list | None = None
+) -> dict:
     """Run one policy over one episode; return the 21-column result row (§4)."""
     labels, steps = episode["labels"], episode["steps"]
     if views is None:
@@ -304,8 +313,9 @@ def run_episode(episode: dict, policy: str, track: str, budget: int,
     precision = hits / len(W) if W else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     U = sum(_utility(labels, t) for t in retained)
-    opt = _oracle(oracle, tuple(s["cost"] for s in views),
-                  tuple(_utility(labels, st["t"]) for st in steps), int(budget))
+    opt = _oracle(
+        oracle, tuple(s["cost"] for s in views), tuple(_utility(labels, st["t"]) for st in steps), int(budget)
+    )
     regret = max(0.0, opt - U)
     drift = labels.get("total_drift_events", 0)
     t_last = steps[-1]["t"] if steps else 0
@@ -334,8 +344,7 @@ def run_episode(episode: dict, policy: str, track: str, budget: int,
     }
 
 
-def run_grid(episodes, budgets, tracks=("unprivileged", "privileged"),
-             oracle: str = "reference") -> list[dict]:
+def run_grid(episodes, budgets, tracks=("unprivileged", "privileged"), oracle: str = "reference") -> list[dict]:
     rows = []
     for ep in episodes:
         views = {tr: [view_step(st, tr) for st in ep["steps"]] for tr in tracks}

@@ -1,5 +1,6 @@
 """The public Python API (`import wpbjax as wj`): the CLI's rows and files from Python, checked inputs,
 episode sources that rebuild the same episodes, and a library that never imports its CLI."""
+
 import dataclasses
 import importlib
 import inspect
@@ -26,8 +27,13 @@ def test_public_names_resolve_and_import_wpbjax_is_light():
     for name in wj.__all__:
         assert getattr(wj, name) is not None, name
     assert isinstance(wj.__version__, str) and wj.__version__ in (PACKAGE.parent / "pyproject.toml").read_text()
-    done = subprocess.run([sys.executable, "-c", "import sys, wpbjax; print('jax' in sys.modules)"],
-                          capture_output=True, text=True, cwd=PACKAGE.parent, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, wpbjax; print('jax' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        cwd=PACKAGE.parent,
+        check=True,
+    )
     assert done.stdout.strip() == "False"
 
 
@@ -50,8 +56,11 @@ def test_cli_sweep_defaults_are_the_api_defaults():
     from wpbjax import api
 
     for function in (api.sweep, api.sweep_to_file):
-        defaults = {name: p.default for name, p in inspect.signature(function).parameters.items()
-                    if p.default is not inspect.Parameter.empty}
+        defaults = {
+            name: p.default
+            for name, p in inspect.signature(function).parameters.items()
+            if p.default is not inspect.Parameter.empty
+        }
         for name in ("modes", "n_episodes", "steps", "seed", "budgets", "policies", "tracks", "oracle", "memory_cap"):
             expected = list(defaults[name]) if isinstance(defaults[name], tuple) else defaults[name]
             assert args[name] == expected, name
@@ -91,7 +100,9 @@ def test_simulate_returns_the_sweep_metrics():
     rows = wj.sweep(episodes, budgets=[1024, 10240], policies=["priority_greedy"], tracks=["privileged"])
     for name in ("f1", "regret", "bytes_used", "tp", "tn", "merge_actions"):
         assert metrics[name].shape == (3, 2)
-        np.testing.assert_array_equal(metrics[name].T.ravel(), rows[name].to_numpy(), err_msg=name)  # rows: budget-major
+        np.testing.assert_array_equal(
+            metrics[name].T.ravel(), rows[name].to_numpy(), err_msg=name
+        )  # rows: budget-major
     tuned = wj.simulate(wj.policies.get("priority_threshold", threshold=2.0), episodes, [10240], track="privileged")
     assert (tuned["write_actions"] == 0).all()  # no priority exceeds 2
 
@@ -132,8 +143,9 @@ def test_sweep_refuses_repeats_that_would_duplicate_rows():
 
 @pytest.mark.parametrize("engine", ["python", "jax"])
 def test_episode_source_round_trips(engine):
-    source = EpisodeSource.generated(["default", "redundancy"], n_episodes=2, engine=engine, steps=30, seed=5,
-                                     drift_prob=0.2)
+    source = EpisodeSource.generated(
+        ["default", "redundancy"], n_episodes=2, engine=engine, steps=30, seed=5, drift_prob=0.2
+    )
     again = EpisodeSource.from_dict(json.loads(json.dumps(source.to_dict())))
     assert again == source
     first, second = source.load(), again.load()
@@ -165,11 +177,26 @@ def test_a_users_policy_sweeps_from_python_and_the_cli(tmp_path):
         fits = episode.write_cost[pos] <= store.remaining(store_state, budget)
         return actions.write_if(fits & (episode.priority[pos] >= params["floor"])), state
 
-    wj.policies.register(wj.policies.Policy("test_api_floor", act, params={"floor": 0.5}, kinds=frozenset({"write"})),
-                         replace=True)
+    wj.policies.register(
+        wj.policies.Policy("test_api_floor", act, params={"floor": 0.5}, kinds=frozenset({"write"})), replace=True
+    )
     table = wj.sweep(policies=["test_api_floor"], tracks=["privileged"], **SMALL)
     assert len(table) == 4 * 2 and set(table.policy) == {"test_api_floor"}
     out = tmp_path / "mine.csv"
-    assert main(["sweep", *SMALL_ARGV, "--policies", "test_api_floor", "--tracks", "privileged",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                *SMALL_ARGV,
+                "--policies",
+                "test_api_floor",
+                "--tracks",
+                "privileged",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     pd.testing.assert_frame_equal(pd.read_csv(out, dtype={"mode": str}), table, check_dtype=False)

@@ -1,6 +1,7 @@
 """One check, two spellings: a library error names an argument as the caller wrote it, ``out`` /
 ``num_processes`` / ``params`` from Python and ``--out`` / ``--num-processes`` / ``--param`` from
 the command line (wpbjax.argument_errors; the CLI renders the flags in wpbjax.cli.failures)."""
+
 import argparse
 import dataclasses
 import inspect
@@ -23,10 +24,32 @@ from wpbjax.reports import checks
 from wpbjax.results_io import partial_path
 
 A_FLAG = re.compile(r"--[a-z]")
-TINY = dict(n_episodes=1, modes=["default"], steps=20, budgets=[1024, 2048], policies=["priority_threshold"],
-            tracks=["privileged"], params={"threshold": [0.25, 0.5]})
-TINY_ARGV = ["--n-episodes", "1", "--modes", "default", "--steps", "20", "--budgets", "1024,2048", "--policies",
-             "priority_threshold", "--tracks", "privileged", "--param", "threshold=0.25,0.5", "--quiet"]
+TINY = dict(
+    n_episodes=1,
+    modes=["default"],
+    steps=20,
+    budgets=[1024, 2048],
+    policies=["priority_threshold"],
+    tracks=["privileged"],
+    params={"threshold": [0.25, 0.5]},
+)
+TINY_ARGV = [
+    "--n-episodes",
+    "1",
+    "--modes",
+    "default",
+    "--steps",
+    "20",
+    "--budgets",
+    "1024,2048",
+    "--policies",
+    "priority_threshold",
+    "--tracks",
+    "privileged",
+    "--param",
+    "threshold=0.25,0.5",
+    "--quiet",
+]
 
 
 def test_an_error_spells_its_arguments_for_each_caller():
@@ -48,7 +71,13 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_flag_of_every_api_argument_is_a_real_flag():
-    sweep_names = set(inspect.signature(api.sweep_to_file).parameters) - {"devices", "command", "cluster", "log", "knobs"}
+    sweep_names = set(inspect.signature(api.sweep_to_file).parameters) - {
+        "devices",
+        "command",
+        "cluster",
+        "log",
+        "knobs",
+    }
     sweep_names |= set(inspect.signature(distributed.initialize).parameters)
     sweep_names |= {field.name for field in dataclasses.fields(JaxGenConfig)} - {"mode"}  # generator knobs
     sweep_options = _options(_subcommand("sweep"))
@@ -76,8 +105,10 @@ def test_python_resume_with_other_arguments_names_them_as_python_does(tmp_path, 
     with pytest.raises(ArgumentError) as caught:
         wj.sweep_to_file(out, **dict(TINY, budgets=[1024], params={"threshold": [0.25]}), resume=True)
     message = str(caught.value)
-    assert message.startswith(f"resume: {out}: the interrupted run had other arguments (budgets was 1024,2048, now 1024; "
-                              "params was {'threshold': [0.25, 0.5]}, now {'threshold': [0.25]}); ")
+    assert message.startswith(
+        f"resume: {out}: the interrupted run had other arguments (budgets was 1024,2048, now 1024; "
+        "params was {'threshold': [0.25, 0.5]}, now {'threshold': [0.25]}); "
+    )
     assert message.endswith("drop resume to start over") and not A_FLAG.search(message)
     assert wj.sweep_to_file(out, **TINY, resume=True).rows == 4 and out.read_bytes() == complete
 
@@ -98,23 +129,48 @@ def test_python_disk_space_refusal_names_out_and_params(tmp_path, monkeypatch):
         wj.sweep_to_file(tmp_path / "r.csv", **TINY)
     message = str(caught.value)
     # 4 rows x (320 B a CSV row + 20 B for the one param column) = 1,360 B = 1.3 KiB
-    assert message.startswith(f"out {tmp_path / 'r.csv'}: the sweep's 4 rows need about 1.3 KiB, more than the 100.0 B free")
+    assert message.startswith(
+        f"out {tmp_path / 'r.csv'}: the sweep's 4 rows need about 1.3 KiB, more than the 100.0 B free"
+    )
     assert "fewer episodes, budgets, policies or params values" in message and not A_FLAG.search(message)
     assert not (tmp_path / "r.csv").exists()
 
 
-@pytest.mark.parametrize("arguments, environment, message", [
-    (dict(coordinator="h:1"), {}, "num_processes, process_id: needed with coordinator (give all three: "
-                                  "coordinator HOST:PORT, num_processes N, process_id I)"),
-    (dict(coordinator="nohost", num_processes=2, process_id=0), {}, "coordinator: expected HOST:PORT, got 'nohost'"),
-    (dict(coordinator="h:1", num_processes=0, process_id=0), {}, "num_processes: expected an integer >= 1, got 0"),
-    (dict(coordinator="h:1", num_processes=2, process_id=2), {}, "process_id: expected 0..1 (num_processes 2), got 2"),
-    (dict(coordinator="h:1", num_processes=2), {"JAX_PROCESS_ID": "5"},
-     "$JAX_PROCESS_ID: expected 0..1 (num_processes 2), got 5"),  # a value from the environment names its variable
-])
+@pytest.mark.parametrize(
+    "arguments, environment, message",
+    [
+        (
+            dict(coordinator="h:1"),
+            {},
+            "num_processes, process_id: needed with coordinator (give all three: "
+            "coordinator HOST:PORT, num_processes N, process_id I)",
+        ),
+        (
+            dict(coordinator="nohost", num_processes=2, process_id=0),
+            {},
+            "coordinator: expected HOST:PORT, got 'nohost'",
+        ),
+        (dict(coordinator="h:1", num_processes=0, process_id=0), {}, "num_processes: expected an integer >= 1, got 0"),
+        (
+            dict(coordinator="h:1", num_processes=2, process_id=2),
+            {},
+            "process_id: expected 0..1 (num_processes 2), got 2",
+        ),
+        (
+            dict(coordinator="h:1", num_processes=2),
+            {"JAX_PROCESS_ID": "5"},
+            "$JAX_PROCESS_ID: expected 0..1 (num_processes 2), got 5",
+        ),  # a value from the environment names its variable
+    ],
+)
 def test_python_distributed_arguments_are_named_as_python_does(arguments, environment, message, monkeypatch):
-    for name in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "SLURM_STEP_NUM_TASKS",
-                 "OMPI_COMM_WORLD_SIZE"):
+    for name in (
+        "JAX_COORDINATOR_ADDRESS",
+        "JAX_NUM_PROCESSES",
+        "JAX_PROCESS_ID",
+        "SLURM_STEP_NUM_TASKS",
+        "OMPI_COMM_WORLD_SIZE",
+    ):
         monkeypatch.delenv(name, raising=False)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
@@ -125,9 +181,26 @@ def test_python_distributed_arguments_are_named_as_python_does(arguments, enviro
 
 def test_cli_names_a_distributed_value_from_the_environment_by_its_variable(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("JAX_PROCESS_ID", "5")
-    assert main(["sweep", "--n-episodes", "1", "--out", str(tmp_path / "r.csv"), "--coordinator", "h:1",
-                 "--num-processes", "2"]) == 2
-    assert capsys.readouterr().err.strip() == "wpbjax sweep: error: $JAX_PROCESS_ID: expected 0..1 (--num-processes 2), got 5"
+    assert (
+        main(
+            [
+                "sweep",
+                "--n-episodes",
+                "1",
+                "--out",
+                str(tmp_path / "r.csv"),
+                "--coordinator",
+                "h:1",
+                "--num-processes",
+                "2",
+            ]
+        )
+        == 2
+    )
+    assert (
+        capsys.readouterr().err.strip()
+        == "wpbjax sweep: error: $JAX_PROCESS_ID: expected 0..1 (--num-processes 2), got 5"
+    )
 
 
 def test_train_config_names_fields_as_python_does():
@@ -140,8 +213,9 @@ def test_train_config_names_fields_as_python_does():
 
 
 def test_a_report_check_suggests_resume_as_each_caller_spells_it():
-    rows = pd.DataFrame({"track": ["privileged"] * 2, "policy": ["no_mem"] * 2, "budget_bytes": [1024] * 2,
-                         "episode_id": [0, 0]})
+    rows = pd.DataFrame(
+        {"track": ["privileged"] * 2, "policy": ["no_mem"] * 2, "budget_bytes": [1024] * 2, "episode_id": [0, 0]}
+    )
     with pytest.raises(ArgumentError) as caught:
         checks.check_grid("r.csv", rows)
     assert str(caught.value).endswith("rerun the sweep (or finish it with the resume option)")

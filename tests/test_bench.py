@@ -1,4 +1,5 @@
 """`wpbjax bench` from the command line: its JSON report and the devices it runs on."""
+
 import json
 import os
 import subprocess
@@ -6,8 +7,21 @@ import sys
 
 import pytest
 
-BENCH = [sys.executable, "-m", "wpbjax.cli", "bench", "--episodes", "8", "--steps", "20",
-         "--policies", "fifo_store_all,last_kb", "--repeats", "1", "--json"]
+BENCH = [
+    sys.executable,
+    "-m",
+    "wpbjax.cli",
+    "bench",
+    "--episodes",
+    "8",
+    "--steps",
+    "20",
+    "--policies",
+    "fifo_store_all,last_kb",
+    "--repeats",
+    "1",
+    "--json",
+]
 
 
 def _bench(**env_changes):

@@ -1,6 +1,7 @@
 """A generated set too large to hold is made and swept a block at a time (wpbjax/sweeps/blocks.py):
 the table is byte-identical to an in-memory sweep's, and a killed sweep resumes without making the
 finished blocks again."""
+
 import filecmp
 import os
 
@@ -13,8 +14,9 @@ from wpbjax.results_io import ResultsWriter, partial_path
 from wpbjax.sweeps import blocks
 
 # 4 modes x 5 episodes of 40 steps (7 KB encoded) against a 24 KB cap: blocks of a few episodes
-SWEEP = dict(n_episodes=5, steps=40, budgets=[1024, 4096], memory_cap=24_000,
-             policies="priority_greedy,merge_aggressive,random")  # levels, merges, random keys
+SWEEP = dict(
+    n_episodes=5, steps=40, budgets=[1024, 4096], memory_cap=24_000, policies="priority_greedy,merge_aggressive,random"
+)  # levels, merges, random keys
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +34,11 @@ def in_memory(tmp_path_factory):
 def _made_blocks(monkeypatch) -> list:
     """Record the (start, stop) of every block generated from here on."""
     made, load_range = [], EpisodeSource.load_range
-    monkeypatch.setattr(EpisodeSource, "load_range",
-                        lambda self, start, stop: made.append((start, stop)) or load_range(self, start, stop))
+    monkeypatch.setattr(
+        EpisodeSource,
+        "load_range",
+        lambda self, start, stop: made.append((start, stop)) or load_range(self, start, stop),
+    )
     return made
 
 

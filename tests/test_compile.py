@@ -1,4 +1,5 @@
 """Budgets and params are traced: a new budget grid or param value never recompiles."""
+
 import jax
 import numpy as np
 from helpers import make_episode
@@ -44,7 +45,9 @@ def test_quick_and_full_builds_agree():
         quick = rollout.simulate(make(name), batch, budgets, work=0)
         full = rollout.simulate(make(name), batch, budgets, work=rollout.QUICK_COMPILE_BELOW)
         for field, value in vars(quick).items():
-            np.testing.assert_array_equal(np.asarray(value), np.asarray(getattr(full, field)), err_msg=f"{name} {field}")
+            np.testing.assert_array_equal(
+                np.asarray(value), np.asarray(getattr(full, field)), err_msg=f"{name} {field}"
+            )
 
 
 def _generated_batch(n_episodes, track="privileged"):
@@ -67,7 +70,9 @@ def test_passes_give_the_same_counts_as_one_pass():
     grid = rollout.simulate_grid(make("uniform_sample"), batch, budgets, params={"every_n": [2, 5]})
     for point, every_n in enumerate((2, 5)):
         one = rollout.simulate(make("uniform_sample"), batch, budgets, params={"every_n": every_n}, per_pass=2)
-        _assert_same_counts(jax.tree_util.tree_map(lambda leaf, point=point: leaf[point], grid), one, f"every_n={every_n}")
+        _assert_same_counts(
+            jax.tree_util.tree_map(lambda leaf, point=point: leaf[point], grid), one, f"every_n={every_n}"
+        )
 
 
 PASSES_ON_FOUR_DEVICES = """

@@ -1,5 +1,6 @@
 """Where a sweep runs: a sweep of few runs per call starts JAX on one core (devices.start_on_one_core),
 with the rows of a sweep on every core."""
+
 import filecmp
 import os
 import subprocess
@@ -21,8 +22,9 @@ print(len(jax.local_devices()), os.sched_getaffinity(0) == cores == seen[0], dev
 
 
 def _run(code: str, **env) -> str:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "WPBJAX_CACHE_DIR": "", **env})
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "WPBJAX_CACHE_DIR": "", **env}
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -36,13 +38,37 @@ def test_few_runs_start_jax_on_one_core_and_every_thread_keeps_every_core():
 
 
 def test_a_cli_sweep_on_one_core_writes_the_rows_of_one_on_every_core(tmp_path):
-    arguments = dict(modes=["default"], n_episodes=1, steps=60, budgets=[1024, 4096],
-                     policies=["merge_aggressive", "priority_greedy"])
+    arguments = dict(
+        modes=["default"],
+        n_episodes=1,
+        steps=60,
+        budgets=[1024, 4096],
+        policies=["merge_aggressive", "priority_greedy"],
+    )
     wj.sweep_to_file(tmp_path / "here.csv", **arguments)  # this process: JAX started, a device per core
-    done = subprocess.run([sys.executable, "-m", "wpbjax.cli", "sweep", "--modes", "default", "--n-episodes", "1",
-                           "--steps", "60", "--budgets", "1024,4096", "--policies", "merge_aggressive,priority_greedy",
-                           "--out", str(tmp_path / "cli.csv")], capture_output=True, text=True,
-                          env={**os.environ, "WPBJAX_CACHE_DIR": ""})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wpbjax.cli",
+            "sweep",
+            "--modes",
+            "default",
+            "--n-episodes",
+            "1",
+            "--steps",
+            "60",
+            "--budgets",
+            "1024,4096",
+            "--policies",
+            "merge_aggressive,priority_greedy",
+            "--out",
+            str(tmp_path / "cli.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WPBJAX_CACHE_DIR": ""},
+    )
     assert done.returncode == 0, done.stderr
     assert "runs on 1 x cpu" in done.stderr
     assert filecmp.cmp(tmp_path / "here.csv", tmp_path / "cli.csv", shallow=False)

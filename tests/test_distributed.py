@@ -1,5 +1,6 @@
 """Several processes on JAX's own runtime (wpbjax.distributed): two processes on localhost, joined by
 jax.distributed over gloo, write the same bytes as one process."""
+
 import os
 import socket
 import subprocess
@@ -12,8 +13,22 @@ from wpbjax.distributed import Cluster, resolve
 
 # 2 modes x 3 episodes, 2 budgets, no_mem on 2 tracks and priority_greedy on one (3 runs per episode and budget); a 64K
 # memory cap makes chunks of one episode per device, so several chunks are split and gathered.
-SWEEP = ["sweep", "--n-episodes", "3", "--modes", "default,redundancy", "--steps", "40", "--budgets", "1024,4096",
-         "--policies", "no_mem,priority_greedy", "--memory-cap", "64K", "--quiet"]
+SWEEP = [
+    "sweep",
+    "--n-episodes",
+    "3",
+    "--modes",
+    "default,redundancy",
+    "--steps",
+    "40",
+    "--budgets",
+    "1024,4096",
+    "--policies",
+    "no_mem,priority_greedy",
+    "--memory-cap",
+    "64K",
+    "--quiet",
+]
 
 
 def _free_port() -> int:
@@ -25,17 +40,43 @@ def _free_port() -> int:
 def _wpbjax(args, **kwargs) -> subprocess.Popen:
     # the same devices in every process (chunks, and so row order, follow the device count; alone, a
     # sweep this small would start on one core)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "WPBJAX_CACHE_DIR": "", "WPBJAX_DISTRIBUTED_TIMEOUT": "60",
-           "JAX_NUM_CPU_DEVICES": "2"}
-    return subprocess.Popen([sys.executable, "-m", "wpbjax.cli", *args], env=env, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "WPBJAX_CACHE_DIR": "",
+        "WPBJAX_DISTRIBUTED_TIMEOUT": "60",
+        "JAX_NUM_CPU_DEVICES": "2",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "wpbjax.cli", *args],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def test_two_processes_write_the_rows_of_one(tmp_path):
     one = _wpbjax(SWEEP + ["--out", str(tmp_path / "one.csv")])
     port = _free_port()
-    processes = [_wpbjax(SWEEP + ["--out", str(tmp_path / f"two{rank}.csv"), "--coordinator", f"127.0.0.1:{port}",
-                                  "--num-processes", "2", "--process-id", str(rank)]) for rank in (0, 1)]
+    processes = [
+        _wpbjax(
+            SWEEP
+            + [
+                "--out",
+                str(tmp_path / f"two{rank}.csv"),
+                "--coordinator",
+                f"127.0.0.1:{port}",
+                "--num-processes",
+                "2",
+                "--process-id",
+                str(rank),
+            ]
+        )
+        for rank in (0, 1)
+    ]
     for process in [one] + processes:
         _, err = process.communicate(timeout=240)
         assert process.returncode == 0, err
@@ -55,11 +96,20 @@ def test_shares_cover_a_chunk_in_order():
 
 
 def test_resolve_from_flags_and_environment(monkeypatch):
-    for name in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "SLURM_STEP_NUM_TASKS",
-                 "OMPI_COMM_WORLD_SIZE"):
+    for name in (
+        "JAX_COORDINATOR_ADDRESS",
+        "JAX_NUM_PROCESSES",
+        "JAX_PROCESS_ID",
+        "SLURM_STEP_NUM_TASKS",
+        "OMPI_COMM_WORLD_SIZE",
+    ):
         monkeypatch.delenv(name, raising=False)
     assert resolve(None, None, None) is None
-    assert resolve("10.0.0.1:1234", 4, 3) == {"coordinator_address": "10.0.0.1:1234", "num_processes": 4, "process_id": 3}
+    assert resolve("10.0.0.1:1234", 4, 3) == {
+        "coordinator_address": "10.0.0.1:1234",
+        "num_processes": 4,
+        "process_id": 3,
+    }
     monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "node1:5000")
     monkeypatch.setenv("JAX_NUM_PROCESSES", "2")
     monkeypatch.setenv("JAX_PROCESS_ID", "1")
@@ -72,11 +122,14 @@ def test_resolve_from_flags_and_environment(monkeypatch):
     assert resolve(None, None, None) is None
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--coordinator", "127.0.0.1:9"], "--num-processes, --process-id: needed with --coordinator"),
-    (["--coordinator", "nohost", "--num-processes", "2", "--process-id", "0"], "--coordinator: expected HOST:PORT"),
-    (["--coordinator", "h:1", "--num-processes", "2", "--process-id", "2"], "--process-id: expected 0..1"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--coordinator", "127.0.0.1:9"], "--num-processes, --process-id: needed with --coordinator"),
+        (["--coordinator", "nohost", "--num-processes", "2", "--process-id", "0"], "--coordinator: expected HOST:PORT"),
+        (["--coordinator", "h:1", "--num-processes", "2", "--process-id", "2"], "--process-id: expected 0..1"),
+    ],
+)
 def test_bad_distributed_flags_are_one_line(flags, message, tmp_path, capsys):
     from wpbjax.cli import main
 

@@ -6,6 +6,7 @@ The paper-grid sweep runs with the reference oracle; none of these tables reads 
 (F1, recall, utility per KB, staleness and the integrity metrics do not depend on it), so its rows are
 the rows of the docs' exact-oracle runs.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -27,8 +28,13 @@ def load_experiment(name: str):
 def table_rows(markdown: str) -> list[str]:
     """The body rows of every Markdown table in ``markdown`` (header and separator lines dropped)."""
     lines = [line.strip() for line in markdown.splitlines()]
-    return [line for index, line in enumerate(lines) if line.startswith("|") and not re.fullmatch(r"[|:\- ]+", line)
-            and not (index + 1 < len(lines) and re.fullmatch(r"\|[|:\- ]+", lines[index + 1]))]
+    return [
+        line
+        for index, line in enumerate(lines)
+        if line.startswith("|")
+        and not re.fullmatch(r"[|:\- ]+", line)
+        and not (index + 1 < len(lines) and re.fullmatch(r"\|[|:\- ]+", lines[index + 1]))
+    ]
 
 
 def sections(markdown: str, pattern: str) -> dict[str, str]:
@@ -87,8 +93,9 @@ def test_integrity_doc_tables(paper_sweep):
     text = (DOCS / "integrity.md").read_text()
     assert "`python experiments/integrity_table.py`" in text
     doc = sections(text, r"Budget (\S+)")
-    regenerated = sections(scorecard_markdown(scorecard(paper_sweep[paper_sweep.budget_bytes.isin(script.BUDGETS)])),
-                           r"Budget (\S+)")
+    regenerated = sections(
+        scorecard_markdown(scorecard(paper_sweep[paper_sweep.budget_bytes.isin(script.BUDGETS)])), r"Budget (\S+)"
+    )
     assert list(regenerated) == list(doc) == ["1KB", "10KB", "100KB"]
     for budget, markdown in regenerated.items():
         rows = table_rows(markdown)
@@ -103,7 +110,10 @@ def test_generators_doc_table(regime):
     script = load_experiment("new_regimes")
     doc = sections((DOCS / "generators.md").read_text(), r"(Baselines on the regimes)")["Baselines on the regimes"]
     assert "`python experiments/new_regimes.py`" in doc
-    rows = table_rows(script.privileged_markdown(script.regime_rows([regime], policies=list(script.TABLE_POLICIES),
-                                                                     tracks=["privileged"])))
+    rows = table_rows(
+        script.privileged_markdown(
+            script.regime_rows([regime], policies=list(script.TABLE_POLICIES), tracks=["privileged"])
+        )
+    )
     assert len(rows) == 3
     assert_rows_in(rows, table_rows(doc), "docs/generators.md")

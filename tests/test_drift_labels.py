@@ -1,5 +1,6 @@
 """Each breaking-change rule (wpbjax.episodes.drift_labels) and the request-surface reader
 (wpbjax.episodes.openapi_surface) on hand-made examples."""
+
 from __future__ import annotations
 
 from wpbjax.episodes import drift_labels as dl
@@ -21,8 +22,8 @@ def test_presence_change():
 
 
 def test_type_change():
-    assert dl.type_change("string", "object|string") == "type_widened"     # a form gained, none lost
-    assert dl.type_change("integer|string", "string") == "type_changed"    # a form lost
+    assert dl.type_change("string", "object|string") == "type_widened"  # a form gained, none lost
+    assert dl.type_change("integer|string", "string") == "type_changed"  # a form lost
     assert dl.type_change("integer", "string") == "type_changed"
     assert dl.type_change("array<any>", "array<string>") == "type_refined"  # unspecified items made precise
     assert dl.type_change("string", "string") is None
@@ -63,8 +64,10 @@ def test_round_trips_and_reverted():
 
 
 def test_respelled():
-    transitions = {(23, "query.expand", "array<string>|string -> array<string>"): 86,
-                   (73, "body.source", "object|string -> string"): 6}
+    transitions = {
+        (23, "query.expand", "array<string>|string -> array<string>"): 86,
+        (73, "body.source", "object|string -> string"): 6,
+    }
     assert dl.respelled(transitions, 20) == {(23, "query.expand", "array<string>|string -> array<string>")}
 
 
@@ -94,42 +97,90 @@ def test_label_timeline_by_hand():
 
 def test_new_params_break_only_when_required_and_not_in_the_path():
     before = _surface(_param("id", "path", required=True))
-    after = _surface(_param("id", "path", required=True), _param("account", "path", required=True),
-                     _param("amount", required=True), _param("memo"))
+    after = _surface(
+        _param("id", "path", required=True),
+        _param("account", "path", required=True),
+        _param("amount", required=True),
+        _param("memo"),
+    )
     (_, (_, _, changes)) = dl.label_timeline([(0, before), (1, after)], window=1)
     assert [(c.kind, c.param) for c in changes] == [
-        ("param_added", "body.amount"), ("param_required", "body.amount"), ("param_added", "body.memo"),
-        ("path_param_fixed", "path.account")]
+        ("param_added", "body.amount"),
+        ("param_required", "body.amount"),
+        ("param_added", "body.memo"),
+        ("path_param_fixed", "path.account"),
+    ]
     assert [c.kind for c in changes if dl.is_breaking(c)] == ["param_required"]
 
 
 def test_surfaces_of_openapi3_and_swagger2():
-    openapi3 = {"openapi": "3.0.0", "servers": [{"url": "https://api.example.com/v1"}],
-                "components": {"parameters": {"Limit": {"name": "limit", "in": "query",
-                                                        "schema": {"type": "integer"}}},
-                               "schemas": {"Body": {"allOf": [{"$ref": "#/components/schemas/Base"},
-                                                              {"properties": {"note": {"type": "string"}}}]},
-                                           "Base": {"type": "object", "required": ["amount"],
-                                                    "properties": {"amount": {"anyOf": [{"type": "integer"},
-                                                                                        {"type": "string",
-                                                                                         "enum": [""]}]}}}}},
-                "paths": {"/pay": {"parameters": [{"$ref": "#/components/parameters/Limit"}],
-                                   "post": {"deprecated": True, "requestBody": {"content": {
-                                       "application/x-www-form-urlencoded": {
-                                           "schema": {"$ref": "#/components/schemas/Body"}}}}}}}}
-    (key, surface), = endpoint_surfaces({"spec": openapi3}).items()
+    openapi3 = {
+        "openapi": "3.0.0",
+        "servers": [{"url": "https://api.example.com/v1"}],
+        "components": {
+            "parameters": {"Limit": {"name": "limit", "in": "query", "schema": {"type": "integer"}}},
+            "schemas": {
+                "Body": {
+                    "allOf": [{"$ref": "#/components/schemas/Base"}, {"properties": {"note": {"type": "string"}}}]
+                },
+                "Base": {
+                    "type": "object",
+                    "required": ["amount"],
+                    "properties": {"amount": {"anyOf": [{"type": "integer"}, {"type": "string", "enum": [""]}]}},
+                },
+            },
+        },
+        "paths": {
+            "/pay": {
+                "parameters": [{"$ref": "#/components/parameters/Limit"}],
+                "post": {
+                    "deprecated": True,
+                    "requestBody": {
+                        "content": {
+                            "application/x-www-form-urlencoded": {"schema": {"$ref": "#/components/schemas/Body"}}
+                        }
+                    },
+                },
+            }
+        },
+    }
+    ((key, surface),) = endpoint_surfaces({"spec": openapi3}).items()
     assert key == ("api.example.com", "POST", "/pay") and surface.deprecated
     assert [(p.name, p.location, p.type, p.required) for p in surface.params] == [
-        ("amount", "body", '""|integer', True), ("note", "body", "string", False), ("limit", "query", "integer", False)]
-    swagger2 = {"swagger": "2.0", "host": "api.example.com",
-                "paths": {"/pay/{id}": {"post": {"parameters": [
-                    {"name": "id", "in": "path", "type": "string"},
-                    {"name": "tags", "in": "formData", "type": "array", "items": {"type": "string"},
-                     "description": "This field is deprecated."},
-                    {"name": "payload", "in": "body", "required": True,
-                     "schema": {"required": ["amount"], "properties": {"amount": {"type": ["integer"]}}}}]}}}}
-    (key, surface), = endpoint_surfaces({"spec": swagger2}).items()
+        ("amount", "body", '""|integer', True),
+        ("note", "body", "string", False),
+        ("limit", "query", "integer", False),
+    ]
+    swagger2 = {
+        "swagger": "2.0",
+        "host": "api.example.com",
+        "paths": {
+            "/pay/{id}": {
+                "post": {
+                    "parameters": [
+                        {"name": "id", "in": "path", "type": "string"},
+                        {
+                            "name": "tags",
+                            "in": "formData",
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "This field is deprecated.",
+                        },
+                        {
+                            "name": "payload",
+                            "in": "body",
+                            "required": True,
+                            "schema": {"required": ["amount"], "properties": {"amount": {"type": ["integer"]}}},
+                        },
+                    ]
+                }
+            }
+        },
+    }
+    ((key, surface),) = endpoint_surfaces({"spec": swagger2}).items()
     assert key == ("api.example.com", "POST", "/pay/{id}")
     assert [(p.name, p.location, p.type, p.required, p.deprecated) for p in surface.params] == [
-        ("amount", "body", "integer", True, False), ("tags", "body", "array<string>", False, True),
-        ("id", "path", "string", True, False)]
+        ("amount", "body", "integer", True, False),
+        ("tags", "body", "array<string>", False, True),
+        ("id", "path", "string", True, False),
+    ]

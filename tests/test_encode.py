@@ -1,4 +1,5 @@
 """Encoding: Python-equality ids for merge deltas, byte model, padding and priority ranks."""
+
 import json
 import math
 
@@ -10,16 +11,40 @@ from wpbjax.episodes.encode import _ValueIds, encode_episodes, write_cost
 from wpbjax.store import merge_delta
 
 
-@pytest.mark.parametrize("a, b", [(1, 1.0), (1, True), (0, False), ([1], [True]), ({"k": 1}, {"k": 1.0}),
-                                  (10**20, 1e20), ("é", "é"), ([], []), ({"a": [1, {"b": None}]}, {"a": [1.0, {"b": None}]})])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (1, 1.0),
+        (1, True),
+        (0, False),
+        ([1], [True]),
+        ({"k": 1}, {"k": 1.0}),
+        (10**20, 1e20),
+        ("é", "é"),
+        ([], []),
+        ({"a": [1, {"b": None}]}, {"a": [1.0, {"b": None}]}),
+    ],
+)
 def test_python_equal_values_share_an_id(a, b):
     assert a == b
     ids = _ValueIds()
     assert ids.id_of(a) == ids.id_of(b)
 
 
-@pytest.mark.parametrize("a, b", [(1, "1"), (None, 0), (None, False), ([1], (1, 2)), ({"k": 1}, {"k": 1, "j": 2}),
-                                  (10**17 + 1, 1e17), ([1, 2], [2, 1]), (float("nan"), float("nan")), ([], {})])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (1, "1"),
+        (None, 0),
+        (None, False),
+        ([1], (1, 2)),
+        ({"k": 1}, {"k": 1, "j": 2}),
+        (10**17 + 1, 1e17),
+        ([1, 2], [2, 1]),
+        (float("nan"), float("nan")),
+        ([], {}),
+    ],
+)
 def test_python_unequal_values_differ(a, b):
     assert not (a == b) or (isinstance(a, float) and math.isnan(a))
     ids = _ValueIds()
@@ -39,14 +64,17 @@ def _python_delta_cost(old, new):
     return len(json.dumps(delta, sort_keys=True)) + 16, len(delta)
 
 
-@pytest.mark.parametrize("old, new", [
-    ({"api": "a", "x": 1}, {"api": "a", "x": 1.0}),                   # equal numbers: empty delta
-    ({"api": "a"}, {"api": "a", "x": None}),                          # absent == explicit null
-    ({"api": "a", "x": None}, {"api": "a"}),                          # keys only in old are ignored
-    ({"api": "a", "x": [1, 2]}, {"api": "a", "x": [True, 2.0], "y": "é"}),
-    ({"api": "a", "n": {"d": 1}}, {"api": "a", "n": {"d": 2}, "s": "ünïcode", "l": [1, [2, {"z": None}]]}),
-    ({"api": "a", "f": 0.1}, {"api": "a", "f": 0.30000000000000004, "g": 1e-300, "h": -0.0}),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ({"api": "a", "x": 1}, {"api": "a", "x": 1.0}),  # equal numbers: empty delta
+        ({"api": "a"}, {"api": "a", "x": None}),  # absent == explicit null
+        ({"api": "a", "x": None}, {"api": "a"}),  # keys only in old are ignored
+        ({"api": "a", "x": [1, 2]}, {"api": "a", "x": [True, 2.0], "y": "é"}),
+        ({"api": "a", "n": {"d": 1}}, {"api": "a", "n": {"d": 2}, "s": "ünïcode", "l": [1, [2, {"z": None}]]}),
+        ({"api": "a", "f": 0.1}, {"api": "a", "f": 0.30000000000000004, "g": 1e-300, "h": -0.0}),
+    ],
+)
 def test_merge_delta_bytes_match_python(old, new):
     assert _delta(old, new) == _python_delta_cost(old, new)
 
@@ -56,7 +84,10 @@ def test_write_cost_per_track_and_escaping():
     observation = {"api": "ü", "v": [1.5, None]}
     expected_obs = len(json.dumps(observation, sort_keys=True))
     assert write_cost(observation, metadata, "unprivileged") == expected_obs + len('{"mode": "m"}') + 48
-    assert write_cost(observation, metadata, "privileged") == expected_obs + len('{"mode": "m", "priority": 0.16666666666666666}') + 48
+    assert (
+        write_cost(observation, metadata, "privileged")
+        == expected_obs + len('{"mode": "m", "priority": 0.16666666666666666}') + 48
+    )
 
 
 def test_padding_priority_rank_and_hidden_priority():
@@ -75,8 +106,12 @@ def test_padding_priority_rank_and_hidden_priority():
 
 def test_memoised_lengths_tell_negative_zero_apart():
     # 0.0 == -0.0 (same hash), but json.dumps writes "-0.0": the encoder's memos must not share a length.
-    observations = [{"api": "a", "x": 0.0, "l": ["s"]}, {"api": "a", "x": -0.0, "l": ["s"]},
-                    {"api": "a", "x": [0.0]}, {"api": "a", "x": [-0.0]}]
+    observations = [
+        {"api": "a", "x": 0.0, "l": ["s"]},
+        {"api": "a", "x": -0.0, "l": ["s"]},
+        {"api": "a", "x": [0.0]},
+        {"api": "a", "x": [-0.0]},
+    ]
     metadata = [{"mode": "m", "priority": 0.0}, {"mode": "m", "priority": -0.0}] * 2
     encoded = encode_episodes([make_episode(observations, metadata)])
     for track_number, track in enumerate(("unprivileged", "privileged")):
@@ -106,8 +141,12 @@ def test_concat_of_typed_sets_equals_one_encoding_and_take_selects_episodes():
 
     def episode(keys, priority, episode_id):
         observations = [{"api": f"a{i % 3}", **{key: i for key in keys}} for i in range(5)]
-        return make_episode(observations, metadata=[{"mode": "m", "priority": priority * i} for i in range(5)],
-                            critical=(1, 3), episode_id=episode_id)
+        return make_episode(
+            observations,
+            metadata=[{"mode": "m", "priority": priority * i} for i in range(5)],
+            critical=(1, 3),
+            episode_id=episode_id,
+        )
 
     first = [episode(["x"], 0.25, "e0"), episode(["x", "y"], 0.5, "e1")]
     second = [episode(["z"], 0.125, "e2")]

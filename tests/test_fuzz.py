@@ -3,6 +3,7 @@ error line with exit status 2, never a traceback (an internal error, status 1, f
 
 Examples are derandomised so CI is repeatable; ``WPBJAX_FUZZ_EXAMPLES=2000`` explores further.
 """
+
 import json
 import os
 
@@ -18,34 +19,67 @@ SCALE = int(os.environ.get("WPBJAX_FUZZ_EXAMPLES", "0")) or 1
 
 
 def fuzz_settings(examples: int):
-    return settings(max_examples=examples * SCALE, deadline=None, derandomize=SCALE == 1, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=examples * SCALE,
+        deadline=None,
+        derandomize=SCALE == 1,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
 
 
 # --- episode files ---------------------------------------------------------------------------
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-2**40, 2**40), st.sampled_from([2**31, -2**31, 2**63, 10**400]),
-    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e308, 3.5e38, -3e38, 5e-324, 0.5]),
-    st.text(max_size=6))
-json_values = st.recursive(json_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=4), inner, max_size=4)), max_leaves=12)
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.sampled_from([2**31, -(2**31), 2**63, 10**400]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e308, 3.5e38, -3e38, 5e-324, 0.5]),
+    st.text(max_size=6),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=4), inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def valid_episode(n_steps: int) -> dict:
-    steps = [{"t": 2 * t, "observation": {"api": f"api.v{t % 3}.e{t % 2}", "n": t}, "metadata": {"priority": t / 8}}
-             for t in range(n_steps)]
-    labels = {"episode_id": 0, "mode": "fuzz", "critical_steps": [0], "total_drift_events": 1,
-              "utility_by_step": {str(2 * t): 1.0 + t for t in range(n_steps)}}
+    steps = [
+        {"t": 2 * t, "observation": {"api": f"api.v{t % 3}.e{t % 2}", "n": t}, "metadata": {"priority": t / 8}}
+        for t in range(n_steps)
+    ]
+    labels = {
+        "episode_id": 0,
+        "mode": "fuzz",
+        "critical_steps": [0],
+        "total_drift_events": 1,
+        "utility_by_step": {str(2 * t): 1.0 + t for t in range(n_steps)},
+    }
     return {"labels": labels, "steps": steps}
 
 
 # paths inside a valid episode where a random value is planted
-PLANT_AT = [("labels",), ("labels", "critical_steps"), ("labels", "utility_by_step"), ("labels", "utility_by_step", "0"),
-            ("labels", "utility_by_step", "2"), ("labels", "total_drift_events"), ("labels", "episode_id"),
-            ("labels", "mode"), ("steps",), ("steps", 0), ("steps", 1, "t"), ("steps", 0, "metadata"),
-            ("steps", 1, "metadata", "priority"), ("steps", 0, "observation"), ("steps", 1, "observation", "api"),
-            ("steps", 2, "observation", "n")]
+PLANT_AT = [
+    ("labels",),
+    ("labels", "critical_steps"),
+    ("labels", "utility_by_step"),
+    ("labels", "utility_by_step", "0"),
+    ("labels", "utility_by_step", "2"),
+    ("labels", "total_drift_events"),
+    ("labels", "episode_id"),
+    ("labels", "mode"),
+    ("steps",),
+    ("steps", 0),
+    ("steps", 1, "t"),
+    ("steps", 0, "metadata"),
+    ("steps", 1, "metadata", "priority"),
+    ("steps", 0, "observation"),
+    ("steps", 1, "observation", "api"),
+    ("steps", 2, "observation", "n"),
+]
 
 
 @st.composite
@@ -64,11 +98,18 @@ def mutated_episode(draw, n_steps=st.integers(3, 6)) -> str:
 
 
 episode_lines = st.one_of(
-    mutated_episode(), mutated_episode(), st.builds(json.dumps, json_values), st.text(max_size=40),
-    st.just(json.dumps(valid_episode(4))))
+    mutated_episode(),
+    mutated_episode(),
+    st.builds(json.dumps, json_values),
+    st.text(max_size=40),
+    st.just(json.dumps(valid_episode(4))),
+)
 episode_files = st.one_of(
-    st.lists(episode_lines, min_size=0, max_size=4).map(lambda lines: "\n".join(lines).encode("utf-8", "surrogatepass")),
-    st.binary(max_size=64))
+    st.lists(episode_lines, min_size=0, max_size=4).map(
+        lambda lines: "\n".join(lines).encode("utf-8", "surrogatepass")
+    ),
+    st.binary(max_size=64),
+)
 
 
 @fuzz_settings(150)
@@ -91,6 +132,7 @@ def test_loader_accepts_or_names_the_problem(tmp_path_factory, content):
 
 
 # --- the command line ------------------------------------------------------------------------
+
 
 def _one_error_line(err: str) -> bool:
     lines = [line for line in err.splitlines() if ": warning: " not in line]
@@ -115,22 +157,45 @@ def test_sweep_on_fuzzed_files(tmp_path_factory, capsys, content):
     """Through the whole sweep (one small shape, so that one compiled program serves most examples)."""
     root = tmp_path_factory.mktemp("fuzz")
     (root / "e.jsonl").write_text(content)
-    _run(["sweep", "--episodes", str(root / "e.jsonl"), "--budgets", "256", "--policies", "fifo_store_all",
-          "--tracks", "privileged", "--out", str(root / "r.csv"), "--quiet"], capsys)
+    _run(
+        [
+            "sweep",
+            "--episodes",
+            str(root / "e.jsonl"),
+            "--budgets",
+            "256",
+            "--policies",
+            "fifo_store_all",
+            "--tracks",
+            "privileged",
+            "--out",
+            str(root / "r.csv"),
+            "--quiet",
+        ],
+        capsys,
+    )
 
 
-garbage = st.one_of(st.text(max_size=8), st.sampled_from(["", ",", "-1", "0", "inf", "nan", "1e400", "1k", "1,,2",
-                                                          "999999999999", " ", "--quiet", "\x00"]))
+garbage = st.one_of(
+    st.text(max_size=8),
+    st.sampled_from(["", ",", "-1", "0", "inf", "nan", "1e400", "1k", "1,,2", "999999999999", " ", "--quiet", "\x00"]),
+)
 small_ints = st.integers(-2, 12).map(str)
 SWEEP_FLAGS = {
-    "--budgets": st.one_of(garbage, st.lists(st.integers(-5, 5000), min_size=1, max_size=3).map(lambda v: ",".join(map(str, v)))),
-    "--policies": st.one_of(garbage, st.sampled_from(["no_mem", "no_mem,no_mem", "fifo_store_all", "priority_greedy",
-                                                      "nope", "learned_gate:missing.npz"])),
+    "--budgets": st.one_of(
+        garbage, st.lists(st.integers(-5, 5000), min_size=1, max_size=3).map(lambda v: ",".join(map(str, v)))
+    ),
+    "--policies": st.one_of(
+        garbage,
+        st.sampled_from(
+            ["no_mem", "no_mem,no_mem", "fifo_store_all", "priority_greedy", "nope", "learned_gate:missing.npz"]
+        ),
+    ),
     "--tracks": st.one_of(garbage, st.sampled_from(["privileged", "unprivileged,unprivileged", "oracle", "feedback"])),
     "--modes": st.one_of(garbage, st.sampled_from(["default", "redundancy,redundancy", "rollback", "calm"])),
     "--n-episodes": st.one_of(garbage, st.integers(-1, 2).map(str), st.just("1000000000")),
     "--steps": st.one_of(garbage, small_ints, st.just("2000000000")),
-    "--seed": st.one_of(garbage, st.integers(-2**70, 2**70).map(str)),
+    "--seed": st.one_of(garbage, st.integers(-(2**70), 2**70).map(str)),
     "--memory-cap": st.one_of(garbage, st.sampled_from(["64K", "1G", "infG", "-1G", "2T"])),
     "--oracle": st.one_of(garbage, st.sampled_from(["exact", "reference"])),
     "--param": st.one_of(garbage, st.sampled_from(["threshold=0:1:3", "threshold=1:0:0", "p=nan", "=1", "x=1,2"])),
@@ -143,12 +208,28 @@ SWEEP_FLAGS = {
     "--episodes": st.sampled_from(["OUT/missing.jsonl", "OUT", "OUT/r.csv"]),
     "--engine": st.one_of(garbage, st.just("reference")),
 }
-GENERATE_FLAGS = {name: SWEEP_FLAGS[name] for name in ("--seed", "--drift-prob", "--api-pool", "--max-params",
-                                                        "--burst-len", "--burst-interval", "--engine", "--steps")}
-GENERATE_FLAGS.update({"--mode": SWEEP_FLAGS["--modes"], "--episodes": st.one_of(garbage, small_ints),
-                       "--out": SWEEP_FLAGS["--out"]})
-REPORT_FLAGS = {"--budget": st.one_of(garbage, small_ints), "--curve-budget": st.one_of(garbage, small_ints),
-                "--meta": st.sampled_from(["OUT/missing.json", "OUT/bad.json"]), "--out": SWEEP_FLAGS["--out"]}
+GENERATE_FLAGS = {
+    name: SWEEP_FLAGS[name]
+    for name in (
+        "--seed",
+        "--drift-prob",
+        "--api-pool",
+        "--max-params",
+        "--burst-len",
+        "--burst-interval",
+        "--engine",
+        "--steps",
+    )
+}
+GENERATE_FLAGS.update(
+    {"--mode": SWEEP_FLAGS["--modes"], "--episodes": st.one_of(garbage, small_ints), "--out": SWEEP_FLAGS["--out"]}
+)
+REPORT_FLAGS = {
+    "--budget": st.one_of(garbage, small_ints),
+    "--curve-budget": st.one_of(garbage, small_ints),
+    "--meta": st.sampled_from(["OUT/missing.json", "OUT/bad.json"]),
+    "--out": SWEEP_FLAGS["--out"],
+}
 
 
 @st.composite
@@ -162,8 +243,24 @@ def command_lines(draw) -> list:
     for name in draw(st.lists(st.sampled_from(sorted(flags)), max_size=4)):
         argv += [name, draw(flags[name])]
     if command == "sweep":  # what the random flags did not set: small, fast values
-        argv = argv[:1] + ["--n-episodes", "1", "--steps", "6", "--budgets", "512", "--policies", "no_mem",
-                           "--modes", "default", "--out", "OUT/r.csv"] + argv[1:]
+        argv = (
+            argv[:1]
+            + [
+                "--n-episodes",
+                "1",
+                "--steps",
+                "6",
+                "--budgets",
+                "512",
+                "--policies",
+                "no_mem",
+                "--modes",
+                "default",
+                "--out",
+                "OUT/r.csv",
+            ]
+            + argv[1:]
+        )
     if command == "generate":
         argv = argv[:1] + ["--steps", "6", "--episodes", "1", "--out", "OUT/e.jsonl"] + argv[1:]
     argv += draw(st.lists(st.one_of(st.text(max_size=10), st.sampled_from(sorted(flags))), max_size=2))  # stray tokens

@@ -1,6 +1,7 @@
 """The engine is general, not fitted to the paper grid: it agrees with an independent plain-Python
 reading of SEMANTICS.md (tests/pyref.py, itself checked against all 5,280 published rows) on other
 seeds, lengths and budgets, on hand-made heterogeneous episodes, and on random action sequences."""
+
 import json
 import random
 
@@ -28,8 +29,13 @@ def assert_same_rows(episodes, budgets, oracle):
     for column in theirs.columns:
         if column in KEY:
             continue
-        np.testing.assert_allclose(merged[f"{column}_jax"].astype(float), merged[f"{column}_py"].astype(float),
-                                   rtol=1e-9, atol=1e-9, err_msg=column)
+        np.testing.assert_allclose(
+            merged[f"{column}_jax"].astype(float),
+            merged[f"{column}_py"].astype(float),
+            rtol=1e-9,
+            atol=1e-9,
+            err_msg=column,
+        )
 
 
 @pytest.mark.parametrize("oracle", ["reference", "exact"])
@@ -46,8 +52,23 @@ def heterogeneous_episodes(seed: int, count: int):
     null keys, numeric apis, mixed metadata, gaps in t, unequal lengths."""
     rng = random.Random(seed)
     apis = ["α.v1", "api.x", "api.y", 3, 3.0, None, "☃"]
-    values = [1, 1.0, True, 0, False, None, "é", "text", [1, 2], [True, 2.0], {"k": [None]}, {"k": [None], "j": 1},
-              -0.5, 10**12, "longer \u00fcnicode string \u2603"]
+    values = [
+        1,
+        1.0,
+        True,
+        0,
+        False,
+        None,
+        "é",
+        "text",
+        [1, 2],
+        [True, 2.0],
+        {"k": [None]},
+        {"k": [None], "j": 1},
+        -0.5,
+        10**12,
+        "longer \u00fcnicode string \u2603",
+    ]
     keys = ["a", "b", "c", "déjà"]
 
     def observation():
@@ -77,9 +98,15 @@ def heterogeneous_episodes(seed: int, count: int):
         utilities = [rng.choice([0.0, 0.5, 1.0, 2.75, 6.0]) for _ in t_values]
         # Only steps the episode has: labels naming absent steps are refused at load (tests/test_errors.py).
         critical = [t for t in t_values if rng.random() < 0.3]
-        episode = make_episode(observations, metadata=[metadata() for _ in t_values], utilities=utilities,
-                               critical=critical, episode_id=index, mode=rng.choice(["hand", "mixed"]),
-                               t_values=t_values)
+        episode = make_episode(
+            observations,
+            metadata=[metadata() for _ in t_values],
+            utilities=utilities,
+            critical=critical,
+            episode_id=index,
+            mode=rng.choice(["hand", "mixed"]),
+            t_values=t_values,
+        )
         if rng.random() < 0.2:
             del episode["labels"]["utility_by_step"][str(t_values[0])]  # missing utility counts 0
         episodes.append(episode)
@@ -93,8 +120,17 @@ def test_heterogeneous_hand_made_episodes(oracle):
 
 # --- random action sequences against the plain-Python store --------------------------------------------
 N_STEPS = 8
-POOL = [{"api": "a", "x": 1}, {"api": "a", "x": 2, "y": "é"}, {"api": "a", "x": 1.0}, {"api": "b", "y": [1]},
-        {"api": "b", "y": [True], "z": None}, {"api": None, "x": 3}, "just text", {"api": "a"}, {"x": 1, "y": 2, "z": 3}]
+POOL = [
+    {"api": "a", "x": 1},
+    {"api": "a", "x": 2, "y": "é"},
+    {"api": "a", "x": 1.0},
+    {"api": "b", "y": [1]},
+    {"api": "b", "y": [True], "z": None},
+    {"api": None, "x": 3},
+    "just text",
+    {"api": "a"},
+    {"x": 1, "y": 2, "z": 3},
+]
 ANCHOR = make_episode([{"api": "a", "x": 0, "y": 0, "z": 0}] * N_STEPS)  # fixes the field count: one compile
 
 
@@ -126,7 +162,9 @@ def test_random_action_sequences_match_a_plain_python_store(case):
         store.apply(view, {SKIP: ("SKIP",), WRITE: ("WRITE",), MERGE: ("MERGE", target)}[kind], "unprivileged")
 
     present = stores.present[0]
-    costs = np.where(stores.is_delta[0], stores.held[0], encode_episodes([episode, ANCHOR]).track_costs("unprivileged")[0])
+    costs = np.where(
+        stores.is_delta[0], stores.held[0], encode_episodes([episode, ANCHOR]).track_costs("unprivileged")[0]
+    )
     assert [t for t in range(N_STEPS) if present[t]] == list(store.items)
     # the O(1) oldest-first chain visits exactly the present items, in order, both ways
     chain, slot = [], int(stores.oldest[0])
@@ -151,20 +189,42 @@ def test_sweep_of_several_files_with_different_keys_and_lengths(tmp_path):
     from wpbjax.cli import main
     from wpbjax.episodes.jsonl import save_jsonl
 
-    generated = [json.loads(json.dumps(e)) for e in generate_episodes(DriftConfig(mode="redundancy", steps=30, seed=2), 3)]
+    generated = [
+        json.loads(json.dumps(e)) for e in generate_episodes(DriftConfig(mode="redundancy", steps=30, seed=2), 3)
+    ]
     hand_made = heterogeneous_episodes(seed=7, count=6)
     paths = [tmp_path / "generated.jsonl", tmp_path / "hand.jsonl"]
     for path, episodes in zip(paths, (generated, hand_made)):
         save_jsonl(episodes, path)
     out = tmp_path / "rows.csv"
     budgets = [150, 900, 5000]
-    assert main(["sweep", "--episodes", *map(str, paths), "--budgets", ",".join(map(str, budgets)),
-                 "--oracle", "exact", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--episodes",
+                *map(str, paths),
+                "--budgets",
+                ",".join(map(str, budgets)),
+                "--oracle",
+                "exact",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     ours = pd.read_csv(out, keep_default_na=False)
     theirs = pd.DataFrame(pyref.run_grid(generated + hand_made, budgets, oracle="exact"))
     ours["episode_id"], theirs["episode_id"] = ours["episode_id"].astype(str), theirs["episode_id"].astype(str)
     merged = theirs.merge(ours, on=KEY, suffixes=("_py", "_jax"), validate="one_to_one")
     assert len(merged) == len(theirs) == len(ours) == 9 * 3 * 12
     for column in ("f1", "bytes_used", "policy_utility", "oracle_utility", "expire_actions", "write_actions"):
-        np.testing.assert_allclose(merged[f"{column}_jax"].astype(float), merged[f"{column}_py"].astype(float),
-                                   rtol=1e-9, atol=1e-9, err_msg=column)
+        np.testing.assert_allclose(
+            merged[f"{column}_jax"].astype(float),
+            merged[f"{column}_py"].astype(float),
+            rtol=1e-9,
+            atol=1e-9,
+            err_msg=column,
+        )

@@ -1,4 +1,5 @@
 """The reference generator writes the published frozen files byte for byte."""
+
 import pytest
 from conftest import shared_path
 
@@ -10,14 +11,39 @@ from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes,
 def test_generate_cli_is_byte_identical_to_frozen_files(mode, tmp_path):
     frozen = shared_path("episodes", paper_filename(DriftConfig(mode=mode), 10))
     out = tmp_path / "episodes.jsonl"
-    assert main(["generate", "--mode", mode, "--seed", "0", "--steps", "200", "--episodes", "10",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "--mode",
+                mode,
+                "--seed",
+                "0",
+                "--steps",
+                "200",
+                "--episodes",
+                "10",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert out.read_bytes() == frozen.read_bytes()
 
 
 def test_generator_follows_its_knobs():
-    config = DriftConfig(mode="burst_drift", steps=120, seed=7, api_pool=3, burst_interval=40, burst_len=10,
-                         burst_drift_prob=1.0, drift_prob=0.0)
+    config = DriftConfig(
+        mode="burst_drift",
+        steps=120,
+        seed=7,
+        api_pool=3,
+        burst_interval=40,
+        burst_len=10,
+        burst_drift_prob=1.0,
+        drift_prob=0.0,
+    )
     episode = generate_episodes(config, 2)[1]
     critical = episode["labels"]["critical_steps"]
     # drift only and always inside bursts

@@ -1,5 +1,6 @@
 """Policies that keep history (wpbjax/policies/history.py): hand-checked stores, and supersede's update
 fidelity against fifo_store_all on the paper episodes."""
+
 from __future__ import annotations
 
 import glob

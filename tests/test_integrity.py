@@ -1,5 +1,6 @@
 """Write-integrity metrics (wpbjax.integrity): parity with the published harness's final stores, and a
 hand-computed example (the one docs/integrity.md works through)."""
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,10 @@ def _plain_fidelity_and_coverage(episode: dict, policy: str, track: str, budget:
     steps = episode["steps"]
     views = [pyref.view_step(step, track) for step in steps]
     store, _, _ = pyref.final_store(steps, policy, track, budget, views)
-    fact_at = {step["t"]: (int(ENDPOINT.search(step["observation"]["api"]).group(1)), step["observation"]["version"])
-               for step in steps}
+    fact_at = {
+        step["t"]: (int(ENDPOINT.search(step["observation"]["api"]).group(1)), step["observation"]["version"])
+        for step in steps
+    }
     latest = {}
     for step in steps:  # in time order: the last version seen of each endpoint
         endpoint, version = fact_at[step["t"]]
@@ -43,8 +46,9 @@ def test_fidelity_and_coverage_equal_the_published_stores():
     # array paths (published_arrays, jax_gen) build the same fact tables: tests/test_reference_arrays.py and
     # tests/test_jax_gen.py compare them (helpers.assert_same_encoding).
     episodes = [episode for mode in MODES for episode in generate_episodes(DriftConfig(mode=mode, seed=3), 2)]
-    table = run_sweep(concat_encoded([encode_episodes(episodes[i:i + 2]) for i in range(0, len(episodes), 2)]),
-                      PAPER_BUDGETS)
+    table = run_sweep(
+        concat_encoded([encode_episodes(episodes[i : i + 2]) for i in range(0, len(episodes), 2)]), PAPER_BUDGETS
+    )
     assert set(table.track) == {"unprivileged", "privileged"} and len(set(table.policy)) == 7
     assert len(table) == len(episodes) * len(PAPER_BUDGETS) * 12
     for row in table.itertuples():
@@ -58,9 +62,14 @@ def test_fidelity_and_coverage_equal_the_published_stores():
 
 
 # A worked example (docs/integrity.md): endpoints e0 and e1; e0 goes v1 -> v2 -> v3, e1 goes v1 -> v2.
-HAND = [{"api": "api.v1.endpoint_0", "version": 1}, {"api": "api.v1.endpoint_1", "version": 1},
-        {"api": "api.v2.endpoint_0", "version": 2}, {"api": "api.v2.endpoint_0", "version": 2},
-        {"api": "api.v3.endpoint_0", "version": 3}, {"api": "api.v2.endpoint_1", "version": 2}]
+HAND = [
+    {"api": "api.v1.endpoint_0", "version": 1},
+    {"api": "api.v1.endpoint_1", "version": 1},
+    {"api": "api.v2.endpoint_0", "version": 2},
+    {"api": "api.v2.endpoint_0", "version": 2},
+    {"api": "api.v3.endpoint_0", "version": 3},
+    {"api": "api.v2.endpoint_1", "version": 2},
+]
 
 
 def test_worked_example_by_hand():
@@ -92,8 +101,11 @@ def test_fact_labels_win_and_mark_what_should_not_persist():
     # step 0 states a persisting fact; step 1 a fact that should not persist (e.g. WRIT non_memory);
     # step 2 updates the first fact; step 3 carries no fact
     episode = make_episode([{"x": 0}, {"x": 1}, {"x": 2}, {"x": 3}])
-    episode["labels"]["facts"] = {"0": [["city", "Oslo", True]], "1": [["otp", "1234", False]],
-                                  "2": [["city", "Bergen", True], ["job", "chef", True]]}
+    episode["labels"]["facts"] = {
+        "0": [["city", "Oslo", True]],
+        "1": [["otp", "1234", False]],
+        "2": [["city", "Bergen", True], ["job", "chef", True]],
+    }
     episode["labels"]["probe_steps"] = [0]
     encoded = encode_episodes([episode])
     assert encoded.arrays.fact_pair.shape == (1, 4, 2)
@@ -105,10 +117,13 @@ def test_fact_labels_win_and_mark_what_should_not_persist():
     assert (large.update_fidelity, large.history_coverage, large.over_retention, large.detectability) == (1, 1, 1, 1)
 
 
-@pytest.mark.parametrize("facts, message", [
-    ([["city", "Oslo"]], "each entry must be"),
-    ({"9": []}, "labels.facts"),
-])
+@pytest.mark.parametrize(
+    "facts, message",
+    [
+        ([["city", "Oslo"]], "each entry must be"),
+        ({"9": []}, "labels.facts"),
+    ],
+)
 def test_malformed_fact_labels_name_the_field(facts, message):
     episode = make_episode([{"x": 0}])
     episode["labels"]["facts"] = {"0": facts} if isinstance(facts, list) else facts
@@ -121,9 +136,12 @@ def test_soft_fidelity_and_coverage_for_the_learned_gate():
 
     batch = encode_episodes([make_episode(HAND)]).host_batch("unprivileged")
     episode = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[0]), batch)
-    for p, expected in ((1.0, (1.0, 1.0)), (0.0, (0.0, 0.0)),
-                        # each pair held with probability 1/2, e0 v2 (two steps) 3/4: coverage 2.75 / 5
-                        (0.5, (0.5, 0.55))):
+    for p, expected in (
+        (1.0, (1.0, 1.0)),
+        (0.0, (0.0, 0.0)),
+        # each pair held with probability 1/2, e0 v2 (two steps) 3/4: coverage 2.75 / 5
+        (0.5, (0.5, 0.55)),
+    ):
         got = soft_fidelity_coverage(jnp.full(6, p, jnp.float32), episode)
         np.testing.assert_allclose(np.asarray(got), expected, atol=1e-5)
 
@@ -134,8 +152,12 @@ def _plain_fact_tables(fact, version, persist, length, extra):
     name = lambda pos, k: k * n_steps + pos  # noqa: E731
     out = {key: [[-1] * width for _ in range(n_steps)] for key in ("fact_pair", "fact_key", "fact_prev")}
     out.update(fact_latest=[[False] * width for _ in range(n_steps)], fact_probes=[[0] * width for _ in range(n_steps)])
-    seen = [(pos, k, fact[pos, k], version[pos, k]) for pos in range(length) for k in range(width)
-            if fact[pos, k] >= 0 and persist[pos, k]]
+    seen = [
+        (pos, k, fact[pos, k], version[pos, k])
+        for pos in range(length)
+        for k in range(width)
+        if fact[pos, k] >= 0 and persist[pos, k]
+    ]
     first_pair, first_fact, last_pair = {}, {}, {}
     for pos, k, f, v in seen:
         first_pair.setdefault((f, v), name(pos, k))
@@ -169,7 +191,9 @@ def test_fact_tables_equal_a_plain_python_model():
         fact, version = rng.integers(-1, 4, (n, n_steps, width)), rng.integers(0, 4, (n, n_steps, width))
         persist = rng.random((n, n_steps, width)) < 0.8
         length = rng.integers(0, n_steps + 1, n)
-        extra = np.where(rng.random((n, 2)) < 0.5, rng.integers(0, n_steps, (n, 2)) % np.maximum(length, 1)[:, None], -1)
+        extra = np.where(
+            rng.random((n, 2)) < 0.5, rng.integers(0, n_steps, (n, 2)) % np.maximum(length, 1)[:, None], -1
+        )
         extra = np.where(length[:, None] > 0, extra, -1)
         valid = np.arange(n_steps)[None, :] < length[:, None]
         got = fact_tables(fact, version, persist, valid, length, extra)

@@ -1,6 +1,7 @@
 """The vectorised integrity numerators (wpbjax/integrity.py: runs as bits of words, a layout per chunk)
 against a plain per-run Python model of their definitions over the fact tables, on random tables with
 several facts per step, repeated versions, transient steps and runs past one 64-bit word."""
+
 import numpy as np
 import pytest
 
@@ -31,11 +32,15 @@ def _plain(tables: dict, kept: np.ndarray) -> dict:
     width = tables["fact_pair"].shape[2]
     out = {name: np.zeros((n, n_runs), np.int64) for name in integrity.NUMERATORS}
     for e in range(n):
-        slots = [(k * n_steps + pos, pos, k) for k in range(width) for pos in range(n_steps)
-                 if tables["fact_pair"][e, pos, k] >= 0]
+        slots = [
+            (k * n_steps + pos, pos, k)
+            for k in range(width)
+            for pos in range(n_steps)
+            if tables["fact_pair"][e, pos, k] >= 0
+        ]
         for r in range(n_runs):
             w = kept[e, r]
-            held = {}                       # pair name -> held
+            held = {}  # pair name -> held
             fact_held, fact_current = {}, {}
             for _name, pos, k in slots:
                 pair, key = tables["fact_pair"][e, pos, k], tables["fact_key"][e, pos, k]
@@ -67,7 +72,7 @@ def test_numerators_equal_a_plain_per_run_model(seed, n, n_steps, width, n_runs)
     kept = np.random.default_rng(seed + 100).random((n, n_runs, n_steps)) < 0.4
     got = integrity.numerators(np.packbits(kept, axis=-1), _Batch(tables))
     want = _plain(tables, kept)
-    assert sum(int(value.sum()) for value in want.values()) > 0   # the model counts something
+    assert sum(int(value.sum()) for value in want.values()) > 0  # the model counts something
     for name in integrity.NUMERATORS:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
@@ -77,14 +82,18 @@ def test_a_param_grid_folds_into_runs_with_the_same_counts():
     tables = _tables(3, 4, 10, 2)
     batch = _Batch(tables)
     rng = np.random.default_rng(7)
-    indices = np.tile(np.array([2, 0, 3]), 5)                     # 5 grid points x 3 episodes
+    indices = np.tile(np.array([2, 0, 3]), 5)  # 5 grid points x 3 episodes
     kept = rng.random((len(indices), 4, 10)) < 0.5
     bits = np.packbits(kept, axis=-1)
     host = {"retained": bits, "n_present": np.full((len(indices), 4), 9), "n_retained": kept.sum(-1)}
     folded = integrity.columns(host, batch, indices, host["n_retained"])
-    for number, episode in enumerate(indices):                    # one run at a time, no fold
-        alone = integrity.columns({key: value[number:number + 1] for key, value in host.items()}, batch,
-                                  np.array([episode]), host["n_retained"][number:number + 1])
+    for number, episode in enumerate(indices):  # one run at a time, no fold
+        alone = integrity.columns(
+            {key: value[number : number + 1] for key, value in host.items()},
+            batch,
+            np.array([episode]),
+            host["n_retained"][number : number + 1],
+        )
         for name in integrity.COLUMNS:
             np.testing.assert_array_equal(folded[name][number], alone[name][0], err_msg=name)
     assert integrity._copies(indices) == 5 and integrity._copies(np.array([2, 0, 2])) == 1

@@ -1,4 +1,5 @@
 """The integrity scorecard of `wpbjax report` (wpbjax/reports/integrity.py)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,12 @@ from wpbjax.sweeps import run_sweep
 
 def _results():
     encoded = encode_episodes([make_episode(HAND, episode_id=0), make_episode(HAND[::-1], episode_id=1)])
-    return run_sweep(encoded, [300, 10_000], policies="never_write,fifo_store_all,last_kb,oracle_optimal",
-                     tracks=("unprivileged", "oracle"))
+    return run_sweep(
+        encoded,
+        [300, 10_000],
+        policies="never_write,fifo_store_all,last_kb,oracle_optimal",
+        tracks=("unprivileged", "oracle"),
+    )
 
 
 def test_scorecard_rows_and_writ_modes(tmp_path):
@@ -38,8 +43,13 @@ def test_scorecard_rows_and_writ_modes(tmp_path):
     assert np.allclose(modes[modes.budget_bytes == 10_000].history_coverage_oracle, oracle)
     written = integrity_report.write(results, tmp_path, policy_styles(results.policy))
     names = sorted(path.rsplit("/", 1)[1] for path in written)
-    assert names == ["history_coverage_vs_budget.png", "integrity_scorecard.csv", "integrity_scorecard.md",
-                     "integrity_writ_modes.md", "update_fidelity_vs_budget.png"]
+    assert names == [
+        "history_coverage_vs_budget.png",
+        "integrity_scorecard.csv",
+        "integrity_scorecard.md",
+        "integrity_writ_modes.md",
+        "update_fidelity_vs_budget.png",
+    ]
     markdown = (tmp_path / "integrity_scorecard.md").read_text()
     assert "## Budget" in markdown and "| unprivileged | last_kb |" in markdown and "| nan" not in markdown.lower()
 

@@ -1,5 +1,6 @@
 """The JAX generator: its arrays equal the encoder's output on its decoded JSON (bytes, ids, labels,
 and so every sweep row), it is statistically the published process, and knobs never recompile."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,10 @@ def _same_shapes(*encodings):
     for encoded in encodings:
         arrays = encoded.arrays
         extra = n_fields - arrays.field_value.shape[-1]
-        padded = {name: np.pad(getattr(arrays, name), ((0, 0), (0, 0), (0, extra)))
-                  for name in ("field_value", "field_present", "field_frag_len")}
+        padded = {
+            name: np.pad(getattr(arrays, name), ((0, 0), (0, 0), (0, extra)))
+            for name in ("field_value", "field_present", "field_frag_len")
+        }
         padded["api_ids"] = np.pad(arrays.api_ids, ((0, 0), (0, n_apis - arrays.api_ids.shape[1])), constant_values=-1)
         out.append(dataclasses.replace(encoded, arrays=dataclasses.replace(arrays, **padded)))
     shapes = {tuple(leaf.shape for leaf in jax.tree_util.tree_leaves(e.arrays)) for e in out}
@@ -59,17 +62,22 @@ def test_byte_model_at_extremes():
     """Versions past 9 and 99 (digit classes), lists popped to empty, 2-digit initial params and
     endpoints: one endpoint drifting almost every step, and 12 endpoints with up to 12 params."""
     seen = {"empty list": False, "3-digit version": False, "2-digit initial param": False}
-    for config in (jax_gen.JaxGenConfig(api_pool=1, drift_prob=0.95, steps=260, max_params=12, seed=5),
-                   jax_gen.JaxGenConfig(api_pool=2, drift_prob=0.9, steps=120, max_params=2, seed=5),
-                   jax_gen.JaxGenConfig(mode="rollback", api_pool=1, drift_prob=0.9, steps=240, seed=6),
-                   jax_gen.JaxGenConfig(mode="decoy", api_pool=12, drift_prob=0.5, decoy_prob=0.9, steps=200, seed=7),
-                   jax_gen.JaxGenConfig(mode="docs_migration", api_pool=12, max_params=12, docs_prob=0.4,
-                                        guide_prob=0.4, drift_prob=0.6, seed=8)):
+    for config in (
+        jax_gen.JaxGenConfig(api_pool=1, drift_prob=0.95, steps=260, max_params=12, seed=5),
+        jax_gen.JaxGenConfig(api_pool=2, drift_prob=0.9, steps=120, max_params=2, seed=5),
+        jax_gen.JaxGenConfig(mode="rollback", api_pool=1, drift_prob=0.9, steps=240, seed=6),
+        jax_gen.JaxGenConfig(mode="decoy", api_pool=12, drift_prob=0.5, decoy_prob=0.9, steps=200, seed=7),
+        jax_gen.JaxGenConfig(
+            mode="docs_migration", api_pool=12, max_params=12, docs_prob=0.4, guide_prob=0.4, drift_prob=0.6, seed=8
+        ),
+    ):
         direct, via_json, episodes = _both(config, 4)
         assert_same_encoding(direct, via_json)
         observations = [step["observation"] for episode in episodes for step in episode["steps"]]
         seen["empty list"] |= any(obs.get("params") == [] for obs in observations)
-        seen["3-digit version"] |= any(isinstance(obs.get("version"), int) and obs["version"] >= 100 for obs in observations)
+        seen["3-digit version"] |= any(
+            isinstance(obs.get("version"), int) and obs["version"] >= 100 for obs in observations
+        )
         seen["2-digit initial param"] |= any("p0_11" in obs.get("params", ()) for obs in observations)
     assert all(seen.values()), seen
 
@@ -108,8 +116,10 @@ def test_statistically_the_published_process(mode):
     """300 episodes x 200 steps: drift fraction within 0.01 and mean utility within 2% of the
     published generator's."""
     reference = encode_episodes(generate_episodes(DriftConfig(mode=mode, seed=0), 300))
-    ours = jax_gen.to_encoded(jax_gen.JaxGenConfig(mode=mode, seed=0),
-                              jax_gen.generate_arrays(jax_gen.JaxGenConfig(mode=mode, seed=0), 300, with_latent=False))
+    ours = jax_gen.to_encoded(
+        jax_gen.JaxGenConfig(mode=mode, seed=0),
+        jax_gen.generate_arrays(jax_gen.JaxGenConfig(mode=mode, seed=0), 300, with_latent=False),
+    )
     drift_ref, drift_jax = reference.arrays.critical.mean(), ours.arrays.critical.mean()
     utility_ref, utility_jax = reference.utility64.mean(), ours.utility64.mean()
     assert abs(drift_ref - drift_jax) <= 0.01, (drift_ref, drift_jax)
@@ -120,8 +130,16 @@ def test_statistically_the_published_process(mode):
 
 def test_knobs_are_traced_and_chunks_do_not_matter():
     config = jax_gen.JaxGenConfig(mode="burst_redundancy", steps=50)
-    changed = jax_gen.JaxGenConfig(mode="burst_redundancy", steps=50, drift_prob=0.3, burst_len=3,
-                                   burst_interval=9, burst_drift_prob=0.9, redundancy_prob=0.1, seed=4)
+    changed = jax_gen.JaxGenConfig(
+        mode="burst_redundancy",
+        steps=50,
+        drift_prob=0.3,
+        burst_len=3,
+        burst_interval=9,
+        burst_drift_prob=0.9,
+        redundancy_prob=0.1,
+        seed=4,
+    )
     with max_traces(jax_gen, "_latent_jit"), max_traces(jax_gen, "_post_jit"):  # knobs are traced: one compile
         first = jax_gen.generate_arrays(config, 8, with_latent=False)
         other = jax_gen.generate_arrays(changed, 8, with_latent=False)
@@ -145,12 +163,30 @@ def test_cli_generate_jax_and_sweep_arrays_match_sweep_of_file(tmp_path, capsys)
     loaded = load_jsonl(episodes)
     assert len(loaded) == 3 and loaded[0]["labels"]["mode"] == "rollback"
     assert json.loads(episodes.read_text().splitlines()[0])["steps"][0]["t"] == 0
-    common = ["--budgets", "1024,4096", "--policies", "fifo_store_all,merge_aggressive,priority_greedy",
-              "--quiet"]
+    common = ["--budgets", "1024,4096", "--policies", "fifo_store_all,merge_aggressive,priority_greedy", "--quiet"]
     from_file, from_arrays = tmp_path / "file.csv", tmp_path / "arrays.csv"
     assert main(["sweep", "--episodes", str(episodes), "--out", str(from_file), *common]) == 0
-    assert main(["sweep", "--engine", "jax", "--modes", "rollback", "--seed", "4", "--steps", "80",
-                 "--n-episodes", "3", "--out", str(from_arrays), *common]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--engine",
+                "jax",
+                "--modes",
+                "rollback",
+                "--seed",
+                "4",
+                "--steps",
+                "80",
+                "--n-episodes",
+                "3",
+                "--out",
+                str(from_arrays),
+                *common,
+            ]
+        )
+        == 0
+    )
     pd.testing.assert_frame_equal(pd.read_csv(from_file), pd.read_csv(from_arrays))
 
     assert main(["generate", "--mode", "decoy", "--out", os.fspath(tmp_path / "x.jsonl")]) == 2
@@ -170,9 +206,29 @@ def test_long_episodes_end_to_end(tmp_path):
         assert np.array_equal(direct.arrays.critical, via_json.arrays.critical)
         assert direct.arrays.step_t[0, -1] == 9_999
     out = tmp_path / "long.csv"
-    assert main(["sweep", "--engine", "jax", "--modes", "rollback", "--steps", "1000", "--n-episodes", "2",
-                 "--budgets", "4096,65536", "--policies", "fifo_store_all,priority_greedy", "--out", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--engine",
+                "jax",
+                "--modes",
+                "rollback",
+                "--steps",
+                "1000",
+                "--n-episodes",
+                "2",
+                "--budgets",
+                "4096,65536",
+                "--policies",
+                "fifo_store_all,priority_greedy",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     rows = pd.read_csv(out)
     assert len(rows) == 2 * 2 * 3  # episodes x budgets x (fifo on 2 tracks + priority_greedy)
     assert (rows["oracle_utility"] >= rows["policy_utility"] - 1e-9).all()

@@ -1,9 +1,28 @@
 """``--knob-set stripe_like`` (generate, sweep): the fitted knobs of docs/real_drift.md without typing them, a
 knob given on the command line still wins."""
+
 from wpbjax.cli import main
 
-FITTED_FLAGS = ["--engine", "jax", "--mode", "stripe_like", "--api-pool", "300", "--max-params", "24", "--drift-prob",
-                "0.03", "--burst-interval", "100", "--burst-len", "15", "--burst-drift-prob", "1.0", "--decoy-prob", "1.0"]
+FITTED_FLAGS = [
+    "--engine",
+    "jax",
+    "--mode",
+    "stripe_like",
+    "--api-pool",
+    "300",
+    "--max-params",
+    "24",
+    "--drift-prob",
+    "0.03",
+    "--burst-interval",
+    "100",
+    "--burst-len",
+    "15",
+    "--burst-drift-prob",
+    "1.0",
+    "--decoy-prob",
+    "1.0",
+]
 
 
 def _generate(tmp_path, name, flags):

@@ -1,6 +1,7 @@
 """The architecture is checked, not described: the import-linter contracts in pyproject.toml (the layers of
 DESIGN.md, no import cycles, argparse only in the CLI, ...) hold for the package, lazy imports included, and
 an upward import breaks them."""
+
 import os
 import pathlib
 import shutil
@@ -23,8 +24,19 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
     store = tmp_path / "wpbjax" / "store.py"
     store.write_text(store.read_text() + "\n\ndef _upward():\n    from wpbjax import api\n\n    return api\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
-                           "sys.argv = ['lint-imports', '--config', sys.argv[1], '--no-cache', '--contract', 'layers']; "
-                           "lint_imports_command()", PYPROJECT], env=env, cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports_command; "
+            "sys.argv = ['lint-imports', '--config', sys.argv[1], '--no-cache', '--contract', 'layers']; "
+            "lint_imports_command()",
+            PYPROJECT,
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "wpbjax.store -> wpbjax.api" in done.stdout and "BROKEN" in done.stdout

@@ -1,5 +1,6 @@
 """wpbjax.learn: online features, the soft relaxation's gradients, deterministic training, the
 learned_gate policy in a sweep, and the gymnax-style environment. Small sizes throughout."""
+
 import math
 
 import chex
@@ -24,25 +25,36 @@ from wpbjax.testing import max_traces
 
 
 def _obs(endpoint, version, params, deprecated=False):
-    return {"api": f"api.v{version}.endpoint_{endpoint}", "params": params, "deprecated": deprecated,
-            "version": version}
+    return {
+        "api": f"api.v{version}.endpoint_{endpoint}",
+        "params": params,
+        "deprecated": deprecated,
+        "version": version,
+    }
 
 
 HAND_STEPS = [  # (observation, critical)
     (_obs(0, 1, ["a", "b"]), False),
     (_obs(1, 1, ["c"]), False),
     (_obs(0, 1, ["a", "b"]), False),
-    (_obs(0, 2, ["a"]), True),               # drift: version 1 -> 2, params changed
-    (_obs(1, 3, ["c", "d"], True), True),    # drift seen late: version 1 -> 3, every field changed
-    (_obs(2, 2, ["e"]), True),               # first sighting already at v2: a drift too
+    (_obs(0, 2, ["a"]), True),  # drift: version 1 -> 2, params changed
+    (_obs(1, 3, ["c", "d"], True), True),  # drift seen late: version 1 -> 3, every field changed
+    (_obs(2, 2, ["e"]), True),  # first sighting already at v2: a drift too
 ]
 
 
 def hand_episode():
-    steps = [{"t": t, "observation": obs, "metadata": {"mode": "default", "priority": 1.0 if crit else 0.1}}
-             for t, (obs, crit) in enumerate(HAND_STEPS)]
-    labels = {"episode_id": 0, "mode": "default", "critical_steps": [t for t, (_, c) in enumerate(HAND_STEPS) if c],
-              "total_drift_events": 3, "utility_by_step": {str(t): 1.0 for t in range(len(HAND_STEPS))}}
+    steps = [
+        {"t": t, "observation": obs, "metadata": {"mode": "default", "priority": 1.0 if crit else 0.1}}
+        for t, (obs, crit) in enumerate(HAND_STEPS)
+    ]
+    labels = {
+        "episode_id": 0,
+        "mode": "default",
+        "critical_steps": [t for t, (_, c) in enumerate(HAND_STEPS) if c],
+        "total_drift_events": 3,
+        "utility_by_step": {str(t): 1.0 for t in range(len(HAND_STEPS))},
+    }
     return encode_episodes([{"labels": labels, "steps": steps}])
 
 
@@ -69,21 +81,22 @@ def test_features_on_a_hand_built_episode():
     costs = np.asarray(episode.write_cost, np.float64)
     assert [r["api_new"] for r in rows] == [1, 1, 0, 1, 1, 1]
     assert [r["endpoint_new"] for r in rows] == [1, 1, 0, 0, 0, 1]
-    assert [r["version_up"] for r in rows] == [0, 0, 0, 1, 1, 1]   # exactly the critical steps
+    assert [r["version_up"] for r in rows] == [0, 0, 0, 1, 1, 1]  # exactly the critical steps
     assert [round(r["version_jump"] * 3) for r in rows] == [0, 0, 0, 1, 2, 1]
     # fields deprecated, params, version: step 3 changes params and version, step 4 all three
     assert rows[2]["fields_changed"] == 0 and rows[3]["fields_changed"] == pytest.approx(2 / 3)
     assert rows[4]["fields_changed"] == 1 and rows[5]["fields_changed"] == 0  # new endpoint: nothing to compare
     for pos, row in enumerate(rows):
         assert row["log_cost"] == pytest.approx(math.log(costs[pos] / 200), rel=1e-5)
-        assert row["relative_cost"] == pytest.approx(costs[pos] / costs[:pos + 1].mean() - 1, abs=1e-5)
+        assert row["relative_cost"] == pytest.approx(costs[pos] / costs[: pos + 1].mean() - 1, abs=1e-5)
         assert row["remaining_fraction"] == pytest.approx((1000 - costs[:pos].sum()) / 1000, rel=1e-5)
         assert row["log_budget"] == pytest.approx((math.log2(1000) - 14) / 4, rel=1e-5)
         assert row["priority"] == pytest.approx(1.0 if HAND_STEPS[pos][1] else 0.1, rel=1e-6)
     assert rows[5]["drift_rate"] == pytest.approx(5 * 3 / 6)
     # the unprivileged track hides the priority
-    hidden, _ = F.step_features(F.init_state(episode), one(hand_episode().batch("unprivileged")), 0, 1000, 1000, 1,
-                                privileged=False)
+    hidden, _ = F.step_features(
+        F.init_state(episode), one(hand_episode().batch("unprivileged")), 0, 1000, 1000, 1, privileged=False
+    )
     assert float(hidden[F.FEATURE_NAMES.index("priority")]) == 0.0
 
 
@@ -136,8 +149,9 @@ def test_continuation_members_by_hand():
 
 
 def tiny_config(**overrides):
-    return TrainConfig(**{"steps": 4, "batch": 4, "pool_per_mode": 2, "episode_steps": 40, "hidden": 4,
-                          "log_every": 2, **overrides})
+    return TrainConfig(
+        **{"steps": 4, "batch": 4, "pool_per_mode": 2, "episode_steps": 40, "hidden": 4, "log_every": 2, **overrides}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +188,9 @@ def test_learned_gate_runs_in_a_sweep_and_bad_files_fail_clearly(tmp_path, tiny_
     assert int(np.asarray(counts.n_retained).sum()) == 0
     with max_traces(rollout, "_simulate_quick"):  # thresholds are traced: one compile for both
         for afford_threshold in (-1e9, 3.0):
-            rollout.simulate(make(name), encoded.batch("privileged"), [4096], params={"afford_threshold": afford_threshold})
+            rollout.simulate(
+                make(name), encoded.batch("privileged"), [4096], params={"afford_threshold": afford_threshold}
+            )
     with pytest.raises(ValueError, match="not found"):
         make(f"learned_gate:{tmp_path / 'missing.npz'}")
     junk = tmp_path / "junk.npz"
@@ -200,7 +216,9 @@ def test_env_random_policy_rollout_jitted_and_vmapped():
             obs, state, reward, terminated, truncated, info = env.step(key_step, state, action, params)
             return (state, total + reward), (terminated, truncated, obs)
 
-        (state, total), (terminated, truncated, obs) = jax.lax.scan(step, (state, 0.0), jax.random.split(key_steps, horizon))
+        (state, total), (terminated, truncated, obs) = jax.lax.scan(
+            step, (state, 0.0), jax.random.split(key_steps, horizon)
+        )
         return state, total, terminated, truncated, obs
 
     run = jax.jit(jax.vmap(chex.assert_max_traces(rollout, n=1)))  # a new budget must not retrace
@@ -245,8 +263,9 @@ def test_self_critical_loss_has_finite_nonzero_gradients():
 
     batch = hand_episode().batch("unprivileged")
     weights = init_gate(jax.random.key(3), hidden=4)
-    grads, f1 = jax.grad(lambda w: self_critical_loss(w, batch, jnp.asarray([600]), "unprivileged",
-                                                      jax.random.key(0)), has_aux=True)(weights)
+    grads, f1 = jax.grad(
+        lambda w: self_critical_loss(w, batch, jnp.asarray([600]), "unprivileged", jax.random.key(0)), has_aux=True
+    )(weights)
     leaves = jax.tree_util.tree_leaves(grads)
     assert all(np.isfinite(leaf).all() for leaf in leaves) and 0.0 <= float(f1) <= 1.0
     # each head's weights get a gradient: the sampled rollout's F1 differs from the greedy one's here
@@ -258,8 +277,32 @@ def test_cli_train_writes_a_checkpoint_and_rejects_bad_arguments(tmp_path, capsy
     from wpbjax.cli import main
 
     out = tmp_path / "gate.npz"
-    assert main(["train", "--track", "unprivileged", "--seed", "3", "--out", str(out), "--steps", "2", "--batch", "4",
-                 "--pool-per-mode", "2", "--calibration-per-mode", "2", "--hidden", "4", "--log-every", "1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--track",
+                "unprivileged",
+                "--seed",
+                "3",
+                "--out",
+                str(out),
+                "--steps",
+                "2",
+                "--batch",
+                "4",
+                "--pool-per-mode",
+                "2",
+                "--calibration-per-mode",
+                "2",
+                "--hidden",
+                "4",
+                "--log-every",
+                "1",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "wpbjax train: step 1/2" in err and "wrote unprivileged gate" in err
     weights, track, info = load_gate(str(out))

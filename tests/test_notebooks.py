@@ -1,5 +1,6 @@
 """Every notebook in notebooks/ runs top to bottom (at small sizes) with its claims asserted, and is stored
 without outputs."""
+
 import ast
 import warnings
 

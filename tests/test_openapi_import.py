@@ -2,6 +2,7 @@
 single file, renamed and split into one file per product, a glitch reverted the next day, a version whose
 file is absent, a YAML-only version, an invalid JSON beside a valid YAML twin; labels checked by hand. And
 bad input: one line naming source, commit and file, status 2, nothing written."""
+
 from __future__ import annotations
 
 import copy
@@ -20,22 +21,50 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 SPEC_PATTERNS = "specs/*.json,api.yaml"
 
 CORE = {
-    "openapi": "3.0.0", "servers": [{"url": "https://api.example.com/"}],
+    "openapi": "3.0.0",
+    "servers": [{"url": "https://api.example.com/"}],
     "paths": {
-        "/items": {"get": {"parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"}}]},
-                   "post": {"requestBody": {"content": {"application/json": {
-                       "schema": {"$ref": "#/components/schemas/NewItem"}}}}}},
-        "/items/{id}": {"delete": {"parameters": [{"name": "id", "in": "path", "required": True,
-                                                   "schema": {"type": "string"}}]}}},
-    "components": {"schemas": {"NewItem": {"type": "object", "required": ["name"],
-                                           "properties": {"name": {"type": "string"},
-                                                          "price": {"type": "integer"}}}}},
+        "/items": {
+            "get": {"parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"}}]},
+            "post": {
+                "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewItem"}}}}
+            },
+        },
+        "/items/{id}": {
+            "delete": {"parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}]}
+        },
+    },
+    "components": {
+        "schemas": {
+            "NewItem": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {"name": {"type": "string"}, "price": {"type": "integer"}},
+            }
+        }
+    },
 }
 BILLING = {
-    "openapi": "3.0.0", "servers": [{"url": "https://billing.example.com/"}],
-    "paths": {"/invoices": {"post": {"requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {
-                  "type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}}}}}},
-              "/items": {"get": {"parameters": [{"name": "customer", "in": "query", "schema": {"type": "string"}}]}}},
+    "openapi": "3.0.0",
+    "servers": [{"url": "https://billing.example.com/"}],
+    "paths": {
+        "/invoices": {
+            "post": {
+                "requestBody": {
+                    "content": {
+                        "application/x-www-form-urlencoded": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["amount"],
+                                "properties": {"amount": {"type": "integer"}},
+                            }
+                        }
+                    }
+                }
+            }
+        },
+        "/items": {"get": {"parameters": [{"name": "customer", "in": "query", "schema": {"type": "string"}}]}},
+    },
 }
 
 
@@ -55,11 +84,19 @@ def _commit(repo, day: int, files: dict, message: str) -> str:
         full.write_text(text)
         subprocess.run(["git", "-C", repo, "add", path], check=True)
     date = f"2020-01-{day:02d}T12:00:00Z"
-    env = dict(os.environ, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_DATE=date,
+        GIT_COMMITTER_DATE=date,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@t",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@t",
+    )
     subprocess.run(["git", "-C", repo, "commit", "-q", "-m", message], check=True, env=env)
-    return subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", repo, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def _edit(document: dict, change) -> dict:
@@ -75,35 +112,64 @@ def product_repo(tmp_path_factory):
     repo.mkdir()
     subprocess.run(["git", "init", "-q", repo], check=True)
     new_item = CORE["components"]["schemas"]["NewItem"]["properties"]
-    with_color = _edit(CORE, lambda d: d["components"]["schemas"]["NewItem"]["properties"].update(
-        color={"type": "string"}))
+    with_color = _edit(
+        CORE, lambda d: d["components"]["schemas"]["NewItem"]["properties"].update(color={"type": "string"})
+    )
     no_price = _edit(with_color, lambda d: d["components"]["schemas"]["NewItem"]["properties"].pop("price"))
     no_delete = _edit(with_color, lambda d: d["paths"].pop("/items/{id}"))
-    limit_string = _edit(no_delete, lambda d: d["paths"]["/items"]["get"]["parameters"][0].update(
-        schema={"type": "string"}))
+    limit_string = _edit(
+        no_delete, lambda d: d["paths"]["/items"]["get"]["parameters"][0].update(schema={"type": "string"})
+    )
     invoices_deprecated = _edit(BILLING, lambda d: d["paths"]["/invoices"]["post"].update(deprecated=True))
     name_optional = _edit(limit_string, lambda d: d["components"]["schemas"]["NewItem"].update(required=[]))
     name_optional["components"]["schemas"]["NewItem"]["properties"]["price"] = {
-        "type": "integer", "description": "Deprecated: send amount instead."}
-    customer_wider = _edit(invoices_deprecated, lambda d: d["paths"]["/items"]["get"]["parameters"][0].update(
-        schema={"anyOf": [{"type": "string"}, {"type": "object"}]}))
+        "type": "integer",
+        "description": "Deprecated: send amount instead.",
+    }
+    customer_wider = _edit(
+        invoices_deprecated,
+        lambda d: d["paths"]["/items"]["get"]["parameters"][0].update(
+            schema={"anyOf": [{"type": "string"}, {"type": "object"}]}
+        ),
+    )
     assert new_item == {"name": {"type": "string"}, "price": {"type": "integer"}}
     commits = [
         _commit(repo, 1, {"api.yaml": _yaml(CORE)}, "one YAML file"),
-        _commit(repo, 2, {"api.yaml": None, "specs/core.json": json.dumps(with_color),
-                          "specs/billing.json": json.dumps(BILLING)}, "renamed and split per product; color"),
+        _commit(
+            repo,
+            2,
+            {"api.yaml": None, "specs/core.json": json.dumps(with_color), "specs/billing.json": json.dumps(BILLING)},
+            "renamed and split per product; color",
+        ),
         _commit(repo, 3, {"specs/core.json": json.dumps(no_price)}, "glitch: price lost"),
         _commit(repo, 4, {"specs/core.json": json.dumps(with_color)}, "price back"),
         _commit(repo, 5, {"specs/core.json": json.dumps(no_delete, indent=1)}, "delete removed (file lost below)"),
-        _commit(repo, 6, {"specs/core.json": None, "specs/core.yaml": _yaml(limit_string),
-                          "specs/billing.json": json.dumps(invoices_deprecated)}, "YAML only; limit a string"),
-        _commit(repo, 7, {"specs/core.json": "{not json", "specs/core.yaml": _yaml(name_optional),
-                          "specs/billing.json": json.dumps(customer_wider)}, "broken JSON beside good YAML"),
+        _commit(
+            repo,
+            6,
+            {
+                "specs/core.json": None,
+                "specs/core.yaml": _yaml(limit_string),
+                "specs/billing.json": json.dumps(invoices_deprecated),
+            },
+            "YAML only; limit a string",
+        ),
+        _commit(
+            repo,
+            7,
+            {
+                "specs/core.json": "{not json",
+                "specs/core.yaml": _yaml(name_optional),
+                "specs/billing.json": json.dumps(customer_wider),
+            },
+            "broken JSON beside good YAML",
+        ),
     ]
     # commit 5's core.json becomes unreadable: its contents leave the object store (as large files are absent
     # from a partial mirror)
-    blob = subprocess.run(["git", "-C", repo, "rev-parse", f"{commits[4]}:specs/core.json"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    blob = subprocess.run(
+        ["git", "-C", repo, "rev-parse", f"{commits[4]}:specs/core.json"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     os.remove(repo / ".git" / "objects" / blob[:2] / blob[2:])
     return repo, commits
 
@@ -134,14 +200,13 @@ def test_labels_by_hand(imported, product_repo):
         (1, "GET billing.example.com/items", added, False),
         (1, "POST /invoices", added, False),
         (1, "POST /items", [("param_added", "body.color", False)], False),
-        (2, "POST /items", [("param_removed", "body.price", True)], False),    # undone the next version:
-        (3, "POST /items", [("param_added", "body.price", True)], False),      # a glitch, both ways
+        (2, "POST /items", [("param_removed", "body.price", True)], False),  # undone the next version:
+        (3, "POST /items", [("param_added", "body.price", True)], False),  # a glitch, both ways
         (4, "DELETE /items/{id}", [("endpoint_removed", "", False)], True),
         (4, "GET api.example.com/items", [("type_changed", "query.limit", False)], True),
         (4, "POST /invoices", [("endpoint_deprecated", "", False)], True),
         (5, "GET billing.example.com/items", [("type_widened", "query.customer", False)], False),
-        (5, "POST /items", [("param_optional", "body.name", False), ("param_deprecated", "body.price", False)],
-         True),
+        (5, "POST /items", [("param_optional", "body.name", False), ("param_deprecated", "body.price", False)], True),
     ]
     assert [line["commit"] for line in lines if line["version"] == 4][0] == commits[5]
     assert lines[9]["changes"][0]["detail"] == "integer -> string"
@@ -149,7 +214,8 @@ def test_labels_by_hand(imported, product_repo):
     assert post["params"] == [
         {"name": "color", "in": "body", "type": "string", "required": False, "deprecated": False},
         {"name": "name", "in": "body", "type": "string", "required": False, "deprecated": False},
-        {"name": "price", "in": "body", "type": "integer", "required": False, "deprecated": True}]
+        {"name": "price", "in": "body", "type": "integer", "required": False, "deprecated": True},
+    ]
     assert lines[8]["removed"] and lines[8]["params"] == []
     counts = meta["counts"]
     assert (counts["versions"], counts["readable"], counts["unreadable"]) == (7, 6, 1)
@@ -165,8 +231,22 @@ def test_reimport_is_byte_identical_and_relabels(imported, product_repo, tmp_pat
     repo, _ = product_repo
     out, lines, _meta = imported
     again = tmp_path / "again.jsonl.gz"
-    assert main(["import-openapi", os.fspath(repo), "--spec", SPEC_PATTERNS, "--out", os.fspath(again),
-                 "--processes", "1", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "import-openapi",
+                os.fspath(repo),
+                "--spec",
+                SPEC_PATTERNS,
+                "--out",
+                os.fspath(again),
+                "--processes",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert again.read_bytes() == out.read_bytes()
     assert openapi_import.relabel(lines) == lines
 
@@ -181,9 +261,15 @@ def test_episodes_from_the_history(imported):
     assert labels["critical_steps"] == [8, 9, 10, 12] and labels["total_drift_events"] == 4
     assert [labels["utility_by_step"][str(t)] for t in range(13)] == [0.25] * 6 + [0.0, 0.0, 1.0, 1.0, 1.0, 0.25, 1.0]
     assert [step["metadata"]["priority"] for step in steps] == [0.25] * 6 + [0.75, 0.25, 1.0, 0.75, 1.0, 0.25, 0.75]
-    assert labels["facts"]["6"] == [["POST /items", 2, False]] and labels["facts"]["8"] == [["DELETE /items/{id}", 4, True]]
-    assert steps[12]["observation"] == {"api": "POST /items", "params": ["color", "name", "price"], "required": [],
-                                        "deprecated": False}
+    assert labels["facts"]["6"] == [["POST /items", 2, False]] and labels["facts"]["8"] == [
+        ["DELETE /items/{id}", 4, True]
+    ]
+    assert steps[12]["observation"] == {
+        "api": "POST /items",
+        "params": ["color", "name", "price"],
+        "required": [],
+        "deprecated": False,
+    }
     windows = real_drift.episodes(os.fspath(out), steps=5, stride=4)
     assert [w["labels"]["episode_id"] for w in windows] == ["products:5:0", "products:5:4", "products:5:8"]
 
@@ -197,8 +283,12 @@ def test_directory_of_dated_versions(tmp_path):
     (root / "2021-06-01T08:00" / "spec.yaml").write_text(_yaml(_edit(CORE, lambda d: d["paths"].pop("/items/{id}"))))
     (root / "notes").mkdir()
     lines, meta = openapi_import.import_history(os.fspath(root), "spec.json,openapi.json", processes=1)
-    assert [(line["version"], line["commit"], line["endpoint"], _kinds(line)) for line in lines][-1] == \
-        (1, "2021-06-01T08:00", "DELETE /items/{id}", [("endpoint_removed", "", False)])
+    assert [(line["version"], line["commit"], line["endpoint"], _kinds(line)) for line in lines][-1] == (
+        1,
+        "2021-06-01T08:00",
+        "DELETE /items/{id}",
+        [("endpoint_removed", "", False)],
+    )
     assert lines[-1]["date"] == "2021-06-01T08:00:00Z" and meta["kind"] == "directory"
 
 
@@ -235,7 +325,8 @@ def test_every_version_unreadable_is_an_empty_history(tmp_path, capsys):
     repo.mkdir()
     subprocess.run(["git", "init", "-q", repo], check=True)
     first = _commit(repo, 1, {"spec.yaml": _yaml(CORE)}, "only version")
-    blob = subprocess.run(["git", "-C", repo, "rev-parse", f"{first}:spec.yaml"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    blob = subprocess.run(
+        ["git", "-C", repo, "rev-parse", f"{first}:spec.yaml"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     os.remove(repo / ".git" / "objects" / blob[:2] / blob[2:])
     _fails(capsys, tmp_path, repo, "spec.yaml", f"commit {first}", "file spec", "no readable version")

@@ -1,4 +1,5 @@
 """The knapsack oracle: exact mode against brute force; the published_rule mode."""
+
 import itertools
 
 import numpy as np
@@ -17,8 +18,10 @@ def brute_force(weights, values, budget):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 40), st.sampled_from([0.0, 0.5, 1.0, 5.0, 6.0, 2.25])), min_size=1, max_size=9),
-       st.lists(st.integers(1, 200), min_size=1, max_size=4))
+@given(
+    st.lists(st.tuples(st.integers(1, 40), st.sampled_from([0.0, 0.5, 1.0, 5.0, 6.0, 2.25])), min_size=1, max_size=9),
+    st.lists(st.integers(1, 200), min_size=1, max_size=4),
+)
 def test_exact_matches_brute_force(items, budgets):
     weights = np.array([w for w, _ in items])
     values = np.array([v for _, v in items])
@@ -41,17 +44,26 @@ def test_published_rule_regimes():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.integers(1, 60), st.sampled_from([0.0, 0.5, 1.0, 5.0, 6.0, 0.25, -1.0])),
-                         min_size=1, max_size=8), min_size=1, max_size=4),
-       st.lists(st.integers(1, 300), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.integers(1, 60), st.sampled_from([0.0, 0.5, 1.0, 5.0, 6.0, 0.25, -1.0])),
+            min_size=1,
+            max_size=8,
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(st.integers(1, 300), min_size=1, max_size=5),
+)
 def test_batched_dp_over_value_matches_brute_force(episodes, budgets):
     """Padded episodes of different lengths, values on a 0.25 grid (negatives never taken)."""
     n_steps = max(len(items) for items in episodes)
     weights = np.ones((len(episodes), n_steps), np.int64)
     values = np.zeros((len(episodes), n_steps))
     for n, items in enumerate(episodes):
-        weights[n, :len(items)] = [w for w, _ in items]
-        values[n, :len(items)] = [v for _, v in items]
+        weights[n, : len(items)] = [w for w, _ in items]
+        values[n, : len(items)] = [v for _, v in items]
     lengths = np.array([len(items) for items in episodes])
     got = oracle.exact_batch(weights, values, lengths, budgets)
     expected = [[brute_force([w for w, _ in items], [v for _, v in items], b) for b in budgets] for items in episodes]

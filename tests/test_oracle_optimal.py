@@ -1,4 +1,5 @@
 """oracle_optimal and the exact oracle's chosen set: optimal, within budget, regret 0."""
+
 import itertools
 
 import numpy as np
@@ -17,9 +18,14 @@ def brute_force(weights, values, budget):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 40), st.sampled_from([0.0, 0.5, 1.0, 5.0, 6.0, -1.0, 0.1, 0.3])),
-                min_size=1, max_size=9),
-       st.lists(st.integers(1, 200), min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 40), st.sampled_from([0.0, 0.5, 1.0, 5.0, 6.0, -1.0, 0.1, 0.3])),
+        min_size=1,
+        max_size=9,
+    ),
+    st.lists(st.integers(1, 200), min_size=1, max_size=4),
+)
 def test_exact_choice_is_an_optimal_feasible_set(items, budgets):
     """On and off the 2^-k grid (0.1, 0.3 force the capacity DP)."""
     weights = np.array([w for w, _ in items])
@@ -43,8 +49,9 @@ def test_oracle_optimal_equals_the_exact_oracle_on_the_paper_grid():
     assert (table.regret == 0).all()
     assert (table.policy_utility == table.oracle_utility).all()
     assert (table.bytes_used <= table.budget_bytes).all()
-    exact = oracle.exact_batch(encoded.track_costs("unprivileged"), encoded.utility64, encoded.arrays.length,
-                               PAPER_BUDGETS)
+    exact = oracle.exact_batch(
+        encoded.track_costs("unprivileged"), encoded.utility64, encoded.arrays.length, PAPER_BUDGETS
+    )
     assert np.array_equal(table.oracle_utility.to_numpy().reshape(11, 40).T, exact)  # rows: budget, then episode
     assert (exact[:, 0] < exact[:, -1]).all()  # 1 KB is tight for every episode: the plan really chooses
 

@@ -1,6 +1,7 @@
 """One live sweep per output (:mod:`wpbjax.output_lock`): a second run on the same ``--out`` is refused
 in one line naming the first's pid (``--resume`` too), a dead run's lock file is taken over, and
 the table of two racing commands is the table of a lone run."""
+
 import json
 import os
 import pathlib
@@ -17,8 +18,24 @@ from wpbjax.cli import main
 from wpbjax.output_lock import lock_path, output_lock
 
 # 8 episodes under a 64K memory cap: several chunks, so a run can be caught between two of them
-SWEEP = ["sweep", "--n-episodes", "8", "--modes", "default", "--steps", "20", "--budgets", "1024,4096",
-         "--policies", "no_mem,fifo_store_all", "--tracks", "unprivileged", "--memory-cap", "64K", "--quiet"]
+SWEEP = [
+    "sweep",
+    "--n-episodes",
+    "8",
+    "--modes",
+    "default",
+    "--steps",
+    "20",
+    "--budgets",
+    "1024,4096",
+    "--policies",
+    "no_mem,fifo_store_all",
+    "--tracks",
+    "unprivileged",
+    "--memory-cap",
+    "64K",
+    "--quiet",
+]
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +86,9 @@ def test_two_processes_on_one_output(tmp_path, lone):
         assert first.poll() is None and _chunks_on_disk(out) >= 1, "the first run ended before it could be caught"
         assert pathlib.Path(lock_path(out)).read_text().strip() == str(first.pid)
         for extra in ([], ["--resume"]):
-            second = subprocess.run([*command, *extra], env=env, capture_output=True, text=True, timeout=120,
-                                    check=False)
+            second = subprocess.run(
+                [*command, *extra], env=env, capture_output=True, text=True, timeout=120, check=False
+            )
             assert second.returncode == 2, second.stderr
             assert second.stderr.count("\n") == 1 and f"another wpbjax run (pid {first.pid})" in second.stderr
         first.send_signal(signal.SIGCONT)

@@ -1,6 +1,7 @@
 """Every command's output is written atomically through one writer (:mod:`wpbjax.atomic`): a failed or
 interrupted command leaves an existing output as it was and no half-written file; a symbolic link is
 written through; import-writ runs without JAX; Ctrl-C ends any command in "wpbjax COMMAND: interrupted"."""
+
 import os
 import signal
 import subprocess
@@ -78,8 +79,25 @@ def test_sweep_and_import_write_through_a_symbolic_link(tmp_path):
     (tmp_path / "w.jsonl").symlink_to(tmp_path / "data" / "writ.jsonl")
     assert main(["import-writ", str(_scenario()), "--out", str(tmp_path / "w.jsonl"), "--quiet"]) == 0
     (tmp_path / "r.csv").symlink_to(tmp_path / "data" / "results.csv")
-    assert main(["sweep", "--episodes", str(tmp_path / "w.jsonl"), "--policies", "no_mem", "--budgets", "1024",
-                 "--tracks", "unprivileged", "--out", str(tmp_path / "r.csv"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--episodes",
+                str(tmp_path / "w.jsonl"),
+                "--policies",
+                "no_mem",
+                "--budgets",
+                "1024",
+                "--tracks",
+                "unprivileged",
+                "--out",
+                str(tmp_path / "r.csv"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "w.jsonl").is_symlink() and (tmp_path / "r.csv").is_symlink()
     meta = read_sidecar(sidecar_path(tmp_path / "r.csv"))
     assert meta["results"]["sha256"] == sha256(tmp_path / "data" / "results.csv") and meta["rows"] == 1
@@ -106,11 +124,19 @@ def test_training_interrupted_leaves_no_file(tmp_path, monkeypatch, capsys):
 
 
 def test_import_writ_imports_no_jax(tmp_path):
-    code = ("import sys\nfrom wpbjax.cli import main\n"
-            f"assert main(['import-writ', {str(_scenario())!r}, '--out', {str(tmp_path / 'w.jsonl')!r}, '--quiet']) == 0\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    code = (
+        "import sys\nfrom wpbjax.cli import main\n"
+        f"assert main(['import-writ', {str(_scenario())!r}, '--out', {str(tmp_path / 'w.jsonl')!r}, '--quiet']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
     assert (tmp_path / "w.jsonl").stat().st_size > 0
@@ -122,8 +148,12 @@ def test_ctrl_c_in_import_writ_names_the_command_and_keeps_the_old_output(tmp_pa
     fifo, out = tmp_path / "slow.json", tmp_path / "w.jsonl"
     os.mkfifo(fifo)
     out.write_text("old episodes\n")
-    process = subprocess.Popen([sys.executable, "-m", "wpbjax.cli", "import-writ", str(fifo), "--out", str(out)],
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "wpbjax.cli", "import-writ", str(fifo), "--out", str(out)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     opened = threading.Event()
     holder = {}
 
@@ -151,13 +181,30 @@ def test_ctrl_c_in_import_writ_names_the_command_and_keeps_the_old_output(tmp_pa
 
 def test_gitignore_covers_what_the_documented_commands_write():
     """After the README's and docs' commands, ``git status`` shows none of their outputs."""
-    outputs = ["results.csv", "results.csv.meta.json", "results.parquet", "results.parquet.meta.json",
-               "results.csv.partial", "results.csv.partial.manifest.json", "results.csv.lock", "writ.jsonl",
-               "episodes.jsonl", "episodes.jsonl.gz", "gate.npz", "writer.npz", "report/leaderboard.md",
-               ".partial-1234-0a1b2c3d-results.csv.meta.json"]
+    outputs = [
+        "results.csv",
+        "results.csv.meta.json",
+        "results.parquet",
+        "results.parquet.meta.json",
+        "results.csv.partial",
+        "results.csv.partial.manifest.json",
+        "results.csv.lock",
+        "writ.jsonl",
+        "episodes.jsonl",
+        "episodes.jsonl.gz",
+        "gate.npz",
+        "writer.npz",
+        "report/leaderboard.md",
+        ".partial-1234-0a1b2c3d-results.csv.meta.json",
+    ]
     try:
-        done = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", *outputs], capture_output=True,
-                              text=True, timeout=60, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(REPO), "check-ignore", "--no-index", *outputs],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     except FileNotFoundError:
         pytest.skip("git not found")
     if done.returncode == 128:

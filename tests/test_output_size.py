@@ -1,4 +1,5 @@
 """A sweep whose results would not fit the free disk space is refused up front, with its size."""
+
 import shutil
 from collections import namedtuple
 
@@ -15,8 +16,10 @@ def test_size_estimate_is_near_the_bytes_of_real_tables(paper_sweep_csv, paper_s
     them, and the same rows through the results writer as parquet and with two param columns of a
     101-point grid (the values a `--param x=0:1:101` sweep writes)."""
     n_rows = len(paper_sweep)
-    with_params = paper_sweep.assign(param_threshold=np.resize(np.linspace(0, 1, 101), n_rows),
-                                     param_every_n=np.resize(np.arange(1, 102, dtype=float), n_rows))
+    with_params = paper_sweep.assign(
+        param_threshold=np.resize(np.linspace(0, 1, 101), n_rows),
+        param_every_n=np.resize(np.arange(1, 102, dtype=float), n_rows),
+    )
     written = {}
     for name, table in (("r.parquet", paper_sweep), ("p.csv", with_params), ("p.parquet", with_params)):
         writer = ResultsWriter(tmp_path / name)
@@ -35,8 +38,11 @@ def test_size_estimate_is_near_the_bytes_of_real_tables(paper_sweep_csv, paper_s
 def test_size_refusal(tmp_path):
     output_size.check_disk_space(str(tmp_path / "r.csv"), 1000, free=10**6)
     # a Python caller reads the argument's name (``out``); the CLI test below, the flag
-    with pytest.raises(ValueError, match=r"^out .*r.csv: the sweep's 10,000 rows need about 3.1 MiB, more than the "
-                                         r"976.6 KiB free"):
+    with pytest.raises(
+        ValueError,
+        match=r"^out .*r.csv: the sweep's 10,000 rows need about 3.1 MiB, more than the "
+        r"976.6 KiB free",
+    ):
         output_size.check_disk_space(str(tmp_path / "r.csv"), 10_000, free=10**6)
 
 
@@ -45,9 +51,25 @@ def test_cli_refuses_a_grid_past_the_free_space(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 50_000, 50_000))
     out = tmp_path / "results.csv"
     out.write_text("an earlier table\n")
-    argv = ["sweep", "--n-episodes", "2", "--modes", "default", "--steps", "20", "--budgets", "1024,2048",
-            "--policies", "priority_threshold", "--tracks", "privileged", "--param", "threshold=0:1:1000",
-            "--out", str(out)]
+    argv = [
+        "sweep",
+        "--n-episodes",
+        "2",
+        "--modes",
+        "default",
+        "--steps",
+        "20",
+        "--budgets",
+        "1024,2048",
+        "--policies",
+        "priority_threshold",
+        "--tracks",
+        "privileged",
+        "--param",
+        "threshold=0:1:1000",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     # 4,000 rows x (320 bytes a CSV row + 20 for the param column) = 1,360,000 bytes = 1.30 MiB

@@ -1,5 +1,6 @@
 """Exact OPT and the writers against plain references (tests/packages_plain.py) and the MILP;
 the paper's published base-sweep numbers (MEMAUDIT main.tex) from 500 seeds."""
+
 import packages_plain as plain
 import pytest
 
@@ -28,8 +29,11 @@ NO_TOMBSTONE = set(KIND_ID.values()) - {KIND_ID["tombstone"], KIND_ID["compound_
 
 
 def _plain_store(method, groups, weights, budget):
-    allowed = {"fact_only": {KIND_ID["atomic_fact"]}, "summary_only": {KIND_ID["summary"]},
-               "no_tombstone_greedy": NO_TOMBSTONE}.get(method)
+    allowed = {
+        "fact_only": {KIND_ID["atomic_fact"]},
+        "summary_only": {KIND_ID["summary"]},
+        "no_tombstone_greedy": NO_TOMBSTONE,
+    }.get(method)
     if method in ("greedy", "fact_only", "summary_only", "no_tombstone_greedy"):
         return plain.greedy(groups, weights, budget, allowed=allowed)
     if method == "density_only":
@@ -48,16 +52,17 @@ def test_writers_match_plain_definitions(small, method):
         groups, weights = plain.from_batch(small, p)
         for b, budget in enumerate(BUDGETS):
             store = _plain_store(method, groups, weights, budget)
-            ours = value(chosen_batch.take([p]), chosen[p:p + 1, b])[0]
+            ours = value(chosen_batch.take([p]), chosen[p : p + 1, b])[0]
             assert ours == pytest.approx(plain.objective(store, weights), abs=1e-12), (method, p, budget)
-            assert cost(chosen_batch.take([p]), chosen[p:p + 1, b])[0] == sum(c["cost"] for c in store)
+            assert cost(chosen_batch.take([p]), chosen[p : p + 1, b])[0] == sum(c["cost"] for c in store)
 
 
 def test_paper_base_sweep_numbers():
     """MEMAUDIT's published 500-seed figure: GVT 0.9583 at B=8; density-only 0.2637/0.3494/0.3612 at
     B=2/4/8; no-tombstone OPT 0.5226/0.6539/0.6891/0.8148 at B=2/4/8/16; mean OPT 4.5205 at B=2."""
-    table = sweeps.run_distribution("memaudit_small", range(500), BUDGETS,
-                                   ["opt", "oracle_gvt", "density_only", "no_tombstone_opt"])
+    table = sweeps.run_distribution(
+        "memaudit_small", range(500), BUDGETS, ["opt", "oracle_gvt", "density_only", "no_tombstone_opt"]
+    )
     mean = table.groupby(["method", "budget"])["ratio"].mean()
     assert round(mean["oracle_gvt", 8], 4) == 0.9583
     assert [round(mean["density_only", b], 4) for b in (2, 4, 8)] == [0.2637, 0.3494, 0.3612]

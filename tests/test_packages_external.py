@@ -1,5 +1,6 @@
 """External stores scored with the union denominator (MEMAUDIT Definition 3): a hand-computed
 package, a plain brute force over the union written here, file errors, and the CLI."""
+
 import itertools
 import json
 
@@ -24,16 +25,37 @@ def hand_package(tmp_path):
     The store: m1 (cost 1, covers u2) then m2 (cost 3, half of u1 and half of u2)."""
     d = tmp_path / "pkg"
     d.mkdir()
-    _write(d / "candidate_memories.jsonl", [
-        {"candidate_id": "e1_fact", "experience_id": "e1", "representation_type": "atomic_fact", "cost": 2,
-         "coverage": {"u1": 1.0}},
-        {"candidate_id": "e1_raw", "experience_id": "e1", "representation_type": "raw_span", "cost": 4,
-         "coverage": {"u1": 1.0, "u2": 1.0}}])
+    _write(
+        d / "candidate_memories.jsonl",
+        [
+            {
+                "candidate_id": "e1_fact",
+                "experience_id": "e1",
+                "representation_type": "atomic_fact",
+                "cost": 2,
+                "coverage": {"u1": 1.0},
+            },
+            {
+                "candidate_id": "e1_raw",
+                "experience_id": "e1",
+                "representation_type": "raw_span",
+                "cost": 4,
+                "coverage": {"u1": 1.0, "u2": 1.0},
+            },
+        ],
+    )
     (d / "instance.json").write_text(json.dumps({"instance_id": "hand", "unit_weights": {"u1": 2.0, "u2": 1.0}}))
-    store = _write(tmp_path / "store.jsonl", [
-        {"memory_id": "m1", "cost": 1, "coverage": {"u2": 1.0}},
-        {"memory_id": "m2", "cost": {"total": 3}, "coverage": [{"unit_id": "u1", "fidelity": 0.5},
-                                                                {"unit_id": "u2", "coverage": 0.5}]}])
+    store = _write(
+        tmp_path / "store.jsonl",
+        [
+            {"memory_id": "m1", "cost": 1, "coverage": {"u2": 1.0}},
+            {
+                "memory_id": "m2",
+                "cost": {"total": 3},
+                "coverage": [{"unit_id": "u1", "fidelity": 0.5}, {"unit_id": "u2", "coverage": 0.5}],
+            },
+        ],
+    )
     return d, store
 
 
@@ -76,9 +98,14 @@ def test_union_opt_against_plain_brute_force(tmp_path):
     pset = read_packages([d])
     units = pset.meta.unit_ids[0]
     rng = np.random.default_rng(1)
-    rows = [{"memory_id": f"m{i}", "cost": int(rng.integers(1, 4)),
-             "coverage": {u: round(float(rng.uniform(0.2, 1.0)), 2) for u in rng.choice(units, 2, replace=False)}}
-            for i in range(3)]
+    rows = [
+        {
+            "memory_id": f"m{i}",
+            "cost": int(rng.integers(1, 4)),
+            "coverage": {u: round(float(rng.uniform(0.2, 1.0)), 2) for u in rng.choice(units, 2, replace=False)},
+        }
+        for i in range(3)
+    ]
     store = read_store(_write(tmp_path / "store.jsonl", rows), units)
     budgets = [1, 2, 4, 6]
     table = score_store(pset, store, budgets)
@@ -92,12 +119,15 @@ def test_union_opt_against_plain_brute_force(tmp_path):
         assert (rows_b["ratio_to_union"].dropna() <= 1 + 1e-12).all()
 
 
-@pytest.mark.parametrize("row, message", [
-    ({"memory_id": "m", "cost": 1}, "field 'coverage': missing"),
-    ({"cost": 1, "coverage": {}}, "field 'memory_id'"),
-    ({"memory_id": "m", "cost": -2, "coverage": {}}, "field 'cost'"),
-    ({"memory_id": "m", "cost": 1, "coverage": {"u1": "high"}}, r"field 'coverage\[u1\]'"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ({"memory_id": "m", "cost": 1}, "field 'coverage': missing"),
+        ({"cost": 1, "coverage": {}}, "field 'memory_id'"),
+        ({"memory_id": "m", "cost": -2, "coverage": {}}, "field 'cost'"),
+        ({"memory_id": "m", "cost": 1, "coverage": {"u1": "high"}}, r"field 'coverage\[u1\]'"),
+    ],
+)
 def test_malformed_store_names_file_line_and_field(tmp_path, hand_package, row, message):
     d, _ = hand_package
     path = tmp_path / "bad.jsonl"
@@ -109,8 +139,10 @@ def test_malformed_store_names_file_line_and_field(tmp_path, hand_package, row, 
 def test_score_cli(tmp_path, hand_package, capsys):
     d, store = hand_package
     out = tmp_path / "rows.csv"
-    assert main(["packages", "score", "--package", str(d), "--store", str(store), "--budget", "3,4",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["packages", "score", "--package", str(d), "--store", str(store), "--budget", "3,4", "--out", str(out)])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "infeasible" in printed and "0.5000" in printed
     rows = pd.read_csv(out)

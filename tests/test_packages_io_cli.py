@@ -1,4 +1,5 @@
 """Package I/O (the artifact's export layout) and the ``wpbjax packages`` CLI."""
+
 import json
 
 import numpy as np
@@ -32,39 +33,74 @@ def _package(tmp_path, candidates, cells=None, instance=None):
 
 
 def test_reads_both_cost_and_coverage_spellings(tmp_path):
-    d = _package(tmp_path, [
-        {"candidate_id": "a", "experience_id": "e1", "representation_type": "atomic_fact", "cost": {"total": 2},
-         "coverage": {"u1": 1.0}},
-        {"candidate_id": "b", "experience_id": "e1", "representation_type": "tombstone", "cost": 1,
-         "coverage": [{"unit_id": "u2", "fidelity": 0.5}]},
-    ], instance={"unit_weights": {"u1": 2.0, "u2": 1.0}, "invalidation_units": ["u2"]})
+    d = _package(
+        tmp_path,
+        [
+            {
+                "candidate_id": "a",
+                "experience_id": "e1",
+                "representation_type": "atomic_fact",
+                "cost": {"total": 2},
+                "coverage": {"u1": 1.0},
+            },
+            {
+                "candidate_id": "b",
+                "experience_id": "e1",
+                "representation_type": "tombstone",
+                "cost": 1,
+                "coverage": [{"unit_id": "u2", "fidelity": 0.5}],
+            },
+        ],
+        instance={"unit_weights": {"u1": 2.0, "u2": 1.0}, "invalidation_units": ["u2"]},
+    )
     pset = read_packages([d])
-    assert pset.batch.cost[0, 0].tolist() == [1, 2]           # (cost, id) order
+    assert pset.batch.cost[0, 0].tolist() == [1, 2]  # (cost, id) order
     assert pset.batch.coverage[0, 0, 0].tolist() == [0.0, 0.5]
     assert pset.batch.invalidation[0].tolist() == [False, True]
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"candidate_id": "a", "experience_id": "e", "cost": -1}', "field 'cost'"),
-    ('{"candidate_id": "a", "cost": 1}', "field 'experience_id'"),
-    ('{"candidate_id": "a", "experience_id": "e", "cost": 1, "coverage": 3}', "field 'coverage'"),
-    ('not json', "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"candidate_id": "a", "experience_id": "e", "cost": -1}', "field 'cost'"),
+        ('{"candidate_id": "a", "cost": 1}', "field 'experience_id'"),
+        ('{"candidate_id": "a", "experience_id": "e", "cost": 1, "coverage": 3}', "field 'coverage'"),
+        ("not json", "not valid JSON"),
+    ],
+)
 def test_malformed_candidates_name_file_line_and_field(tmp_path, line, message):
     d = tmp_path / "bad"
     d.mkdir()
-    (d / "candidate_memories.jsonl").write_text('{"candidate_id": "z", "experience_id": "e", "cost": 1, "coverage": {"u": 1}}\n' + line + "\n")
+    (d / "candidate_memories.jsonl").write_text(
+        '{"candidate_id": "z", "experience_id": "e", "cost": 1, "coverage": {"u": 1}}\n' + line + "\n"
+    )
     with pytest.raises(PackageFormatError, match=rf"candidate_memories.jsonl:2: .*{message}"):
         read_packages([d])
 
 
 def test_cli_sweep_rows_and_errors(tmp_path, capsys):
     out = tmp_path / "pk.csv"
-    assert main(["packages", "sweep", "--seeds", "4", "--budgets", "2,8", "--methods", "opt,oracle_gvt,reservoir_raw",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "packages",
+                "sweep",
+                "--seeds",
+                "4",
+                "--budgets",
+                "2,8",
+                "--methods",
+                "opt,oracle_gvt,reservoir_raw",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out)
-    assert {"distribution", "seed", "budget", "method", "value", "opt", "ratio", "cost",
-            "invalidation_covered"} <= set(table.columns)
+    assert {"distribution", "seed", "budget", "method", "value", "opt", "ratio", "cost", "invalidation_covered"} <= set(
+        table.columns
+    )
     assert len(table) == 4 * 2 * 3 and (table["cost"] <= table["budget"]).all()
     assert "mean ratio to OPT" in capsys.readouterr().out
     assert main(["packages", "sweep", "--seeds", "2", "--methods", "nope", "--quiet"]) == 2
@@ -72,16 +108,52 @@ def test_cli_sweep_rows_and_errors(tmp_path, capsys):
     generated = tmp_path / "gen"
     assert main(["packages", "generate", "--seeds", "2", "--out", str(generated), "--quiet"]) == 0
     again = tmp_path / "again.csv"
-    assert main(["packages", "sweep", "--packages", *map(str, sorted(generated.iterdir())), "--budgets", "2,8",
-                 "--methods", "opt,oracle_gvt,reservoir_raw", "--out", str(again), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "packages",
+                "sweep",
+                "--packages",
+                *map(str, sorted(generated.iterdir())),
+                "--budgets",
+                "2,8",
+                "--methods",
+                "opt,oracle_gvt,reservoir_raw",
+                "--out",
+                str(again),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     same = table[table.seed < 2].reset_index(drop=True)
     pd.testing.assert_frame_equal(pd.read_csv(again).drop(columns="distribution"), same.drop(columns="distribution"))
 
 
 def test_cli_stress_distribution_verified_by_milp(tmp_path, capsys):
     out = tmp_path / "stress.csv"
-    assert main(["packages", "sweep", "--distribution", "update_chain", "--seeds", "2", "--budgets", "2,8",
-                 "--methods", "opt,greedy,no_tombstone_opt", "--verify", "milp", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "packages",
+                "sweep",
+                "--distribution",
+                "update_chain",
+                "--seeds",
+                "2",
+                "--budgets",
+                "2,8",
+                "--methods",
+                "opt,greedy,no_tombstone_opt",
+                "--verify",
+                "milp",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out)
     assert set(table["distribution"]) == {"update_chain"}
     assert set(table["opt_certified_by"]) == {"brute_force+milp"}

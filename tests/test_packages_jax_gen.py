@@ -1,4 +1,5 @@
 """The JAX package generator: memaudit_small's shape, its value sets, scored like any package set."""
+
 import jax
 import numpy as np
 
@@ -17,7 +18,7 @@ def test_random_packages_have_memaudit_shape_and_values():
     fact_units = [r for r in range(batch.weight.shape[1]) if ref.weight[0, r] in (1.0, 1.2, 1.4)]
     assert set(np.unique(batch.weight[:, fact_units])) <= {1.0, 1.2, 1.4}
     assert set(np.unique(batch.weight[:, ref.invalidation[0]])) <= {2.0, 2.25, 2.5}
-    raw_costs = batch.cost[:, :4, 2]                                  # fact groups' raw spans: 5 + {0, 1}
+    raw_costs = batch.cost[:, :4, 2]  # fact groups' raw spans: 5 + {0, 1}
     assert set(np.unique(raw_costs)) == {5, 6}
     table = sweeps.run(pset, [2, 8], ["opt", "oracle_gvt", "density_only"], distribution="random")
     assert (table["ratio"] <= 1 + 1e-12).all() and (table["cost"] <= table["budget"]).all()

@@ -1,6 +1,7 @@
 """The learned package writer: streaming (a choice never depends on later groups), feasible, its
 relaxation meets the hard writer as the temperature goes to 0, checkpoints round-trip, and a
 seconds-long training improves on its initial weights."""
+
 import dataclasses
 
 import jax
@@ -25,9 +26,34 @@ def small_set():
 def tiny_writer(tmp_path_factory):
     """A writer after a few seconds of training (2 shapes, 32 packages each), through the CLI."""
     path = tmp_path_factory.mktemp("writer") / "writer.npz"
-    assert main(["packages", "train", "--out", str(path), "--shapes", "3x2,2x1", "--packages", "32",
-                 "--check-packages", "12", "--steps", "40", "--batch", "64", "--hidden", "8", "--eval-every", "20",
-                 "--budgets", "1,4,8", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "packages",
+                "train",
+                "--out",
+                str(path),
+                "--shapes",
+                "3x2,2x1",
+                "--packages",
+                "32",
+                "--check-packages",
+                "12",
+                "--steps",
+                "40",
+                "--batch",
+                "64",
+                "--hidden",
+                "8",
+                "--eval-every",
+                "20",
+                "--budgets",
+                "1,4,8",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     params, info = learned.load_writer(str(path))
     return path, {"params": params, "history": info["history"], "config": info["config"]}
 
@@ -38,9 +64,19 @@ def test_group_features_by_hand():
     totals = jnp.asarray([0.5, 0.0])
     coverage = jnp.asarray([[1.0, 0.0], [0.4, 1.0]])
     inputs, state, affordable = learned.group_features(
-        weight, totals, jnp.ones(2), jnp.float32(3.0), jnp.float32(4.0), jnp.float32(2.0), jnp.asarray([2, 4]),
-        jnp.ones(2), jnp.zeros((2, 1)), coverage, learned.h_function("min"))
-    named = dict(zip(learned.CANDIDATE_FEATURES, np.asarray(inputs[:, 1:1 + len(learned.CANDIDATE_FEATURES)]).T))
+        weight,
+        totals,
+        jnp.ones(2),
+        jnp.float32(3.0),
+        jnp.float32(4.0),
+        jnp.float32(2.0),
+        jnp.asarray([2, 4]),
+        jnp.ones(2),
+        jnp.zeros((2, 1)),
+        coverage,
+        learned.h_function("min"),
+    )
+    named = dict(zip(learned.CANDIDATE_FEATURES, np.asarray(inputs[:, 1 : 1 + len(learned.CANDIDATE_FEATURES)]).T))
     # gain: 2*(min(1, 1.5) - 0.5) = 1.0; 2*(0.9 - 0.5) + 1*1 = 1.8. F({u}): 2.0; 2*0.4 + 1 = 1.8
     np.testing.assert_allclose(named["gain"], [1.0, 1.8], rtol=1e-6)
     np.testing.assert_allclose(named["singleton"], [2.0, 1.8], rtol=1e-6)
@@ -64,12 +100,20 @@ def test_hard_writer_is_feasible_and_streaming(small_set, tiny_writer):
     # Rewrite everything after group 3 (costs, coverage, and the weights of units only those groups
     # cover): the choices at groups 0..3 must not move.
     cut = 4
-    later_units = (np.asarray(batch.coverage)[:, cut:] > 0).any((1, 2)) & ~(np.asarray(batch.coverage)[:, :cut] > 0).any((1, 2))
+    later_units = (np.asarray(batch.coverage)[:, cut:] > 0).any((1, 2)) & ~(
+        np.asarray(batch.coverage)[:, :cut] > 0
+    ).any((1, 2))
     rng = np.random.default_rng(0)
     changed = dataclasses.replace(
-        batch, cost=np.concatenate([batch.cost[:, :cut], np.where(batch.valid[:, cut:], rng.integers(1, 7, batch.cost[:, cut:].shape), 0)], 1).astype(np.int32),
-        coverage=np.concatenate([batch.coverage[:, :cut], batch.coverage[:, cut:] * rng.uniform(0, 2, batch.coverage[:, cut:].shape)], 1),
-        weight=np.where(later_units, batch.weight * 3.0, batch.weight))
+        batch,
+        cost=np.concatenate(
+            [batch.cost[:, :cut], np.where(batch.valid[:, cut:], rng.integers(1, 7, batch.cost[:, cut:].shape), 0)], 1
+        ).astype(np.int32),
+        coverage=np.concatenate(
+            [batch.coverage[:, :cut], batch.coverage[:, cut:] * rng.uniform(0, 2, batch.coverage[:, cut:].shape)], 1
+        ),
+        weight=np.where(later_units, batch.weight * 3.0, batch.weight),
+    )
     _, again = learned.write(str(path), changed, BUDGETS)
     np.testing.assert_array_equal(again[:, :, :cut], chosen[:, :, :cut])
 
@@ -80,7 +124,8 @@ def test_relaxation_meets_hard_rollout_at_low_temperature(small_set, tiny_writer
     pool = learned_train.pairs(arrays, BUDGETS, np.ones((40, len(BUDGETS))))
     hard = learned_train.hard_values(result["params"], pool[0], pool[1])
     soft, overspend = jax.vmap(learned_train.soft_rollout, in_axes=(None, 0, 0, None))(
-        result["params"], pool[0], pool[1], jnp.float32(1e-4))
+        result["params"], pool[0], pool[1], jnp.float32(1e-4)
+    )
     np.testing.assert_allclose(soft, hard, atol=1e-3)
     np.testing.assert_allclose(overspend, 0.0, atol=1e-3)
 
@@ -89,12 +134,18 @@ def test_training_beats_its_initial_weights(tiny_writer):
     """The untrained writer (the same seed's initial weights) scored on the same held-back packages,
     by hard rollouts against their OPT, as training scores its checkpoints."""
     _, result = tiny_writer
-    config = learned_train.WriterTrainConfig(shapes=((3, 2), (2, 1)), packages=32, check_packages=12,
-                                             budgets=(1, 4, 8), hidden=8)  # the fixture's training
-    check = learned_train.join_pools([learned_train.labelled_pairs(learned_train.training_sets(config, distribution,
-                                                                                                shape)[1],
-                                                                   config, len(KINDS))
-                                      for distribution in config.distributions for shape in config.shapes])
+    config = learned_train.WriterTrainConfig(
+        shapes=((3, 2), (2, 1)), packages=32, check_packages=12, budgets=(1, 4, 8), hidden=8
+    )  # the fixture's training
+    check = learned_train.join_pools(
+        [
+            learned_train.labelled_pairs(
+                learned_train.training_sets(config, distribution, shape)[1], config, len(KINDS)
+            )
+            for distribution in config.distributions
+            for shape in config.shapes
+        ]
+    )
     scored = np.asarray(check[2]) > 0
 
     def ratio(params) -> float:
@@ -137,8 +188,24 @@ def test_unknown_kinds_read_as_unknown(small_set, tiny_writer):
 def test_sweep_method_learned_path(tiny_writer, tmp_path, capsys):
     path, _ = tiny_writer
     out = tmp_path / "pk.csv"
-    assert main(["packages", "sweep", "--seeds", "20", "--budgets", "2,8", "--methods", f"opt,oracle_gvt,learned:{path}",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "packages",
+                "sweep",
+                "--seeds",
+                "20",
+                "--budgets",
+                "2,8",
+                "--methods",
+                f"opt,oracle_gvt,learned:{path}",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     import pandas as pd
 
     rows = pd.read_csv(out)

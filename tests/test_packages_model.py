@@ -1,4 +1,5 @@
 """PackageBatch objective against a plainly written F (hand-checked numbers)."""
+
 import numpy as np
 
 from wpbjax.packages.model import KINDS, PackageBatch, cost, invalidation_covered, value
@@ -14,7 +15,9 @@ def _one_package() -> PackageBatch:
     return PackageBatch(
         cost=np.array([[[2, 3], [1, 0]]], np.int32),
         valid=np.array([[[True, True], [True, False]]]),
-        kind=np.array([[[KINDS.index("atomic_fact"), KINDS.index("summary")], [KINDS.index("tombstone"), -1]]], np.int32),
+        kind=np.array(
+            [[[KINDS.index("atomic_fact"), KINDS.index("summary")], [KINDS.index("tombstone"), -1]]], np.int32
+        ),
         coverage=coverage,
         weight=np.array([[1.2, 0.35, 2.25]]),
         invalidation=np.array([[False, False, True]]),

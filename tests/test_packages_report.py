@@ -1,4 +1,5 @@
 """``wpbjax report`` on a package sweep's table: summary with intervals and the ratio-vs-budget figure."""
+
 import pandas as pd
 import pytest
 
@@ -44,9 +45,12 @@ def test_package_table_checks(package_table, tmp_path):
     with pytest.raises(ValueError, match="1 duplicate rows"):
         check_package_results(pd.concat([table, table.iloc[:1]]), "pk.csv")
     with pytest.raises(ValueError, match="density_only at budget 8 .* has 29 rows where others have 30"):
-        check_package_results(table.drop(index=table.index[(table.method == "density_only") & (table.budget == 8)][:1]),
-                              "pk.csv")
-    stray = pd.concat([table, pd.DataFrame([{"distribution": "1", "seed": 2}])], ignore_index=True)  # a glued "1,2" line
+        check_package_results(
+            table.drop(index=table.index[(table.method == "density_only") & (table.budget == 8)][:1]), "pk.csv"
+        )
+    stray = pd.concat(
+        [table, pd.DataFrame([{"distribution": "1", "seed": 2}])], ignore_index=True
+    )  # a glued "1,2" line
     with pytest.raises(ValueError, match="nan at budget nan .* has 1 rows where others have 30"):
         check_package_results(stray, "pk.csv")
     assert "oracle_gvt" in summary_markdown(sweeps.summary(table, n_boot=10))

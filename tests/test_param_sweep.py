@@ -1,4 +1,5 @@
 """Parameter sweeps: one compile for a whole grid, rows equal to single runs, the --param CLI."""
+
 import os
 
 import numpy as np
@@ -35,8 +36,9 @@ def test_grid_points_equal_single_runs():
     grid = {"every_n": np.array([2, 2, 5, 5]), "start": np.array([0, 1, 0, 3])}
     counts = rollout.simulate_grid(policy, batch, [512, 4096], params=grid)
     for point in range(4):
-        single = rollout.simulate(policy, batch, [512, 4096],
-                                   params={name: values[point] for name, values in grid.items()})
+        single = rollout.simulate(
+            policy, batch, [512, 4096], params={name: values[point] for name, values in grid.items()}
+        )
         for field, value in vars(single).items():
             if value is not None:
                 assert np.array_equal(np.asarray(getattr(counts, field))[point], np.asarray(value)), field
@@ -46,9 +48,14 @@ def test_sweep_rows_carry_param_columns_and_compile_once_over_chunks():
     encoded = _episodes(n=7)
     # a small memory cap cuts 7 episodes x 2 budgets x 5 points into several chunks of one shape
     with max_traces(rollout, "_simulate_grid"):
-        table = run_sweep(encoded, budgets=[1024, 8192], policies=["priority_threshold", "fifo_store_all"],
-                          tracks=["privileged"], params={"threshold": [0.0, 0.25, 0.5, 0.75, 1.0]},
-                          memory_cap=300_000)
+        table = run_sweep(
+            encoded,
+            budgets=[1024, 8192],
+            policies=["priority_threshold", "fifo_store_all"],
+            tracks=["privileged"],
+            params={"threshold": [0.0, 0.25, 0.5, 0.75, 1.0]},
+            memory_cap=300_000,
+        )
     swept = table[table.policy == "priority_threshold"]
     assert len(swept) == 7 * 2 * 5 and sorted(swept.param_threshold.unique()) == [0.0, 0.25, 0.5, 0.75, 1.0]
     assert table[table.policy == "fifo_store_all"].param_threshold.isna().all()
@@ -56,8 +63,9 @@ def test_sweep_rows_carry_param_columns_and_compile_once_over_chunks():
     default = run_sweep(encoded, budgets=[1024, 8192], policies=["priority_threshold"], tracks=["privileged"])
     at_half = swept[swept.param_threshold == 0.5].drop(columns="param_threshold")
     key = ["episode_id", "budget_bytes"]  # chunks differ (so does row order within them)
-    pd.testing.assert_frame_equal(at_half.sort_values(key).reset_index(drop=True),
-                                  default.sort_values(key).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        at_half.sort_values(key).reset_index(drop=True), default.sort_values(key).reset_index(drop=True)
+    )
     # higher thresholds never write more
     writes = swept.groupby("param_threshold").write_actions.sum()
     assert writes.is_monotonic_decreasing and writes.iloc[0] > writes.iloc[-1]
@@ -83,17 +91,52 @@ def test_cli_param_sweep(tmp_path, capsys):
     episodes = tmp_path / "episodes.jsonl"
     assert main(["generate", "--steps", "20", "--episodes", "2", "--out", os.fspath(episodes), "--quiet"]) == 0
     out = tmp_path / "results.csv"
-    assert main(["sweep", "--episodes", os.fspath(episodes), "--budgets", "1024,4096", "--policies",
-                 "uniform_sample,random", "--param", "every_n=2,5", "--param", "start=0:1:2", "--param", "p=0.1,0.9",
-                 "--out", os.fspath(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--episodes",
+                os.fspath(episodes),
+                "--budgets",
+                "1024,4096",
+                "--policies",
+                "uniform_sample,random",
+                "--param",
+                "every_n=2,5",
+                "--param",
+                "start=0:1:2",
+                "--param",
+                "p=0.1,0.9",
+                "--out",
+                os.fspath(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out)
     assert {"param_every_n", "param_start", "param_p"} <= set(table.columns)
     sample = table[(table.policy == "uniform_sample") & (table.track == "unprivileged")]
     assert len(sample) == 2 * 2 * 4 and sample.param_p.isna().all()
     assert sorted(set(zip(sample.param_every_n, sample.param_start))) == [(2, 0), (2, 1), (5, 0), (5, 1)]
     capsys.readouterr()
-    assert main(["sweep", "--episodes", os.fspath(episodes), "--policies", "fifo_store_all",
-                 "--param", "threshold=0:1:3", "--out", os.fspath(out), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "sweep",
+                "--episodes",
+                os.fspath(episodes),
+                "--policies",
+                "fifo_store_all",
+                "--param",
+                "threshold=0:1:3",
+                "--out",
+                os.fspath(out),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert "no selected policy has a param 'threshold'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["sweep", "--param", "threshold"])
@@ -107,11 +150,17 @@ def test_a_grid_past_the_memory_cap_runs_in_slices_with_the_same_rows():
     from wpbjax.sweeps import points_per_slice
 
     encoded = generate_encoded([DriftConfig(mode="default", seed=0, steps=30)], 3)
-    kwargs = dict(budgets=[1024, 4096], policies="no_mem,priority_threshold", tracks=["privileged"],
-                  params={"threshold": np.linspace(0, 1, 40)})
+    kwargs = dict(
+        budgets=[1024, 4096],
+        policies="no_mem,priority_threshold",
+        tracks=["privileged"],
+        params={"threshold": np.linspace(0, 1, 40)},
+    )
     assert points_per_slice(encoded, 2, 40, 300_000, 2) < 40
     sliced = run_sweep(encoded, memory_cap=300_000, **kwargs)
     whole = run_sweep(encoded, **kwargs)
     keys = ["episode_id", "budget_bytes", "policy", "param_threshold"]
     assert len(sliced) == 3 * 2 * 41 and not sliced.duplicated(keys).any()
-    pd.testing.assert_frame_equal(sliced.sort_values(keys, ignore_index=True), whole.sort_values(keys, ignore_index=True))
+    pd.testing.assert_frame_equal(
+        sliced.sort_values(keys, ignore_index=True), whole.sort_values(keys, ignore_index=True)
+    )

@@ -1,4 +1,5 @@
 """Parity with the published harness on the paper grid."""
+
 import numpy as np
 import pandas as pd
 from conftest import REPO, shared_path

@@ -1,5 +1,6 @@
 """Policies: kinds checked at construction, the registry (get, factories, module specs), and
 wpbjax.testing.check_policy on the zoo and on policies that break each of its rules."""
+
 import jax.numpy as jnp
 import pytest
 
@@ -12,8 +13,10 @@ def _write_if_fits(params, state, store, episode, pos, budget):
     return actions.write_if(store_lib.write_fits(store, episode, pos, budget)), state
 
 
-@pytest.mark.parametrize("kinds, message", [({"wrte"}, "unknown action kind"), ("write", "not the string"),
-                                            ({"write_past"}, "needs multi_action")])
+@pytest.mark.parametrize(
+    "kinds, message",
+    [({"wrte"}, "unknown action kind"), ("write", "not the string"), ({"write_past"}, "needs multi_action")],
+)
 def test_kinds_are_checked_when_a_policy_is_made(kinds, message):
     with pytest.raises(ValueError, match=message):
         Policy("typo", _write_if_fits, kinds=kinds)
@@ -58,12 +61,17 @@ def test_factories_and_module_specs_resolve(tmp_path, monkeypatch):
     assert make("test_factory:x") is made
     (tmp_path / "user_mod.py").write_text(
         "from wpbjax import actions\nfrom wpbjax.policies import Policy\n"
-        "POLICY = Policy('mine', lambda p, s, st, e, pos, b: (actions.skip(), s), kinds=())\nOTHER = 3\n")
+        "POLICY = Policy('mine', lambda p, s, st, e, pos, b: (actions.skip(), s), kinds=())\nOTHER = 3\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert make("user_mod:POLICY").name == "mine" and make("user_mod:POLICY") is make("user_mod:POLICY")
     path = str(tmp_path / "user_mod.py")
     assert make(path).name == "mine" and make(f"{path}:POLICY") is make(path)  # loaded once per file version
-    for spec, message in [("user_mod:OTHER", "must be a wpbjax.policies.Policy"), ("no_such_mod:X", "cannot load"),
-                          (str(tmp_path / "missing.py"), "cannot load"), ("nonsense", "unknown policy")]:
+    for spec, message in [
+        ("user_mod:OTHER", "must be a wpbjax.policies.Policy"),
+        ("no_such_mod:X", "cannot load"),
+        (str(tmp_path / "missing.py"), "cannot load"),
+        ("nonsense", "unknown policy"),
+    ]:
         with pytest.raises(ValueError, match=message):
             make(spec)

@@ -1,4 +1,5 @@
 """The "your own policy" example of docs/policies.md runs as written, and every zoo name is documented."""
+
 import contextlib
 import io
 import pathlib

@@ -89,8 +89,7 @@ def test_reference_oracle_quirks():
 
 
 def test_write_cost_tracks_and_ascii_escaping():
-    step = {"t": 3, "observation": {"api": "caf\u00e9"},
-            "metadata": {"priority": 0.5, "mode": "m", "x": 1}}
+    step = {"t": 3, "observation": {"api": "caf\u00e9"}, "metadata": {"priority": 0.5, "mode": "m", "x": 1}}
     obs_len = len('{"api": "caf\\u00e9"}')
     assert pyref.write_cost(step, "unprivileged") == obs_len + len('{"mode": "m"}') + 48
     assert pyref.write_cost(step, "privileged") == obs_len + len('{"mode": "m", "priority": 0.5}') + 48

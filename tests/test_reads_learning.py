@@ -1,5 +1,6 @@
 """Read-aware learning (wpbjax/learn/soft_reads.py): the soft read accuracy is the hard one in the limit, on the
 hand-computed store of tests/test_reads.py, its gradient is finite, and the read term reaches training."""
+
 from __future__ import annotations
 
 import jax

@@ -1,5 +1,6 @@
 """The shipped Stripe history (wpbjax/data/real) and its episodes: the file matches its sidecar, its labels
 derive again from its own surfaces, windows validate, encode and sweep, priorities see no later version."""
+
 from __future__ import annotations
 
 import hashlib
@@ -37,8 +38,11 @@ def test_shipped_history_matches_its_sidecar(lines):
     # the issue's examples of real Stripe changes, as labelled
     charges = _line(lines, "2018-02-05", "POST /v1/charges")
     assert charges["breaking"] and ("param_removed", "body.three_d_secure") in _kinds(charges)
-    intents = [line for line in lines if line["date"].startswith("2019-02-1") and line["breaking"]
-               and line["endpoint"] == "POST /v1/payment_intents"]
+    intents = [
+        line
+        for line in lines
+        if line["date"].startswith("2019-02-1") and line["breaking"] and line["endpoint"] == "POST /v1/payment_intents"
+    ]
     assert any(("param_removed", "body.allowed_source_types") in _kinds(line) for line in intents)
     assert any(("param_required", "body.payment_method_types") in _kinds(line) for line in intents)
     links = _line(lines, "2022-03-1", "POST /v1/payment_links")
@@ -88,14 +92,16 @@ def test_priority_sees_no_later_version(lines):
     full = real_drift.stream(lines, "stripe")
     cut = [line for line in lines if line["version"] <= 40]
     assert 0 < len(cut) < len(lines)
-    assert [step["metadata"]["priority"] for step, *_ in real_drift.stream(cut, "stripe")] == \
-        [step["metadata"]["priority"] for step, *_ in full[:len(cut)]]
+    assert [step["metadata"]["priority"] for step, *_ in real_drift.stream(cut, "stripe")] == [
+        step["metadata"]["priority"] for step, *_ in full[: len(cut)]
+    ]
 
 
 def test_real_specs():
     assert real_drift.parse_spec("real:stripe")["steps"] is None
-    assert {key: value for key, value in real_drift.parse_spec("real:stripe:1000:250:test").items()
-            if key != "path"} == {"name": "stripe", "steps": 1000, "stride": 250, "split": "test"}
+    assert {
+        key: value for key, value in real_drift.parse_spec("real:stripe:1000:250:test").items() if key != "path"
+    } == {"name": "stripe", "steps": 1000, "stride": 250, "split": "test"}
     with pytest.raises(ValueError, match="no shipped real history 'nope'"):
         real_drift.parse_spec("real:nope")
 
@@ -113,8 +119,25 @@ def test_source_records_and_checks_the_history(tmp_path):
 
 def test_cli_sweep_of_real_windows(tmp_path):
     out = tmp_path / "real.csv"
-    assert main(["sweep", "--episodes", "real:stripe:1000", "--budgets", "10240", "--policies", "fifo_store_all",
-                 "--tracks", "unprivileged", "--out", os.fspath(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--episodes",
+                "real:stripe:1000",
+                "--budgets",
+                "10240",
+                "--policies",
+                "fifo_store_all",
+                "--tracks",
+                "unprivileged",
+                "--out",
+                os.fspath(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out)
     assert len(table) == 5 and table["episode_id"].str.startswith("stripe:1000:").all()
     assert np.isfinite(table["f1"]).all()

@@ -1,5 +1,6 @@
 """The published generator straight to arrays (no JSON): the same encoding, the same sweep rows,
 and configs whose ids would overflow go through JSON."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,14 +28,17 @@ def test_arrays_equal_the_encoding_of_the_json(mode):
     assert list(direct.mode) == list(via_json.mode) and direct.field_keys == via_json.field_keys
 
 
-@pytest.mark.parametrize("config", [
-    # versions past 9 and 99 (digit classes), lists popped to empty and pushed again
-    DriftConfig(api_pool=1, drift_prob=0.95, steps=260, max_params=12, seed=5),
-    DriftConfig(api_pool=2, drift_prob=0.9, steps=120, max_params=2, seed=6),
-    # two-digit endpoints and initial params; bursts every step; no bursts at all
-    DriftConfig(mode="burst_redundancy", api_pool=12, max_params=12, burst_interval=1, burst_len=1, seed=7),
-    DriftConfig(mode="burst_drift", burst_interval=0, steps=80, seed=8),
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        # versions past 9 and 99 (digit classes), lists popped to empty and pushed again
+        DriftConfig(api_pool=1, drift_prob=0.95, steps=260, max_params=12, seed=5),
+        DriftConfig(api_pool=2, drift_prob=0.9, steps=120, max_params=2, seed=6),
+        # two-digit endpoints and initial params; bursts every step; no bursts at all
+        DriftConfig(mode="burst_redundancy", api_pool=12, max_params=12, burst_interval=1, burst_len=1, seed=7),
+        DriftConfig(mode="burst_drift", burst_interval=0, steps=80, seed=8),
+    ],
+)
 def test_arrays_at_the_extremes_of_the_byte_model(config):
     direct, via_json = _both(config, 4)
     assert direct.arrays.version_number.max() >= (100 if config.steps > 200 else 2)

@@ -1,4 +1,5 @@
 """Per-step traces and the oracle-to-date behind the regret curve."""
+
 import jax
 import numpy as np
 import pytest
@@ -36,9 +37,11 @@ def _first_steps(episode: dict, n: int) -> dict:
     that name absent steps)."""
     steps = episode["steps"][:n]
     kept = {step["t"] for step in steps}
-    labels = dict(episode["labels"], critical_steps=[t for t in episode["labels"]["critical_steps"] if t in kept],
-                  utility_by_step={key: value for key, value in episode["labels"]["utility_by_step"].items()
-                                   if int(key) in kept})
+    labels = dict(
+        episode["labels"],
+        critical_steps=[t for t in episode["labels"]["critical_steps"] if t in kept],
+        utility_by_step={key: value for key, value in episode["labels"]["utility_by_step"].items() if int(key) in kept},
+    )
     return dict(episode, steps=steps, labels=labels)
 
 
@@ -47,8 +50,10 @@ def test_trace_matches_truncated_episodes(encoded):
     policy = make("last_kb")
     trace = rollout.simulate_trace(policy, encoded.batch("unprivileged"), BUDGETS)
     for t in (0, 7, 23):
-        cut = encode_episodes([_first_steps(e, t + 1) for e in
-                               generate_episodes(DriftConfig(mode="redundancy", steps=40, seed=5), 3)], n_steps=40)
+        cut = encode_episodes(
+            [_first_steps(e, t + 1) for e in generate_episodes(DriftConfig(mode="redundancy", steps=40, seed=5), 3)],
+            n_steps=40,
+        )
         counts = rollout.simulate(policy, cut.batch("unprivileged"), BUDGETS)
         np.testing.assert_array_equal(trace.bytes_used[:, :, t], counts.bytes_used)
         np.testing.assert_array_equal(trace.retained[:, :, t], counts.retained)
@@ -68,8 +73,9 @@ def test_prefix_oracle_is_the_exact_oracle_of_each_prefix(encoded, jitter):
     prefix = regret.prefix_oracle(weights, values, lengths, BUDGETS)
     assert prefix.shape == (3, 40, len(BUDGETS))
     for t in (0, 1, 17, 39):
-        np.testing.assert_allclose(prefix[:, t], oracle.exact_batch(weights, values, np.minimum(lengths, t + 1), BUDGETS),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            prefix[:, t], oracle.exact_batch(weights, values, np.minimum(lengths, t + 1), BUDGETS), rtol=1e-12
+        )
 
 
 def test_regret_curves_rows(encoded):

@@ -1,4 +1,5 @@
 """`wpbjax report`: every file from a small sweep, and the numbers in them against the results rows."""
+
 import json
 import re
 
@@ -19,9 +20,29 @@ N_EPISODES, N_STEPS = 3, 60
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
     results_path = root / "results.csv"
-    assert main(["sweep", "--n-episodes", str(N_EPISODES), "--steps", str(N_STEPS), "--seed", "3",
-                 "--budgets", ",".join(map(str, BUDGETS)), "--modes", ",".join(MODES), "--policies", POLICIES,
-                 "--out", str(results_path), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--n-episodes",
+                str(N_EPISODES),
+                "--steps",
+                str(N_STEPS),
+                "--seed",
+                "3",
+                "--budgets",
+                ",".join(map(str, BUDGETS)),
+                "--modes",
+                ",".join(MODES),
+                "--policies",
+                POLICIES,
+                "--out",
+                str(results_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert main(["report", str(results_path), "--out", str(root / "rep"), "--quiet"]) == 0
     return pd.read_csv(results_path), root / "rep", root
 
@@ -37,12 +58,27 @@ def markdown_rows(text: str) -> list[list[str]]:
 
 def test_every_file(run):
     results, out, _ = run
-    expected = {"leaderboard.md", "diagnostics.md", "diagnostics.tex", "diagnostics.csv", "recall_at_budget.csv",
-                "utility_per_kb.json", "confusion_matrix.csv", "utility_per_kb_vs_budget.png", "regret_vs_budget.png",
-                "regret_curve.png", "regret_curve.csv", "run_metadata.json", "f1_vs_budget_grid.png",
-                # write integrity (docs/integrity.md)
-                "integrity_scorecard.md", "integrity_scorecard.csv", "integrity_writ_modes.md",
-                "update_fidelity_vs_budget.png", "history_coverage_vs_budget.png"}
+    expected = {
+        "leaderboard.md",
+        "diagnostics.md",
+        "diagnostics.tex",
+        "diagnostics.csv",
+        "recall_at_budget.csv",
+        "utility_per_kb.json",
+        "confusion_matrix.csv",
+        "utility_per_kb_vs_budget.png",
+        "regret_vs_budget.png",
+        "regret_curve.png",
+        "regret_curve.csv",
+        "run_metadata.json",
+        "f1_vs_budget_grid.png",
+        # write integrity (docs/integrity.md)
+        "integrity_scorecard.md",
+        "integrity_scorecard.csv",
+        "integrity_writ_modes.md",
+        "update_fidelity_vs_budget.png",
+        "history_coverage_vs_budget.png",
+    }
     for mode in MODES:
         expected |= {f"f1_by_budget_{mode}.md", f"f1_by_budget_{mode}.tex"}
         expected |= {f"f1_vs_budget_{mode}_{track}.png" for track in TRACKS}
@@ -85,23 +121,33 @@ def test_f1_tables_match_results(run):
         latex = (out / f"f1_by_budget_{mode}.tex").read_text()
         for track, policy, *cells in rows:
             assert [float(cell) for cell in cells] == [round(expected[(track, policy, b)], 3) for b in BUDGETS]
-            tex_row = next(line for line in latex.splitlines()
-                           if line.startswith(f"{track} & \\texttt{{{policy.replace('_', chr(92) + '_')}}}"))
-            assert [float(re.sub(r"[^0-9.]", "", cell)) for cell in tex_row.rstrip(" \\").split(" & ")[2:]] == \
-                [float(cell) for cell in cells]
+            tex_row = next(
+                line
+                for line in latex.splitlines()
+                if line.startswith(f"{track} & \\texttt{{{policy.replace('_', chr(92) + '_')}}}")
+            )
+            assert [float(re.sub(r"[^0-9.]", "", cell)) for cell in tex_row.rstrip(" \\").split(" & ")[2:]] == [
+                float(cell) for cell in cells
+            ]
 
 
 def test_diagnostics_match_results(run):
     results, out, _ = run
     at = results[results.budget_bytes == 10240]
     expected = at.groupby(["track", "mode", "policy"])[
-        ["utilization", "write_density", "expire_rate", "avg_staleness", "drift_coverage"]].mean()
+        ["utilization", "write_density", "expire_rate", "avg_staleness", "drift_coverage"]
+    ].mean()
     rows = markdown_rows((out / "diagnostics.md").read_text())
     assert len(rows) == 7 * len(MODES)
     for track, mode, policy, *cells in rows:
         want = expected.loc[(track, mode, policy)]
-        assert cells == [f"{want.utilization:.3f}", f"{want.write_density:.3f}", f"{want.expire_rate:.3f}",
-                         f"{want.avg_staleness:.2f}", f"{want.drift_coverage:.3f}"]
+        assert cells == [
+            f"{want.utilization:.3f}",
+            f"{want.write_density:.3f}",
+            f"{want.expire_rate:.3f}",
+            f"{want.avg_staleness:.2f}",
+            f"{want.drift_coverage:.3f}",
+        ]
     every_budget = pd.read_csv(out / "diagnostics.csv")
     assert len(every_budget) == 7 * len(MODES) * len(BUDGETS)
 
@@ -111,8 +157,9 @@ def test_recall_and_utility_files(run):
     recall = pd.read_csv(out / "recall_at_budget.csv")
     assert len(recall) == 7 * len(BUDGETS) * (len(MODES) + 1)  # per mode, plus mode "all"
     for row in recall.sample(12, random_state=0).itertuples():
-        rows = results[(results.track == row.track) & (results.policy == row.policy)
-                       & (results.budget_bytes == row.budget_bytes)]
+        rows = results[
+            (results.track == row.track) & (results.policy == row.policy) & (results.budget_bytes == row.budget_bytes)
+        ]
         if row.mode != "all":
             rows = rows[rows["mode"] == row.mode]
         values = rows["recall"].to_numpy()
@@ -138,10 +185,16 @@ def test_confusion_matrix(run):
     # each row's counts agree with its published ratios: recall = tp/(tp+fn), precision = tp/(tp+fp),
     # write density = |W|/T, and every step falls in exactly one cell (critical steps are steps here)
     assert ((results.tp + results.fp + results.fn + results.tn) == N_STEPS).all()
-    np.testing.assert_allclose(results.recall, np.where(results.tp + results.fn > 0,
-                               results.tp / (results.tp + results.fn).clip(lower=1), 0), atol=1e-12)
-    np.testing.assert_allclose(results.precision, np.where(results.tp + results.fp > 0,
-                               results.tp / (results.tp + results.fp).clip(lower=1), 0), atol=1e-12)
+    np.testing.assert_allclose(
+        results.recall,
+        np.where(results.tp + results.fn > 0, results.tp / (results.tp + results.fn).clip(lower=1), 0),
+        atol=1e-12,
+    )
+    np.testing.assert_allclose(
+        results.precision,
+        np.where(results.tp + results.fp > 0, results.tp / (results.tp + results.fp).clip(lower=1), 0),
+        atol=1e-12,
+    )
     np.testing.assert_allclose(results.write_density, (results.tp + results.fp) / N_STEPS, atol=1e-12)
     # tn counted directly from the retained set of a fresh run: steps neither retained nor critical
     from wpbjax import rollout
@@ -173,8 +226,11 @@ def test_regret_curve_ends_at_the_results(run):
     curve = pd.read_csv(out / "regret_curve.csv")
     assert set(curve.step) == set(range(N_STEPS)) and (curve.budget_bytes == 10240).all()
     last = curve[curve.step == N_STEPS - 1].set_index(["track", "policy"])
-    at = results[results.budget_bytes == 10240].groupby(["track", "policy"])[
-        ["oracle_utility", "policy_utility", "regret"]].mean()
+    at = (
+        results[results.budget_bytes == 10240]
+        .groupby(["track", "policy"])[["oracle_utility", "policy_utility", "regret"]]
+        .mean()
+    )
     for (track, policy), row in last.iterrows():
         assert row.oracle_to_date_mean == pytest.approx(at.loc[(track, policy), "oracle_utility"], abs=1e-9)
         assert row.retained_to_date_mean == pytest.approx(at.loc[(track, policy), "policy_utility"], abs=1e-9)
@@ -223,19 +279,41 @@ def test_results_without_counts_or_metadata(run, tmp_path, capsys):
     assert "skipped confusion_matrix.csv" in err and "skipped regret_curve.png" in err
     missing = {"confusion_matrix.csv", "regret_curve.png", "regret_curve.csv", "run_metadata.json"}
     assert {path.name for path in (tmp_path / "rep").iterdir()} == {path.name for path in out.iterdir()} - missing
-    assert (tmp_path / "rep" / "leaderboard.md").read_text().split("## Run")[0].rstrip() == \
-        (out / "leaderboard.md").read_text().split("## Run")[0].rstrip()
+    assert (tmp_path / "rep" / "leaderboard.md").read_text().split("## Run")[0].rstrip() == (
+        out / "leaderboard.md"
+    ).read_text().split("## Run")[0].rstrip()
 
 
 def test_regret_curve_from_episode_files(tmp_path, capsys):
     """A sweep of episode files records their paths and SHA-256; the report reloads them for the
     regret curve, and refuses files that changed since."""
     episodes = tmp_path / "episodes.jsonl"
-    assert main(["generate", "--mode", "redundancy", "--steps", "30", "--episodes", "2", "--out", str(episodes),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            ["generate", "--mode", "redundancy", "--steps", "30", "--episodes", "2", "--out", str(episodes), "--quiet"]
+        )
+        == 0
+    )
     results_path = tmp_path / "results.csv"
-    assert main(["sweep", "--episodes", str(episodes), "--policies", "fifo_store_all", "--tracks", "unprivileged",
-                 "--budgets", "2048", "--out", str(results_path), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--episodes",
+                str(episodes),
+                "--policies",
+                "fifo_store_all",
+                "--tracks",
+                "unprivileged",
+                "--budgets",
+                "2048",
+                "--out",
+                str(results_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     meta = json.loads((tmp_path / "results.csv.meta.json").read_text())
     assert meta["episodes"]["source"] == "files" and meta["seeds"]["generator"] is None
     assert main(["report", str(results_path), "--out", str(tmp_path / "rep"), "--quiet"]) == 0

@@ -1,13 +1,28 @@
 """``wpbjax report`` refuses a table that is incomplete or does not match its sidecar (one line
 naming the file, exit status 2), and reports a complete one."""
+
 import shutil
 
 import pytest
 
 from wpbjax.cli import main
 
-SWEEP = ["sweep", "--n-episodes", "3", "--modes", "default,redundancy", "--steps", "30", "--budgets", "1024,4096",
-         "--policies", "no_mem,fifo_store_all", "--tracks", "unprivileged", "--quiet"]
+SWEEP = [
+    "sweep",
+    "--n-episodes",
+    "3",
+    "--modes",
+    "default,redundancy",
+    "--steps",
+    "30",
+    "--budgets",
+    "1024,4096",
+    "--policies",
+    "no_mem,fifo_store_all",
+    "--tracks",
+    "unprivileged",
+    "--quiet",
+]
 
 
 @pytest.fixture(scope="module")

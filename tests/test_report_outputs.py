@@ -1,5 +1,6 @@
 """``wpbjax report`` on every table a sweep writes (oracle and feedback tracks, ``--param`` grids), built
 atomically: a failed report leaves no report-looking files and an existing report as it was."""
+
 import os
 
 import pandas as pd
@@ -15,8 +16,23 @@ TINY = ["--n-episodes", "2", "--steps", "20", "--modes", "default", "--quiet"]
 def tracks_sweep(tmp_path_factory):
     """A sweep with a policy on each of the unprivileged, oracle and feedback tracks."""
     out = tmp_path_factory.mktemp("tracks") / "w.csv"
-    assert main(["sweep", *TINY, "--policies", "always_write,oracle_optimal,epsilon_greedy",
-                 "--tracks", "unprivileged,oracle,feedback", "--budgets", "256,1024", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                *TINY,
+                "--policies",
+                "always_write,oracle_optimal,epsilon_greedy",
+                "--tracks",
+                "unprivileged,oracle,feedback",
+                "--budgets",
+                "256,1024",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -73,21 +89,43 @@ def test_a_report_replaces_only_a_report_and_never_holds_its_input(tracks_sweep,
 def test_a_param_sweep_reports_one_row_per_grid_point(tmp_path, capsys):
     """2 episodes x 2 thresholds: two leaderboard rows of 2 episodes each, not one row of 4."""
     results = tmp_path / "grid.csv"
-    assert main(["sweep", *TINY[:-1], "--policies", "priority_threshold,fifo_store_all", "--tracks", "privileged",
-                 "--budgets", "512,4096", "--param", "threshold=0.2,0.8", "--out", str(results)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                *TINY[:-1],
+                "--policies",
+                "priority_threshold,fifo_store_all",
+                "--tracks",
+                "privileged",
+                "--budgets",
+                "512,4096",
+                "--param",
+                "threshold=0.2,0.8",
+                "--out",
+                str(results),
+            ]
+        )
+        == 0
+    )
     rows = pd.read_csv(results)
     summary = capsys.readouterr().out.splitlines()  # the sweep's closing summary: a row per grid point too
     assert summary[0].startswith("Mean F1 by policy, grid point of the swept params and budget")
     at = rows[rows["budget_bytes"] == 512].groupby("param_threshold")["f1"].mean()
-    assert [line.split()[-2] for line in summary if line.split()[-3:-2] in (["0.2"], ["0.8"])] == \
-        [f"{at[0.2]:.3f}", f"{at[0.8]:.3f}"]
+    assert [line.split()[-2] for line in summary if line.split()[-3:-2] in (["0.2"], ["0.8"])] == [
+        f"{at[0.2]:.3f}",
+        f"{at[0.8]:.3f}",
+    ]
     out = tmp_path / "rep"
     assert main(["report", str(results), "--out", str(out), "--budget", "512", "--quiet"]) == 0
     board = (out / "leaderboard.md").read_text()
     lines = [line for line in board.splitlines() if line.startswith("| ") and "`" in line]
     by_policy = {line.split("`")[1]: line.rstrip(" |").split("| ")[-1] for line in lines}
-    assert by_policy == {"priority_threshold (threshold=0.2)": "2", "priority_threshold (threshold=0.8)": "2",
-                         "fifo_store_all": "2"}
+    assert by_policy == {
+        "priority_threshold (threshold=0.2)": "2",
+        "priority_threshold (threshold=0.8)": "2",
+        "fifo_store_all": "2",
+    }
     for threshold in (0.2, 0.8):  # each row is the mean over that grid point's episodes only
         point = rows[(rows["param_threshold"] == threshold) & (rows["budget_bytes"] == 512)]
         assert f"| {point['f1'].mean():.3f} |" in next(line for line in lines if f"threshold={threshold}" in line)

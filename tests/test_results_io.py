@@ -1,4 +1,5 @@
 """Atomic, checked output: a sweep writes its table and sidecar only when complete, never over an input."""
+
 import json
 import os
 
@@ -8,8 +9,22 @@ import pytest
 from wpbjax.cli import main
 from wpbjax.results_io import ResultsWriter, check_output, partial_path, read_sidecar, sha256, sidecar_path
 
-SMALL = ["sweep", "--n-episodes", "2", "--steps", "30", "--modes", "default", "--budgets", "700,9000",
-         "--policies", "fifo_store_all", "--tracks", "unprivileged", "--quiet"]
+SMALL = [
+    "sweep",
+    "--n-episodes",
+    "2",
+    "--steps",
+    "30",
+    "--modes",
+    "default",
+    "--budgets",
+    "700,9000",
+    "--policies",
+    "fifo_store_all",
+    "--tracks",
+    "unprivileged",
+    "--quiet",
+]
 
 
 def _snapshot(*paths):
@@ -31,12 +46,15 @@ def test_sidecar_records_rows_and_checksum(kept):
     assert not os.path.exists(partial_path(kept)) and not os.path.exists(partial_path(sidecar_path(kept)))
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--budgets", "0"], "budgets must be whole numbers of bytes"),
-    (["--policies", "no_such_policy"], "unknown policy 'no_such_policy'"),
-    (["--param", "threshold=0.5"], "no selected policy has a param 'threshold'"),
-    (["--episodes", "/nonexistent/episodes.jsonl"], "/nonexistent/episodes.jsonl"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--budgets", "0"], "budgets must be whole numbers of bytes"),
+        (["--policies", "no_such_policy"], "unknown policy 'no_such_policy'"),
+        (["--param", "threshold=0.5"], "no selected policy has a param 'threshold'"),
+        (["--episodes", "/nonexistent/episodes.jsonl"], "/nonexistent/episodes.jsonl"),
+    ],
+)
 def test_a_failing_sweep_leaves_existing_results_byte_identical(kept, argv, message, capsys):
     before = _snapshot(kept, sidecar_path(kept))
     assert main(SMALL + ["--out", str(kept)] + argv) == 2
@@ -65,11 +83,14 @@ def test_a_sweep_failing_mid_way_leaves_existing_results_byte_identical(kept, mo
     assert not os.path.exists(partial_path(kept))
 
 
-@pytest.mark.parametrize("name, out", [
-    ("same.csv", "same.csv"),                   # --out is the episode file
-    ("X.csv.meta.json", "X.csv"),               # --out's sidecar is the episode file
-    ("ep.jsonl", "ep.jsonl.partial"),           # not even a .csv/.parquet name
-])
+@pytest.mark.parametrize(
+    "name, out",
+    [
+        ("same.csv", "same.csv"),  # --out is the episode file
+        ("X.csv.meta.json", "X.csv"),  # --out's sidecar is the episode file
+        ("ep.jsonl", "ep.jsonl.partial"),  # not even a .csv/.parquet name
+    ],
+)
 def test_out_naming_an_input_is_refused(tmp_path, name, out, capsys):
     episodes = tmp_path / name
     assert main(["generate", "--steps", "20", "--episodes", "1", "--out", str(episodes), "--quiet"]) == 0

@@ -1,5 +1,6 @@
 """``wpbjax sweep --resume``: SIGKILLed at several points of a multi-chunk sweep, resumed runs end
 with the bytes of an uninterrupted run; a resume with other arguments is refused."""
+
 import json
 import os
 import signal
@@ -17,8 +18,22 @@ from wpbjax.results_io import partial_path
 
 # 2 modes x 8 episodes at 40 steps; a 64K memory cap makes chunks of one episode per device (8 chunks
 # on 2 devices), so the kills below land between and inside chunks
-SWEEP = ["sweep", "--n-episodes", "8", "--modes", "default,redundancy", "--steps", "40", "--budgets", "1024,4096",
-         "--policies", "no_mem,fifo_store_all", "--memory-cap", "64K", "--quiet"]
+SWEEP = [
+    "sweep",
+    "--n-episodes",
+    "8",
+    "--modes",
+    "default,redundancy",
+    "--steps",
+    "40",
+    "--budgets",
+    "1024,4096",
+    "--policies",
+    "no_mem,fifo_store_all",
+    "--memory-cap",
+    "64K",
+    "--quiet",
+]
 
 
 def _env(cache) -> dict:
@@ -36,12 +51,19 @@ def _chunks_on_disk(out) -> int:
 def _sweep(out, env, extra=(), kill_after_chunks=None, kill_after_s=None) -> int:
     """Run the CLI; SIGKILL it once the manifest records ``kill_after_chunks`` chunks (or after
     ``kill_after_s`` seconds). Returns the exit status (-9 when killed)."""
-    process = subprocess.Popen([sys.executable, "-m", "wpbjax.cli", *SWEEP, "--out", str(out), *extra], env=env,
-                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "wpbjax.cli", *SWEEP, "--out", str(out), *extra],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     started = time.monotonic()
     while process.poll() is None and (kill_after_chunks is not None or kill_after_s is not None):
         if (kill_after_chunks is not None and _chunks_on_disk(out) >= kill_after_chunks) or (
-                kill_after_s is not None and time.monotonic() - started >= kill_after_s):
+            kill_after_s is not None and time.monotonic() - started >= kill_after_s
+        ):
             process.send_signal(signal.SIGKILL)
             break
         time.sleep(0.005)
@@ -70,8 +92,14 @@ def test_killed_sweeps_resume_to_the_uninterrupted_rows(tmp_path):
     # 6. a resume with other arguments is refused, saying what differs, and changes nothing
     with open(partial_path(out), "rb") as handle:
         partial = handle.read()
-    refused = subprocess.run([sys.executable, "-m", "wpbjax.cli", *SWEEP[:8], "1024", *SWEEP[9:], "--out", str(out),
-                              "--resume"], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(
+        [sys.executable, "-m", "wpbjax.cli", *SWEEP[:8], "1024", *SWEEP[9:], "--out", str(out), "--resume"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert refused.returncode == 2
     assert "--budgets was 1024,4096, now 1024" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     with open(partial_path(out), "rb") as handle:
@@ -85,14 +113,24 @@ def test_killed_sweeps_resume_to_the_uninterrupted_rows(tmp_path):
 
 
 def test_differences_name_each_changed_argument():
-    before = {"budgets": [1024, 4096], "seed": 0, "episode_file_sha256": ["a"], "devices": 2, "params": {"threshold": [0.5]}}
+    before = {
+        "budgets": [1024, 4096],
+        "seed": 0,
+        "episode_file_sha256": ["a"],
+        "devices": 2,
+        "params": {"threshold": [0.5]},
+    }
     now = {"budgets": [1024], "seed": 1, "episode_file_sha256": ["b"], "devices": 4, "params": {}}
     error = ArgumentError("; ".join(resume_lib.differences(before, now)))
-    assert str(error) == ("budgets was 1024,4096, now 1024; seed was 0, now 1; an episodes file's contents changed; "
-                          "devices was 2, now 4 (they set the chunk plan); params was {'threshold': [0.5]}, now {}")
-    assert error.render(flag) == ("--budgets was 1024,4096, now 1024; --seed was 0, now 1; an --episodes file's contents "
-                                  "changed; devices was 2, now 4 (they set the chunk plan); --param was {'threshold': "
-                                  "[0.5]}, now {}")
+    assert str(error) == (
+        "budgets was 1024,4096, now 1024; seed was 0, now 1; an episodes file's contents changed; "
+        "devices was 2, now 4 (they set the chunk plan); params was {'threshold': [0.5]}, now {}"
+    )
+    assert error.render(flag) == (
+        "--budgets was 1024,4096, now 1024; --seed was 0, now 1; an --episodes file's contents "
+        "changed; devices was 2, now 4 (they set the chunk plan); --param was {'threshold': "
+        "[0.5]}, now {}"
+    )
 
 
 def test_resume_of_parquet_is_refused(tmp_path):

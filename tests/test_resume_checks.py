@@ -1,6 +1,7 @@
 """``--resume`` trusts nothing: each finished chunk's SHA-256 is in the manifest and the partial table is
 checked against them before a run continues it; a damaged manifest is refused in one line; a sweep
 that fails or is interrupted (Ctrl-C) leaves neither temporary table nor manifest behind."""
+
 import json
 import os
 import pathlib
@@ -14,8 +15,24 @@ from wpbjax.results_io import ResultsWriter, partial_path
 from wpbjax.sweeps import run as sweep_run
 
 # 8 episodes under a 64K memory cap: chunks of one episode per device (4 chunks on 2 devices, 8 on 1)
-SWEEP = ["sweep", "--n-episodes", "8", "--modes", "default", "--steps", "20", "--budgets", "1024,4096",
-         "--policies", "no_mem,fifo_store_all", "--tracks", "unprivileged", "--memory-cap", "64K", "--quiet"]
+SWEEP = [
+    "sweep",
+    "--n-episodes",
+    "8",
+    "--modes",
+    "default",
+    "--steps",
+    "20",
+    "--budgets",
+    "1024,4096",
+    "--policies",
+    "no_mem,fifo_store_all",
+    "--tracks",
+    "unprivileged",
+    "--memory-cap",
+    "64K",
+    "--quiet",
+]
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +90,13 @@ def test_resume_verifies_every_chunk_and_the_manifest(tmp_path, monkeypatch, cap
     temporary.write_bytes(original)
 
     # damaged manifests: one line naming the field, status 2
-    for damage, message in [(lambda m: m.pop("identity"), "'identity' missing"),
-                            (lambda m: m.update(size=str(m["size"])), "'size' must be a whole number >= 0"),
-                            (lambda m: m.update(size=m["size"] - 7), "'chunk_ends' must list 3 increasing"),
-                            (lambda m: m.update(chunk_sha256=m["chunk_sha256"][:2]), "'chunk_sha256' must list 3"),
-                            (lambda m: m.update(schema="wpbjax.resume-manifest/1"), "expected schema")]:
+    for damage, message in [
+        (lambda m: m.pop("identity"), "'identity' missing"),
+        (lambda m: m.update(size=str(m["size"])), "'size' must be a whole number >= 0"),
+        (lambda m: m.update(size=m["size"] - 7), "'chunk_ends' must list 3 increasing"),
+        (lambda m: m.update(chunk_sha256=m["chunk_sha256"][:2]), "'chunk_sha256' must list 3"),
+        (lambda m: m.update(schema="wpbjax.resume-manifest/1"), "expected schema"),
+    ]:
         damaged = json.loads(json.dumps(manifest))
         damage(damaged)
         with open(path, "w") as handle:

@@ -4,6 +4,7 @@ every kind of policy and call; progress after each segment; one compile for all 
 Segments are made short (16 steps) so that 50-step episodes run as 16 + 16 + 16 + 2 steps; the
 unsegmented reference is the same call with segments longer than the episodes.
 """
+
 import jax
 import numpy as np
 import pytest
@@ -37,13 +38,16 @@ def _assert_same(call, monkeypatch) -> None:
         np.testing.assert_array_equal(parts[field], value, err_msg=field)
 
 
-@pytest.mark.parametrize("name, track", [
-    ("merge_aggressive", "unprivileged"),   # merges and oldest-first evictions
-    ("priority_greedy", "privileged"),      # acts several times per step (eviction walks)
-    ("supersede", "unprivileged"),          # ordered expiry of any item
-    ("epsilon_greedy", "unprivileged"),     # random draws from the per-episode key
-    ("oracle_optimal", "oracle"),           # a hindsight plan: per-run inputs
-])
+@pytest.mark.parametrize(
+    "name, track",
+    [
+        ("merge_aggressive", "unprivileged"),  # merges and oldest-first evictions
+        ("priority_greedy", "privileged"),  # acts several times per step (eviction walks)
+        ("supersede", "unprivileged"),  # ordered expiry of any item
+        ("epsilon_greedy", "unprivileged"),  # random draws from the per-episode key
+        ("oracle_optimal", "oracle"),  # a hindsight plan: per-run inputs
+    ],
+)
 def test_segments_give_the_counts_of_one_rollout(encoded, monkeypatch, name, track):
     from wpbjax.tracks import cost_track
 
@@ -72,6 +76,7 @@ def test_progress_is_reported_after_every_segment(encoded, monkeypatch):
 
 def test_a_sweep_of_long_episodes_has_the_rows_of_short_ones(encoded, monkeypatch):
     """The sweep stacks a policy's tracks in one call; one episode runs on one device."""
+
     def rows(segment):
         monkeypatch.setattr(segments, "STEPS_PER_SEGMENT", segment)
         return run_sweep(encoded.take([1]), budgets=[1024, 4096], policies="merge_aggressive,priority_greedy")

@@ -1,4 +1,5 @@
 """Each store rule of SEMANTICS §3, checked on hand-built episodes with hand-computed bytes."""
+
 import numpy as np
 from helpers import SCRIPTED, make_episode, run_one, script
 
@@ -58,7 +59,7 @@ def test_rejected_main_action_keeps_the_expires():
 def test_merge_rules_and_cost():
     base = {"api": "a", "x": 1, "y": [1]}
     same = {"api": "a", "x": 1.0, "y": [True], "z": None}  # equal under Python equality: empty delta
-    changed = {"api": "a", "x": 2}                          # delta {"x": 2}: '{"x": 2}' = 8, +16 = 24
+    changed = {"api": "a", "x": 2}  # delta {"x": 2}: '{"x": 2}' = 8, +16 = 24
     other_api = {"api": "b", "x": 3}
     obs = [base, same, changed, other_api, changed]
     plan = {0: (WRITE, -1, []), 1: (MERGE, 0, []), 2: (MERGE, 0, []), 3: (MERGE, 0, []), 4: (MERGE, 2, [])}
@@ -76,10 +77,24 @@ def test_merge_rules_and_cost():
 
 
 def test_merge_needs_dicts_with_equal_non_null_api():
-    obs = [{"api": None, "x": 1}, {"api": None, "x": 2}, {"x": 1}, {"x": 2}, ["api"], {"api": 1, "x": 1},
-           {"api": 1.0, "x": 2}]
-    plan = {0: (WRITE, -1, []), 1: (MERGE, 0, []), 2: (WRITE, -1, []), 3: (MERGE, 2, []), 4: (WRITE, -1, []),
-            5: (WRITE, -1, []), 6: (MERGE, 5, [])}
+    obs = [
+        {"api": None, "x": 1},
+        {"api": None, "x": 2},
+        {"x": 1},
+        {"x": 2},
+        ["api"],
+        {"api": 1, "x": 1},
+        {"api": 1.0, "x": 2},
+    ]
+    plan = {
+        0: (WRITE, -1, []),
+        1: (MERGE, 0, []),
+        2: (WRITE, -1, []),
+        3: (MERGE, 2, []),
+        4: (WRITE, -1, []),
+        5: (WRITE, -1, []),
+        6: (MERGE, 5, []),
+    }
     store, _ = run_script(obs, plan, budget=100_000)
     # null and absent apis never merge; 1 == 1.0 does (Python equality)
     assert store["present"].tolist() == [True, False, True, False, True, True, True]

@@ -1,5 +1,6 @@
 """wpbjax.episodes.stream_stats by hand on a hand-made episode set, and the fitted ``stripe_like`` knob set
 against the real stream it was fitted to (docs/real_drift.md)."""
+
 from __future__ import annotations
 
 import math
@@ -18,10 +19,17 @@ def _step(t, api, params, **extra):
 
 
 def _episode(episode_id, steps, critical):
-    return {"labels": {"episode_id": episode_id, "mode": "hand", "critical_steps": critical,
-                       "total_drift_events": len(critical), "utility_by_step": {str(s["t"]): 1.0 for s in steps},
-                       "max_utility": float(len(steps))},
-            "steps": steps}
+    return {
+        "labels": {
+            "episode_id": episode_id,
+            "mode": "hand",
+            "critical_steps": critical,
+            "total_drift_events": len(critical),
+            "utility_by_step": {str(s["t"]): 1.0 for s in steps},
+            "max_utility": float(len(steps)),
+        },
+        "steps": steps,
+    }
 
 
 def hand_made():
@@ -29,8 +37,14 @@ def hand_made():
     change of the *same* endpoint: the version segment is not part of it); b unchanged; a v2 unchanged.
     Episode 1 (3 steps, so padded): c, d first seen; c again with a ``deprecated`` key it lacked (a change).
     Critical: episode 0 at 0, 1, 5 (gaps 1, 4); episode 1 at 0, 2 (gap 2); no gap across episodes."""
-    first = [_step(0, "api.v1.a", ["x"]), _step(1, "api.v1.b", ["y"]), _step(2, "api.v1.a", ["x"]),
-             _step(3, "api.v2.a", ["x", "z"]), _step(4, "api.v1.b", ["y"]), _step(5, "api.v2.a", ["x", "z"])]
+    first = [
+        _step(0, "api.v1.a", ["x"]),
+        _step(1, "api.v1.b", ["y"]),
+        _step(2, "api.v1.a", ["x"]),
+        _step(3, "api.v2.a", ["x", "z"]),
+        _step(4, "api.v1.b", ["y"]),
+        _step(5, "api.v2.a", ["x", "z"]),
+    ]
     second = [_step(0, "api.v1.c", ["p"]), _step(1, "api.v1.d", ["q"]), _step(2, "api.v1.c", ["p"], deprecated=True)]
     return encode_episodes([_episode("e0", first, [0, 1, 5]), _episode("e1", second, [0, 2])])
 

@@ -1,4 +1,5 @@
 """Sweeps of any size: memory-capped chunks, several devices, streamed CSV/Parquet, progress."""
+
 import os
 import subprocess
 import sys
@@ -71,13 +72,19 @@ def test_chunks_are_padded_to_one_shape_and_compile_once(monkeypatch):
     # two on one), so the 7 episodes run as 2 + 2 + 2 + 1, the last padded to 2
     ran = []
     original = sweep_run.run_chunk
-    monkeypatch.setattr(sweep_run, "run_chunk", lambda plan, chunk, *args, **kwargs: ran.append(
-        (chunk.stop - chunk.start, chunk.size)) or original(plan, chunk, *args, **kwargs))
+    monkeypatch.setattr(
+        sweep_run,
+        "run_chunk",
+        lambda plan, chunk, *args, **kwargs: (
+            ran.append((chunk.stop - chunk.start, chunk.size)) or original(plan, chunk, *args, **kwargs)
+        ),
+    )
     with max_traces(rollout, "_simulate_quick"), max_traces(rollout, "_simulate"):
-        table = run_sweep(encoded, budgets=[500, 5000], policies="fifo_store_all", tracks=["unprivileged"],
-                          memory_cap=50_000)
+        table = run_sweep(
+            encoded, budgets=[500, 5000], policies="fifo_store_all", tracks=["unprivileged"], memory_cap=50_000
+        )
     assert len(ran) >= 3 and len({size for _, size in ran}) == 1, ran  # several chunks, one padded shape
-    assert any(n_episodes < size for n_episodes, size in ran), ran     # the last one padded
+    assert any(n_episodes < size for n_episodes, size in ran), ran  # the last one padded
     assert len(table) == 7 * 2 and sorted(set(table.episode_id)) == list(range(7))
 
 
@@ -90,8 +97,13 @@ def test_parquet_output_matches_csv(one_chunk, tmp_path):
 def test_four_devices_give_identical_rows(one_chunk, tmp_path):
     out = tmp_path / "four.csv"
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", WPBJAX_CACHE_DIR="")
-    done = subprocess.run([sys.executable, "-m", "wpbjax.cli", *SWEEP[:-1], "--out", str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "wpbjax.cli", *SWEEP[:-1], "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert "on 4 x cpu" in done.stderr
     pd.testing.assert_frame_equal(pd.read_csv(out), one_chunk)
@@ -104,10 +116,13 @@ def test_progress_and_leaderboard_unless_quiet(tmp_path, capsys):
     assert "Mean F1 by policy and budget" in captured.out and "last_kb" in captured.out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--memory-cap", "lots"], "--memory-cap: expected a size like 2G"),
-    (["--out", "results.txt"], "expected a .csv or .parquet file name"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--memory-cap", "lots"], "--memory-cap: expected a size like 2G"),
+        (["--out", "results.txt"], "expected a .csv or .parquet file name"),
+    ],
+)
 def test_sweep_argument_errors(argv, message, capsys, tmp_path):
     monkey_out = ["--out", str(tmp_path / "r.csv")] if "--out" not in argv else []
     try:
@@ -126,7 +141,9 @@ def test_parallel_generation_gives_the_same_rows_as_serial(seed, monkeypatch):
 
     monkeypatch.setattr(parallel_lib, "PARALLEL_THRESHOLD", {"arrays": 0, "json": 0})
     joined = []
-    monkeypatch.setattr(parallel_lib, "concat_encoded", lambda parts: joined.append(len(parts)) or concat_encoded(parts))
+    monkeypatch.setattr(
+        parallel_lib, "concat_encoded", lambda parts: joined.append(len(parts)) or concat_encoded(parts)
+    )
     configs = [DriftConfig(mode=mode, steps=25, seed=seed) for mode in MODES]
     n_episodes = 40
     parallel = parallel_lib.generate_encoded(configs, n_episodes, workers=2)

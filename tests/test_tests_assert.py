@@ -6,6 +6,7 @@ whose name starts with ``assert`` (``np.testing.assert_array_equal``, ``chex.ass
 a violation (CHECKERS), or a call of a function defined in tests/ that does one of these (followed
 transitively, by name).
 """
+
 from __future__ import annotations
 
 import ast
@@ -14,10 +15,10 @@ import pathlib
 TESTS = pathlib.Path(__file__).resolve().parent
 EXPECTS = ("raises", "warns", "fail")  # pytest.raises(...), pytest.warns(...), pytest.fail(...)
 CHECKERS = {  # wpbjax's and JAX's checks: each raises when what it checks does not hold
-    "max_traces",        # wpbjax.testing: a second trace (compile) of the program inside the block
-    "check_policy",      # wpbjax.testing: a policy breaking the contract (kinds, one trace, O(1) per step)
+    "max_traces",  # wpbjax.testing: a second trace (compile) of the program inside the block
+    "check_policy",  # wpbjax.testing: a policy breaking the contract (kinds, one trace, O(1) per step)
     "validate_episode",  # wpbjax.episodes.jsonl: an episode the file checks refuse
-    "check_grads",       # jax.test_util: gradients unlike finite differences
+    "check_grads",  # jax.test_util: gradients unlike finite differences
 }
 
 
@@ -51,16 +52,30 @@ def test_every_test_asserts_or_expects_an_exception():
     functions = _functions()
     checking = {name for name, defs in functions.items() if any(_direct_check(node) for _, node in defs)}
     while True:  # a helper that calls a checking helper checks too
-        more = {name for name, defs in functions.items() if name not in checking and any(
-            isinstance(inner, ast.Call) and _called_name(inner) in checking
-            for _, node in defs for inner in ast.walk(node))}
+        more = {
+            name
+            for name, defs in functions.items()
+            if name not in checking
+            and any(
+                isinstance(inner, ast.Call) and _called_name(inner) in checking
+                for _, node in defs
+                for inner in ast.walk(node)
+            )
+        }
         if not more:
             break
         checking |= more
-    silent = sorted(f"{file}::{name}" for name, defs in functions.items() for file, node in defs
-                    if name.startswith("test_") and file.startswith("test_") and not (
-                        _direct_check(node) or any(isinstance(inner, ast.Call) and _called_name(inner) in checking
-                                                   for inner in ast.walk(node))))
+    silent = sorted(
+        f"{file}::{name}"
+        for name, defs in functions.items()
+        for file, node in defs
+        if name.startswith("test_")
+        and file.startswith("test_")
+        and not (
+            _direct_check(node)
+            or any(isinstance(inner, ast.Call) and _called_name(inner) in checking for inner in ast.walk(node))
+        )
+    )
     assert not silent, "tests that cannot fail (no assert, no expected exception): " + ", ".join(silent)
 
 

@@ -1,5 +1,6 @@
 """Tiers (docs/tiers.md): each tier rule, promote/demote, a consolidation pass, a crash and the cost counts,
 on hand-built episodes with hand-computed bytes."""
+
 import dataclasses
 
 import jax.numpy as jnp
@@ -29,8 +30,9 @@ def encoded_of(observations, probes=None):
 
 def episode_arrays(encoded):
     batch = encoded.host_batch("unprivileged")
-    return dataclasses.replace(batch, **{name: jnp.asarray(value[0]) for name, value in vars(batch).items()
-                                         if value is not None})
+    return dataclasses.replace(
+        batch, **{name: jnp.asarray(value[0]) for name, value in vars(batch).items() if value is not None}
+    )
 
 
 def apply_all(episode, plan, checkpoint_budget, journal_budget):
@@ -137,8 +139,9 @@ def four_facts():
 def run_policy(name, observations, checkpoint_budget, journal_budget, probes=None, **kw):
     encoded = encoded_of(observations, probes)
     policy = tier_policies.TIER_POLICIES[name]
-    result = tiers.simulate_tiers(policy, encoded.host_batch("unprivileged"), [checkpoint_budget], [journal_budget],
-                                  **kw)
+    result = tiers.simulate_tiers(
+        policy, encoded.host_batch("unprivileged"), [checkpoint_budget], [journal_budget], **kw
+    )
     rows = tiers.tier_rows(result, encoded, "unprivileged", [checkpoint_budget], [journal_budget])
     return result, {key: np.asarray(value)[0, 0] for key, value in rows.items()}
 
@@ -168,8 +171,9 @@ PROBES = [{"t": 2, "fact": "a", "kind": "current"}, {"t": 2, "fact": "a", "kind"
 
 
 def test_costs_history_and_reads_of_journal_and_checkpoint():
-    _, row = run_policy("journal_and_checkpoint", versions(), 2 * COST, 3 * RECORD, PROBES,
-                        params={"consolidate_every": 0})
+    _, row = run_policy(
+        "journal_and_checkpoint", versions(), 2 * COST, 3 * RECORD, PROBES, params={"consolidate_every": 0}
+    )
     # each step passes triage (a new version): journaled (3 x 74), checkpointed (3 x 90), the older version
     # demoted (already journaled): bytes written 222 + 270 = 492; the checkpoint ends with version 3 only
     assert (row["journal_adds"], row["checkpoint_adds"], row["demotes"], row["deletes"]) == (3, 3, 2, 0)
@@ -215,8 +219,14 @@ SMALL = dict(modes=["default"], n_episodes=2, steps=30)
 def test_sweep_with_journal_budgets_crosses_the_two_axes():
     import wpbjax as wj
 
-    table = wj.sweep(**SMALL, budgets=[1024, 2048], journal_budgets=[0, 4096],
-                     policies=["journal_and_checkpoint", "checkpoint_only"], tracks=["unprivileged"], probes="generate")
+    table = wj.sweep(
+        **SMALL,
+        budgets=[1024, 2048],
+        journal_budgets=[0, 4096],
+        policies=["journal_and_checkpoint", "checkpoint_only"],
+        tracks=["unprivileged"],
+        probes="generate",
+    )
     # 2 policies x 2 episodes x (2 checkpoint budgets x 2 journal budgets)
     assert len(table) == 16
     pairs = set(zip(table.budget_bytes, table.journal_budget_bytes))
@@ -224,7 +234,9 @@ def test_sweep_with_journal_budgets_crosses_the_two_axes():
     # no journal budget: nothing is journaled; checkpoint_only never journals
     assert (table[table.journal_budget_bytes == 0].journal_bytes == 0).all()
     assert (table[table.policy == "checkpoint_only"].journal_adds == 0).all()
-    assert (table.checkpoint_bytes <= table.budget_bytes).all() and (table.journal_bytes <= table.journal_budget_bytes).all()
+    assert (table.checkpoint_bytes <= table.budget_bytes).all() and (
+        table.journal_bytes <= table.journal_budget_bytes
+    ).all()
     assert table.read_accuracy.notna().all()
 
 
@@ -241,9 +253,30 @@ def test_cli_journal_budgets(tmp_path, capsys):
     from wpbjax.cli import main
 
     out = tmp_path / "tiers.csv"
-    argv = ["sweep", "--modes", "default", "--n-episodes", "1", "--steps", "30", "--budgets", "2048",
-            "--journal-budgets", "0,4096", "--tracks", "unprivileged", "--probes", "generate", "--crash-rate", "0.1",
-            "--policies", "deferred_checkpoint,deferred_journaled", "--out", str(out), "--quiet"]
+    argv = [
+        "sweep",
+        "--modes",
+        "default",
+        "--n-episodes",
+        "1",
+        "--steps",
+        "30",
+        "--budgets",
+        "2048",
+        "--journal-budgets",
+        "0,4096",
+        "--tracks",
+        "unprivileged",
+        "--probes",
+        "generate",
+        "--crash-rate",
+        "0.1",
+        "--policies",
+        "deferred_checkpoint,deferred_journaled",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert main(argv) == 0
     table = pd.read_csv(out)
     assert len(table) == 4 and set(table.journal_budget_bytes) == {0, 4096}
@@ -261,11 +294,31 @@ def test_cli_tier_params(tmp_path, capsys):
 
     from wpbjax.cli import main
 
-    base = ["sweep", "--modes", "default", "--n-episodes", "1", "--steps", "20", "--budgets", "4096",
-            "--journal-budgets", "0", "--tracks", "unprivileged", "--probes", "none", "--crash-rate", "1", "--quiet"]
+    base = [
+        "sweep",
+        "--modes",
+        "default",
+        "--n-episodes",
+        "1",
+        "--steps",
+        "20",
+        "--budgets",
+        "4096",
+        "--journal-budgets",
+        "0",
+        "--tracks",
+        "unprivileged",
+        "--probes",
+        "none",
+        "--crash-rate",
+        "1",
+        "--quiet",
+    ]
     # window=1: every step is flushed at once, so nothing is ever buffered at a crash; journal_only has no window
     out = tmp_path / "w.csv"
-    assert main(base + ["--policies", "deferred_checkpoint,journal_only", "--param", "window=1", "--out", str(out)]) == 0
+    assert (
+        main(base + ["--policies", "deferred_checkpoint,journal_only", "--param", "window=1", "--out", str(out)]) == 0
+    )
     table = pd.read_csv(out)
     assert (table.lost_at_crash == 0).all() and (table.crashes == 19).all()  # a crash before each step 1..19
     assert (table.n_probes == 0).all() and table.read_accuracy.isna().all()  # --probes none: blank reads

@@ -1,4 +1,5 @@
 """docs/tiers.md's comparison table is what experiments/tiers_table.py measures (every excerpt row, as printed)."""
+
 import pathlib
 import re
 import sys
@@ -24,8 +25,12 @@ def test_doc_table_matches_the_experiment():
     assert len(rows) == 21
     for row in rows:
         policy, total, checkpoint, journal = row[0], int(row[1]), int(row[2]), int(row[3])
-        match = table[(table.policy == policy) & (table.total_budget == total) & (table.checkpoint_budget == checkpoint)
-                      & (table.journal_budget == journal)]
+        match = table[
+            (table.policy == policy)
+            & (table.total_budget == total)
+            & (table.checkpoint_budget == checkpoint)
+            & (table.journal_budget == journal)
+        ]
         assert len(match) == 1, row
         got = match.iloc[0]
         assert f"{got.read_accuracy:.3f}" == row[4] and f"{got.history_coverage:.3f}" == row[5], row

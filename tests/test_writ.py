@@ -1,5 +1,6 @@
 """WRIT scenarios as episodes (wpbjax.episodes.writ, `wpbjax import-writ`): every shared scenario imports
 and sweeps; keeping everything scores 1 on every defined integrity metric, keeping nothing 0."""
+
 from __future__ import annotations
 
 import csv
@@ -54,8 +55,25 @@ def test_all_scenarios_import_and_sweep(writ_episodes):
 def test_cli_sweep_writes_blank_cells_not_nan(writ_episodes, tmp_path):
     episodes, out = tmp_path / "writ.jsonl", tmp_path / "results.csv"
     episodes.write_text("".join(json.dumps(episode, sort_keys=True) + "\n" for episode in writ_episodes))
-    assert main(["sweep", "--episodes", os.fspath(episodes), "--policies", "never_write", "--budgets", "4096",
-                 "--tracks", "unprivileged", "--out", os.fspath(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--episodes",
+                os.fspath(episodes),
+                "--policies",
+                "never_write",
+                "--budgets",
+                "4096",
+                "--tracks",
+                "unprivileged",
+                "--out",
+                os.fspath(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     text = out.read_text()
     header = next(csv.reader(text.splitlines()))
     assert set(integrity.COLUMNS) <= set(header)
@@ -79,10 +97,18 @@ def test_scenario_labels(writ_episodes):
 
 
 def _scenario(tmp_path, **changes):
-    scenario = {"sessions": [{"session_id": 1, "timestamp": "2026-01-01T00:00:00Z",
-                              "messages": [{"role": "user", "content": "I live in Oslo."}]}],
-                "memory_events": [{"id": "city", "type": "mutable", "value": "Oslo", "introduced_in": 1,
-                                   "should_persist": True}]}
+    scenario = {
+        "sessions": [
+            {
+                "session_id": 1,
+                "timestamp": "2026-01-01T00:00:00Z",
+                "messages": [{"role": "user", "content": "I live in Oslo."}],
+            }
+        ],
+        "memory_events": [
+            {"id": "city", "type": "mutable", "value": "Oslo", "introduced_in": 1, "should_persist": True}
+        ],
+    }
     scenario.update(changes)
     path = tmp_path / "s.json"
     path.write_text(json.dumps(scenario))
@@ -94,14 +120,20 @@ def test_minimal_scenario_imports(tmp_path):
     assert episode["labels"]["facts"] == {"0": [["city", 0, True]]} and episode["labels"]["critical_steps"] == [0]
 
 
-@pytest.mark.parametrize("changes, field", [
-    ({"sessions": []}, "'sessions'"),
-    ({"sessions": [{"session_id": 1, "messages": []}]}, r"sessions\[0\]: missing 'timestamp'"),
-    ({"sessions": [{"session_id": 1, "timestamp": "soon", "messages": []}]}, r"sessions\[0\].timestamp"),
-    ({"memory_events": [{"id": "x", "value": 1, "introduced_in": 7}]}, r"memory_events\[0\].introduced_in"),
-    ({"memory_events": [{"id": "x", "previous_values": [{"value": 1}]}]}, r"memory_events\[0\].previous_values\[0\]"),
-    ({"memory_events": [{"id": "x", "value": 1, "introduced_in": 1, "should_persist": "yes"}]}, "should_persist"),
-])
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"sessions": []}, "'sessions'"),
+        ({"sessions": [{"session_id": 1, "messages": []}]}, r"sessions\[0\]: missing 'timestamp'"),
+        ({"sessions": [{"session_id": 1, "timestamp": "soon", "messages": []}]}, r"sessions\[0\].timestamp"),
+        ({"memory_events": [{"id": "x", "value": 1, "introduced_in": 7}]}, r"memory_events\[0\].introduced_in"),
+        (
+            {"memory_events": [{"id": "x", "previous_values": [{"value": 1}]}]},
+            r"memory_events\[0\].previous_values\[0\]",
+        ),
+        ({"memory_events": [{"id": "x", "value": 1, "introduced_in": 1, "should_persist": "yes"}]}, "should_persist"),
+    ],
+)
 def test_malformed_scenarios_name_file_and_field(tmp_path, changes, field):
     path = _scenario(tmp_path, **changes)
     with pytest.raises(EpisodeFormatError, match=f"{path}.*{field}"):

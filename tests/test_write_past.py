@@ -1,4 +1,5 @@
 """WRITE_PAST: the store's rule for writing a buffered earlier step (used by deferred_batch)."""
+
 import jax.numpy as jnp
 from helpers import make_episode, run_one
 
@@ -23,8 +24,9 @@ def _act(params, state, store, episode, pos, budget):
     return actions.select(emitting, past, later), jnp.where(emitting, state + 1, state)
 
 
-POLICY = Policy("write_past_script", _act, init=_init, multi_action=True,
-                kinds=frozenset({"write_past", "expire", "order"}))
+POLICY = Policy(
+    "write_past_script", _act, init=_init, multi_action=True, kinds=frozenset({"write_past", "expire", "order"})
+)
 
 
 def run(sources, budget, at=3, expire_next=0, n_steps=5):

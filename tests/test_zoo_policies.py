@@ -1,4 +1,5 @@
 """Each zoo policy's defining behaviour on small hand-built episodes (docs/policies.md)."""
+
 import jax
 import numpy as np
 import pytest
@@ -110,8 +111,15 @@ def test_expire_oldest_drops_items_older_than_max_age():
 
 
 def test_dedupe_gate_skips_exact_repeats_of_the_latest_stored_item():
-    observations = [{"api": "a", "x": 1}, {"api": "a", "x": 1}, {"api": "b", "x": 1}, {"api": "a", "x": 1},
-                    {"api": "a", "x": 2}, {"api": "a", "x": 1}, {"api": "a", "x": 1, "y": None}]
+    observations = [
+        {"api": "a", "x": 1},
+        {"api": "a", "x": 1},
+        {"api": "b", "x": 1},
+        {"api": "a", "x": 1},
+        {"api": "a", "x": 2},
+        {"api": "a", "x": 1},
+        {"api": "a", "x": 1, "y": None},
+    ]
     kept, counts, _ = present("dedupe_gate", observations, 10**6)
     # 1 and 3 repeat the latest stored "a" (step 0); 4 differs; 5 differs from the latest (4); 6 has a new key
     assert kept == [True, False, True, False, True, True, True]
@@ -164,8 +172,9 @@ def test_deferred_batch_ranks_by_priority_on_the_privileged_track():
     metadata = [{"mode": "hand", "priority": p} for p in (0.9, 0.1, 0.5, 0.2)]
     encoded = encode_episodes([make_episode(observations, metadata=metadata)])
     cost = int(encoded.track_costs("privileged")[0, 0])
-    kept, _, _ = present("deferred_batch", observations, 2 * cost, track="privileged", params={"window": 4},
-                         metadata=metadata)
+    kept, _, _ = present(
+        "deferred_batch", observations, 2 * cost, track="privileged", params={"window": 4}, metadata=metadata
+    )
     assert kept == [True, False, True, False]  # step 0 (new api, 1.9), then step 2 (0.5) beats 3 (0.2) and 1
 
 
@@ -194,7 +203,7 @@ def test_feedback_policies_see_a_utility_only_after_deciding_on_its_step(name):
     for k in (5, 17, 30):
         changed = base[:k] + [9.0 - u for u in base[k:]]
         kept_changed, _, _ = present(name, observations, 10**6, track="feedback", utilities=changed)
-        assert kept_changed[:k + 1] == kept[:k + 1]
+        assert kept_changed[: k + 1] == kept[: k + 1]
     earlier = [9.0 - u for u in base[:10]] + base[10:]
     assert present(name, observations, 10**6, track="feedback", utilities=earlier)[0] != kept  # it does learn
 
@@ -212,15 +221,19 @@ def test_info_tracks_gate_what_policies_can_read():
     from wpbjax.policies.base import Policy
     from wpbjax.sweeps import run_sweep
 
-    peek = Policy("peek_utility", lambda params, state, store, episode, pos, budget:
-                  (actions.write_if(episode.utility[pos] > 0), state),
-                  tracks=("unprivileged", "privileged", "feedback", "oracle"), kinds=frozenset({"write"}))
+    peek = Policy(
+        "peek_utility",
+        lambda params, state, store, episode, pos, budget: (actions.write_if(episode.utility[pos] > 0), state),
+        tracks=("unprivileged", "privileged", "feedback", "oracle"),
+        kinds=frozenset({"write"}),
+    )
     from wpbjax.policies import registry
 
     registry.register(peek, replace=True)
     encoded = encode_episodes([make_episode([{"api": "a"}] * 3, utilities=[1.0, 0.0, 2.0])])
-    table = run_sweep(encoded, budgets=[10**6], policies=["peek_utility"],
-                      tracks=["unprivileged", "privileged", "oracle"])
+    table = run_sweep(
+        encoded, budgets=[10**6], policies=["peek_utility"], tracks=["unprivileged", "privileged", "oracle"]
+    )
     retained = dict(zip(table.track, table.policy_utility))
     assert retained == {"unprivileged": 0.0, "privileged": 0.0, "oracle": 3.0}
     # the information tracks pay the unprivileged write costs

@@ -15,6 +15,7 @@ Attributes load on first use (``import wpbjax`` alone imports no JAX). The publi
 :mod:`wpbjax.api`; the code behind them in modules named for what they hold (``rollout``, ``sweeps``,
 ``reports``; docs/api.md lists the API and the naming scheme).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -23,8 +24,21 @@ __version__ = "0.1.0"
 
 _SUBMODULES = ("episodes", "policies", "actions", "store")
 _API = ("simulate", "sweep", "sweep_to_file", "report", "leaderboard", "train_gate", "SweepFile")
-__all__ = ["EpisodeSource", "SweepFile", "WriteEnv", "actions", "episodes", "leaderboard", "policies", "report",
-           "simulate", "store", "sweep", "sweep_to_file", "train_gate"]
+__all__ = [
+    "EpisodeSource",
+    "SweepFile",
+    "WriteEnv",
+    "actions",
+    "episodes",
+    "leaderboard",
+    "policies",
+    "report",
+    "simulate",
+    "store",
+    "sweep",
+    "sweep_to_file",
+    "train_gate",
+]
 
 
 def __getattr__(name: str):

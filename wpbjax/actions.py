@@ -6,6 +6,7 @@ order, then its main action. ``n_expire`` counts the EXPIREs *emitted*: last_kb'
 same item several times and only the first can succeed. ``CONTINUE`` as the main action means
 "apply the expires and call the policy again at this step", for walks longer than K.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,8 +26,8 @@ WRITE_PAST = 4
 # What a policy declares in ``kinds`` (checked when the Policy is made: a typo must not silently
 # compile store code out). The store compiles code only for the declared kinds (wpbjax.store.apply).
 KIND_WRITE, KIND_EXPIRE, KIND_MERGE = "write", "expire", "merge"  # the actions it can emit
-ORDER = "order"            # it reads the store's oldest-first links (``oldest``/``newer``/``older``) after expiring
-FIFO = "fifo"              # instead of ORDER: it only ever expires the oldest item (a cheaper forward chain)
+ORDER = "order"  # it reads the store's oldest-first links (``oldest``/``newer``/``older``) after expiring
+FIFO = "fifo"  # instead of ORDER: it only ever expires the oldest item (a cheaper forward chain)
 KIND_WRITE_PAST = "write_past"  # it emits actions.write_past (needs multi_action)
 # Not a policy's own: a caller adds it (wpbjax.simulate, history=True) to have the store record when
 # each slot's item was added and left, the history reads are scored on (wpbjax.reads).
@@ -42,8 +43,9 @@ def check_kinds(kinds, name: str = "policy") -> frozenset:
     kinds = frozenset(kinds)
     unknown = sorted(kinds - set(KINDS))
     if unknown:
-        raise ValueError(f"{name}: unknown action kind(s) {', '.join(map(repr, unknown))}; "
-                         f"kinds are {', '.join(KINDS)}")
+        raise ValueError(
+            f"{name}: unknown action kind(s) {', '.join(map(repr, unknown))}; kinds are {', '.join(KINDS)}"
+        )
     return kinds
 
 
@@ -51,17 +53,21 @@ def check_kinds(kinds, name: str = "policy") -> frozenset:
 @dataclasses.dataclass(frozen=True)
 class Action:
     expire_slots: jax.Array  # [K] int32 slots (step positions) to EXPIRE first, in order; -1 for none
-    n_expire: jax.Array      # []  int32 EXPIRE actions emitted (counted even if rejected)
-    kind: jax.Array         # [] int32 SKIP, WRITE, MERGE, CONTINUE or WRITE_PAST
-    target: jax.Array       # [] int32 merge target slot, or WRITE_PAST's source step (-1 otherwise)
-    merge_cost: jax.Array   # [] int32 a MERGE's quoted delta bytes, 0 if the quote is not acceptable
-                            #          (set only by :func:`merge`, from ``store.quote_merge``)
+    n_expire: jax.Array  # []  int32 EXPIRE actions emitted (counted even if rejected)
+    kind: jax.Array  # [] int32 SKIP, WRITE, MERGE, CONTINUE or WRITE_PAST
+    target: jax.Array  # [] int32 merge target slot, or WRITE_PAST's source step (-1 otherwise)
+    merge_cost: jax.Array  # [] int32 a MERGE's quoted delta bytes, 0 if the quote is not acceptable
+    #          (set only by :func:`merge`, from ``store.quote_merge``)
 
 
 def _action(kind, expire_slots=NONE, n_expire=0, target=NONE, merge_cost=0) -> Action:
-    return Action(expire_slots=jnp.atleast_1d(jnp.asarray(expire_slots, jnp.int32)),
-                  n_expire=jnp.asarray(n_expire, jnp.int32), kind=jnp.asarray(kind, jnp.int32),
-                  target=jnp.asarray(target, jnp.int32), merge_cost=jnp.asarray(merge_cost, jnp.int32))
+    return Action(
+        expire_slots=jnp.atleast_1d(jnp.asarray(expire_slots, jnp.int32)),
+        n_expire=jnp.asarray(n_expire, jnp.int32),
+        kind=jnp.asarray(kind, jnp.int32),
+        target=jnp.asarray(target, jnp.int32),
+        merge_cost=jnp.asarray(merge_cost, jnp.int32),
+    )
 
 
 def skip() -> Action:
@@ -104,9 +110,13 @@ def write_if(condition, expire_slots=NONE, n_expire=0) -> Action:
 
 def mask(action: Action, real) -> Action:
     """The action where ``real``, else a SKIP with no expires (any K)."""
-    return Action(expire_slots=jnp.where(real, action.expire_slots, NONE), n_expire=jnp.where(real, action.n_expire, 0),
-                  kind=jnp.where(real, action.kind, SKIP), target=jnp.where(real, action.target, NONE),
-                  merge_cost=jnp.where(real, action.merge_cost, 0))
+    return Action(
+        expire_slots=jnp.where(real, action.expire_slots, NONE),
+        n_expire=jnp.where(real, action.n_expire, 0),
+        kind=jnp.where(real, action.kind, SKIP),
+        target=jnp.where(real, action.target, NONE),
+        merge_cost=jnp.where(real, action.merge_cost, 0),
+    )
 
 
 def select(condition, if_true: Action, if_false: Action) -> Action:
@@ -125,18 +135,23 @@ class TierAction:
     """What a tiered policy emits at step ``pos``: applied in this order by the store."""
 
     journal: jax.Array  # []  bool  append step pos's raw record to the journal
-    delete: jax.Array   # [K] int32 checkpoint items to delete outright (-1 none)
-    demote: jax.Array   # [K] int32 checkpoint items to move to the journal (-1 none)
-    add: jax.Array      # [K] int32 steps <= pos to add to the checkpoint, in order (a promote where journaled; -1 none)
+    delete: jax.Array  # [K] int32 checkpoint items to delete outright (-1 none)
+    demote: jax.Array  # [K] int32 checkpoint items to move to the journal (-1 none)
+    add: jax.Array  # [K] int32 steps <= pos to add to the checkpoint, in order (a promote where journaled; -1 none)
 
 
 def tier_action(journal=False, delete=NONE, demote=NONE, add=NONE) -> TierAction:
     as_slots = lambda slots: jnp.atleast_1d(jnp.asarray(slots, jnp.int32))  # noqa: E731
-    return TierAction(journal=jnp.asarray(journal, bool), delete=as_slots(delete), demote=as_slots(demote),
-                      add=as_slots(add))
+    return TierAction(
+        journal=jnp.asarray(journal, bool), delete=as_slots(delete), demote=as_slots(demote), add=as_slots(add)
+    )
 
 
 def mask_tier(action: TierAction, real) -> TierAction:
     """``action`` where ``real``, else no action (a padding step)."""
-    return TierAction(journal=action.journal & real, delete=jnp.where(real, action.delete, NONE),
-                      demote=jnp.where(real, action.demote, NONE), add=jnp.where(real, action.add, NONE))
+    return TierAction(
+        journal=action.journal & real,
+        delete=jnp.where(real, action.delete, NONE),
+        demote=jnp.where(real, action.demote, NONE),
+        add=jnp.where(real, action.add, NONE),
+    )

@@ -10,6 +10,7 @@
 
 :func:`sweep` takes the CLI sweep's options as keyword arguments, with the same defaults.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,16 @@ from wpbjax.sweeps.plan import DEFAULT_MEMORY_CAP, DEFAULT_TRACKS, PUBLISHED_LIN
 HEADLINE_BUDGET = 10240  # the report's leaderboard budget (wpbjax.reports.tables.HEADLINE_BUDGET)
 
 
-def episode_source(episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES, n_episodes: int = 10,
-                   steps: int = 200, seed: int = 0, engine: str = "python", **knobs) -> EpisodeSource | None:
+def episode_source(
+    episodes=None,
+    *,
+    modes: Sequence[str] | str = DEFAULT_MODES,
+    n_episodes: int = 10,
+    steps: int = 200,
+    seed: int = 0,
+    engine: str = "python",
+    **knobs,
+) -> EpisodeSource | None:
     """The :class:`EpisodeSource` a sweep's episode arguments describe: ``episodes`` as JSONL path(s)
     or an EpisodeSource, else generated (``modes`` × ``n_episodes`` by ``engine``). None when
     ``episodes`` is already encoded (in memory: nothing to record or rebuild)."""
@@ -46,8 +55,10 @@ def _encoded(episodes, source: EpisodeSource | None) -> tuple:
     if source is not None:
         return source.load_sets()
     if not hasattr(episodes, "track_costs"):
-        raise ValueError("episodes: expected JSONL path(s), an EpisodeSource or encoded episodes "
-                         f"(wj.episodes.generate / load); got {type(episodes).__name__}")
+        raise ValueError(
+            "episodes: expected JSONL path(s), an EpisodeSource or encoded episodes "
+            f"(wj.episodes.generate / load); got {type(episodes).__name__}"
+        )
     return episodes, None
 
 
@@ -57,13 +68,29 @@ def _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params) -> 
     check_sweep(budgets, policies, tracks, oracle, memory_cap, params)
 
 
-def sweep(episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES, n_episodes: int = 10, steps: int = 200,
-          seed: int = 0, engine: str = "python", budgets: Sequence[int] = PAPER_BUDGETS,
-          policies: str | Sequence[str] = PUBLISHED_LINEUP, tracks: Sequence[str] = DEFAULT_TRACKS,
-          oracle: str = "exact", memory_cap: int = DEFAULT_MEMORY_CAP, params: dict | None = None,
-          quiet: bool = True, devices=None, top_k: Sequence[int] = (5,), probes: str = "labels",
-          probe_rate: float = 0.1, retriever: dict | None = None, journal_budgets: Sequence[int] | None = None,
-          **knobs) -> pd.DataFrame:
+def sweep(
+    episodes=None,
+    *,
+    modes: Sequence[str] | str = DEFAULT_MODES,
+    n_episodes: int = 10,
+    steps: int = 200,
+    seed: int = 0,
+    engine: str = "python",
+    budgets: Sequence[int] = PAPER_BUDGETS,
+    policies: str | Sequence[str] = PUBLISHED_LINEUP,
+    tracks: Sequence[str] = DEFAULT_TRACKS,
+    oracle: str = "exact",
+    memory_cap: int = DEFAULT_MEMORY_CAP,
+    params: dict | None = None,
+    quiet: bool = True,
+    devices=None,
+    top_k: Sequence[int] = (5,),
+    probes: str = "labels",
+    probe_rate: float = 0.1,
+    retriever: dict | None = None,
+    journal_budgets: Sequence[int] | None = None,
+    **knobs,
+) -> pd.DataFrame:
     """Every (episode, budget, track, policy) run as one results row, as ``wpbjax sweep`` writes them.
 
     ``episodes``: JSONL path(s), an :class:`EpisodeSource`, encoded episodes, or None to generate
@@ -79,27 +106,60 @@ def sweep(episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES, n_episod
     the checkpoint and ``journal_budgets`` the journal (crossed); :func:`tier_sweep`'s rows.
     """
     if journal_budgets is not None:
-        return tier_sweep(episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine,
-                          budgets=budgets, journal_budgets=journal_budgets, policies=policies, tracks=tracks,
-                          top_k=top_k, probes=probes, probe_rate=probe_rate, retriever=retriever, params=params, **knobs)
+        return tier_sweep(
+            episodes,
+            modes=modes,
+            n_episodes=n_episodes,
+            steps=steps,
+            seed=seed,
+            engine=engine,
+            budgets=budgets,
+            journal_budgets=journal_budgets,
+            policies=policies,
+            tracks=tracks,
+            top_k=top_k,
+            probes=probes,
+            probe_rate=probe_rate,
+            retriever=retriever,
+            params=params,
+            **knobs,
+        )
     from wpbjax.progress import Progress
     from wpbjax.sweeps import make_plan, run_chunk
 
     _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params)
     reads = read_plan(top_k, probes, probe_rate, retriever)
-    source = episode_source(episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs)
+    source = episode_source(
+        episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs
+    )
     encoded, set_index = _encoded(episodes, source)
     plan = make_plan(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, params, reads=reads)
     with Progress(plan.total_runs, enabled=not quiet) as progress:
         return pd.concat([run_chunk(plan, chunk, progress) for chunk in plan.chunks()], ignore_index=True)
 
 
-def tier_sweep(episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES, n_episodes: int = 10, steps: int = 200,
-               seed: int = 0, engine: str = "python", budgets: Sequence[int] = PAPER_BUDGETS,
-               journal_budgets: Sequence[int] = (0,), policies: str | Sequence[str] = ("journal_and_checkpoint",),
-               tracks: Sequence[str] = ("unprivileged",), top_k: Sequence[int] = (5,), probes: str = "generate",
-               probe_rate: float = 0.1, retriever: dict | None = None, params: dict | None = None,
-               crash_rate: float = 0.0, crash_seed: int = 0, costs: dict | None = None, **knobs) -> pd.DataFrame:
+def tier_sweep(
+    episodes=None,
+    *,
+    modes: Sequence[str] | str = DEFAULT_MODES,
+    n_episodes: int = 10,
+    steps: int = 200,
+    seed: int = 0,
+    engine: str = "python",
+    budgets: Sequence[int] = PAPER_BUDGETS,
+    journal_budgets: Sequence[int] = (0,),
+    policies: str | Sequence[str] = ("journal_and_checkpoint",),
+    tracks: Sequence[str] = ("unprivileged",),
+    top_k: Sequence[int] = (5,),
+    probes: str = "generate",
+    probe_rate: float = 0.1,
+    retriever: dict | None = None,
+    params: dict | None = None,
+    crash_rate: float = 0.0,
+    crash_seed: int = 0,
+    costs: dict | None = None,
+    **knobs,
+) -> pd.DataFrame:
     """Tiered runs (docs/tiers.md) as a table: a row per (policy, track, episode, checkpoint budget, journal
     budget). Episode arguments as :func:`sweep`; ``policies``: tier policy names; ``params``: one value per
     param (tier policies' defaults otherwise); ``crash_rate``: per-step crash probability (draws from
@@ -110,16 +170,34 @@ def tier_sweep(episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES, n_e
     if params and any(np.ndim(value) for value in params.values()):
         raise ValueError("params: a tiered sweep takes one value per param")
     reads = read_plan(top_k, probes, probe_rate, retriever)
-    source = episode_source(episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs)
+    source = episode_source(
+        episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs
+    )
     encoded, _ = _encoded(episodes, source)
     encoded = reads.apply(encoded)
-    return pd.concat([tier_table(encoded, policies, budgets, journal_budgets, track, crash_rate, crash_seed,
-                                 CostModel(**(costs or {})), reads.retriever, params) for track in tracks],
-                     ignore_index=True)
+    return pd.concat(
+        [
+            tier_table(
+                encoded,
+                policies,
+                budgets,
+                journal_budgets,
+                track,
+                crash_rate,
+                crash_seed,
+                CostModel(**(costs or {})),
+                reads.retriever,
+                params,
+            )
+            for track in tracks
+        ],
+        ignore_index=True,
+    )
 
 
-def read_plan(top_k: Sequence[int] = (5,), probes: str = "labels", probe_rate: float = 0.1,
-              retriever: dict | None = None):
+def read_plan(
+    top_k: Sequence[int] = (5,), probes: str = "labels", probe_rate: float = 0.1, retriever: dict | None = None
+):
     """The :class:`wpbjax.reads.ReadPlan` of a sweep's read arguments (see :func:`sweep`), checked."""
     from wpbjax.episodes.probes import ProbeConfig
     from wpbjax.reads import ReadPlan, Retriever
@@ -128,8 +206,9 @@ def read_plan(top_k: Sequence[int] = (5,), probes: str = "labels", probe_rate: f
     unknown = sorted(set(weights) - {"w_rel", "w_rec", "w_imp", "decay"})
     if unknown:
         raise ValueError(f"retriever: unknown weight(s) {', '.join(unknown)}; known: w_rel, w_rec, w_imp, decay")
-    return ReadPlan(retriever=Retriever(top_k=tuple(top_k), **weights), probes=probes,
-                    probe_config=ProbeConfig(rate=probe_rate))
+    return ReadPlan(
+        retriever=Retriever(top_k=tuple(top_k), **weights), probes=probes, probe_config=ProbeConfig(rate=probe_rate)
+    )
 
 
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
@@ -150,14 +229,33 @@ class SweepFile:
     leaderboard: pd.DataFrame
 
 
-def sweep_to_file(out: str | os.PathLike, episodes=None, *, modes: Sequence[str] | str = DEFAULT_MODES,
-                  n_episodes: int = 10, steps: int = 200, seed: int = 0, engine: str = "python",
-                  budgets: Sequence[int] = PAPER_BUDGETS, policies: str | Sequence[str] = PUBLISHED_LINEUP,
-                  tracks: Sequence[str] = DEFAULT_TRACKS, oracle: str = "exact", memory_cap: int = DEFAULT_MEMORY_CAP,
-                  params: dict | None = None, quiet: bool = True, devices=None, command: Sequence[str] | None = None,
-                  resume: bool = False, cluster=None, log: Callable[[str], None] | None = None,
-                  top_k: Sequence[int] = (5,), probes: str = "labels", probe_rate: float = 0.1,
-                  retriever: dict | None = None, **knobs) -> SweepFile | None:
+def sweep_to_file(
+    out: str | os.PathLike,
+    episodes=None,
+    *,
+    modes: Sequence[str] | str = DEFAULT_MODES,
+    n_episodes: int = 10,
+    steps: int = 200,
+    seed: int = 0,
+    engine: str = "python",
+    budgets: Sequence[int] = PAPER_BUDGETS,
+    policies: str | Sequence[str] = PUBLISHED_LINEUP,
+    tracks: Sequence[str] = DEFAULT_TRACKS,
+    oracle: str = "exact",
+    memory_cap: int = DEFAULT_MEMORY_CAP,
+    params: dict | None = None,
+    quiet: bool = True,
+    devices=None,
+    command: Sequence[str] | None = None,
+    resume: bool = False,
+    cluster=None,
+    log: Callable[[str], None] | None = None,
+    top_k: Sequence[int] = (5,),
+    probes: str = "labels",
+    probe_rate: float = 0.1,
+    retriever: dict | None = None,
+    **knobs,
+) -> SweepFile | None:
     """:func:`sweep` streamed to ``out`` (.csv or .parquet) chunk by chunk, with its sidecar
     ``out.meta.json``, exactly as ``wpbjax sweep --out`` writes them: every argument and input is
     checked first (and a table that would not fit the free disk space refused), and table and
@@ -174,21 +272,49 @@ def sweep_to_file(out: str | os.PathLike, episodes=None, *, modes: Sequence[str]
 
     _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params)
     reads = read_plan(top_k, probes, probe_rate, retriever)
-    source = episode_source(episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs)
+    source = episode_source(
+        episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs
+    )
     writes = cluster is None or cluster.writes
     if writes:
         check_output(out, inputs=source.files if source is not None else ())
     # one live run per output: a second is refused, naming the first's pid
     with output_lock(out) if writes else contextlib.nullcontext():
-        return _sweep_to_file(out, source, episodes, writes, dict(
-            modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, budgets=budgets,
-            policies=policies, tracks=tracks, oracle=oracle, memory_cap=memory_cap, params=params,
-            top_k=list(reads.retriever.top_k), probes=probes, probe_rate=probe_rate, retriever=retriever, **knobs),
-            devices=devices, cluster=cluster, quiet=quiet, command=command, resume=resume, log=log)
+        return _sweep_to_file(
+            out,
+            source,
+            episodes,
+            writes,
+            dict(
+                modes=modes,
+                n_episodes=n_episodes,
+                steps=steps,
+                seed=seed,
+                engine=engine,
+                budgets=budgets,
+                policies=policies,
+                tracks=tracks,
+                oracle=oracle,
+                memory_cap=memory_cap,
+                params=params,
+                top_k=list(reads.retriever.top_k),
+                probes=probes,
+                probe_rate=probe_rate,
+                retriever=retriever,
+                **knobs,
+            ),
+            devices=devices,
+            cluster=cluster,
+            quiet=quiet,
+            command=command,
+            resume=resume,
+            log=log,
+        )
 
 
-def _sweep_to_file(out, source, episodes, writes: bool, options: dict, devices, cluster, quiet: bool, command,
-                   resume: bool, log) -> SweepFile | None:
+def _sweep_to_file(
+    out, source, episodes, writes: bool, options: dict, devices, cluster, quiet: bool, command, resume: bool, log
+) -> SweepFile | None:
     """:func:`sweep_to_file` once its arguments are checked (and, writing, its output locked)."""
     from wpbjax import devices as devices_lib
     from wpbjax.output_size import check_disk_space
@@ -197,8 +323,16 @@ def _sweep_to_file(out, source, episodes, writes: bool, options: dict, devices, 
 
     memory_cap, params = options["memory_cap"], options["params"]
     reads = read_plan(options["top_k"], options["probes"], options["probe_rate"], options["retriever"])
-    plan_arguments = dict(budgets=options["budgets"], policies=options["policies"], tracks=options["tracks"],
-                          oracle=options["oracle"], devices=devices, params=params, cluster=cluster, reads=reads)
+    plan_arguments = dict(
+        budgets=options["budgets"],
+        policies=options["policies"],
+        tracks=options["tracks"],
+        oracle=options["oracle"],
+        devices=devices,
+        params=params,
+        cluster=cluster,
+        reads=reads,
+    )
     if streams(source, memory_cap):  # generated a block at a time (wpbjax.sweeps.blocks)
         blocks = Blocks(source, plan_arguments, memory_cap)
         plan, n_swept = blocks.plan, blocks.n_total
@@ -210,15 +344,19 @@ def _sweep_to_file(out, source, episodes, writes: bool, options: dict, devices, 
     if writes:
         check_disk_space(out, plan.total_runs, len(params or {}))  # one row per run
     if log is not None:
-        log(f"{n_swept:,} episodes x {len(plan.budgets)} budgets, tracks "
-              f"{','.join(plan.lineup)}, oracle {plan.oracle}, {plan.total_runs:,} runs on "
-              f"{devices_lib.describe(plan.devices)}" + (f" in each of {cluster.num_processes} processes" if cluster else "")
-              + (f", episodes made {blocks.block_episodes:,} at a time" if blocks else ""))
+        log(
+            f"{n_swept:,} episodes x {len(plan.budgets)} budgets, tracks "
+            f"{','.join(plan.lineup)}, oracle {plan.oracle}, {plan.total_runs:,} runs on "
+            f"{devices_lib.describe(plan.devices)}"
+            + (f" in each of {cluster.num_processes} processes" if cluster else "")
+            + (f", episodes made {blocks.block_episodes:,} at a time" if blocks else "")
+        )
     return _stream_to_file(out, plan, blocks, source, arguments, params, command, resume, quiet, log)
 
 
-def _stream_to_file(out, plan, blocks, source, arguments: dict, params, command, resume: bool,
-                    quiet: bool, log) -> SweepFile | None:
+def _stream_to_file(
+    out, plan, blocks, source, arguments: dict, params, command, resume: bool, quiet: bool, log
+) -> SweepFile | None:
     """Run ``plan`` (or each of ``blocks``' plans) into ``out`` (from the resume point, when
     resuming) and commit table and sidecar."""
     from wpbjax import resume as resume_lib, segments
@@ -232,13 +370,14 @@ def _stream_to_file(out, plan, blocks, source, arguments: dict, params, command,
     target = destination(out)  # a symbolic link is written through: its temporary files beside its target
     checkpoint, identity = _resume_point(target, arguments, plan, resume, log)
     # (a block's plan, its chunks to run) in order
-    work = blocks.plans(checkpoint.chunks) if blocks else [(plan, plan.chunks()[checkpoint.chunks:])]
+    work = blocks.plans(checkpoint.chunks) if blocks else [(plan, plan.chunks()[checkpoint.chunks :])]
     if plan.cluster is not None and not plan.cluster.writes:  # its share of every chunk goes to process 0
         for block_plan, chunks in work:
             write_chunks(block_plan, None, chunks=chunks)
         return None
-    on_disk = resume_lib.Checkpoint(checkpoint.chunks, checkpoint.rows, checkpoint.size, checkpoint.sums,
-                                    checkpoint.ends, checkpoint.checksums)
+    on_disk = resume_lib.Checkpoint(
+        checkpoint.chunks, checkpoint.rows, checkpoint.size, checkpoint.sums, checkpoint.ends, checkpoint.checksums
+    )
 
     def record(sums) -> None:
         """After a chunk's bytes are in the temporary file: the resume manifest says so (with their checksum)."""
@@ -291,8 +430,14 @@ def _resume_point(out, arguments: dict, plan, resume: bool, log) -> tuple:
     return checkpoint, identity
 
 
-def simulate(policy, episodes, budgets: Sequence[int], track: str = "unprivileged", params: dict | None = None,
-             oracle: str = "exact") -> dict[str, np.ndarray]:
+def simulate(
+    policy,
+    episodes,
+    budgets: Sequence[int],
+    track: str = "unprivileged",
+    params: dict | None = None,
+    oracle: str = "exact",
+) -> dict[str, np.ndarray]:
     """Run one policy on every (episode, budget) and score it: metric name -> [N, B] array (the
     results table's metric columns: f1, precision, recall, regret, bytes_used, tp, fp, fn, tn, ...).
 
@@ -322,13 +467,15 @@ def simulate(policy, episodes, budgets: Sequence[int], track: str = "unprivilege
         counts = rollout_lib.simulate(policy, batch, budgets, params=params)
         host = {field: np.asarray(value) for field, value in vars(counts).items() if value is not None}
     else:  # hindsight policies plan from the exact float64 utilities
-        run_inputs = policy.plan(episodes.track_costs(cost_track(track)), episodes.utility64,
-                                 episodes.arrays.length, budgets)
+        run_inputs = policy.plan(
+            episodes.track_costs(cost_track(track)), episodes.utility64, episodes.arrays.length, budgets
+        )
         grid = {name: np.asarray([value]) for name, value in (params or {}).items()} or None
         counts = rollout_lib.simulate_grid(policy, batch, budgets, params=grid, run_inputs=run_inputs)
         host = {field: np.asarray(value)[0] for field, value in vars(counts).items() if value is not None}
-    oracle_utility = oracle_batch(episodes.track_costs(cost_track(track)), episodes.utility64,
-                                  episodes.arrays.length, budgets, oracle)
+    oracle_utility = oracle_batch(
+        episodes.track_costs(cost_track(track)), episodes.utility64, episodes.arrays.length, budgets, oracle
+    )
     return score_runs(episodes, every, budgets, host, oracle_utility)
 
 
@@ -337,13 +484,21 @@ def _checked_batch(episodes, track: str):
     import chex
 
     if not hasattr(episodes, "host_batch"):
-        raise ValueError("episodes: expected encoded episodes (wj.episodes.generate / load); "
-                         f"got {type(episodes).__name__}")
+        raise ValueError(
+            f"episodes: expected encoded episodes (wj.episodes.generate / load); got {type(episodes).__name__}"
+        )
     batch = episodes.host_batch(track)
     n, t = batch.valid.shape
-    expected = {"valid": ((n, t), bool), "step_t": ((n, t), np.int32), "write_cost": ((n, t), np.int32),
-                "priority": ((n, t), np.float32), "utility": ((n, t), np.float32), "critical": ((n, t), bool),
-                "length": ((n,), np.int32), "t_last": ((n,), np.int32)}
+    expected = {
+        "valid": ((n, t), bool),
+        "step_t": ((n, t), np.int32),
+        "write_cost": ((n, t), np.int32),
+        "priority": ((n, t), np.float32),
+        "utility": ((n, t), np.float32),
+        "critical": ((n, t), bool),
+        "length": ((n,), np.int32),
+        "t_last": ((n,), np.int32),
+    }
     for field, (shape, dtype) in expected.items():
         value = getattr(batch, field)
         try:
@@ -354,9 +509,15 @@ def _checked_batch(episodes, track: str):
     return batch
 
 
-def report(results, out_dir: str | os.PathLike, meta: dict | str | os.PathLike | None = None,
-           budget: int = HEADLINE_BUDGET, curve_budget: int | None = None, episodes=None,
-           log: Callable[[str], None] | None = None) -> list[str]:
+def report(
+    results,
+    out_dir: str | os.PathLike,
+    meta: dict | str | os.PathLike | None = None,
+    budget: int = HEADLINE_BUDGET,
+    curve_budget: int | None = None,
+    episodes=None,
+    log: Callable[[str], None] | None = None,
+) -> list[str]:
     """Write the report (leaderboard, tables, figures; docs/reports.md) of ``results`` — a results
     file (its sidecar ``RESULTS.meta.json`` is read when present) or a DataFrame — into ``out_dir``.
     ``meta``: run metadata (a dict or a sidecar path); ``episodes``: the run's encoded episodes, for
@@ -383,10 +544,13 @@ def report(results, out_dir: str | os.PathLike, meta: dict | str | os.PathLike |
         check_table(path, results, meta, meta_path)
     for source in (path, meta_path):  # the report replaces its directory as a whole
         if source is not None and _inside(source, out_dir):
-            raise ValueError(f"{os.fspath(out_dir)}: holds {source}, an input of this report (a report replaces "
-                             f"its whole directory); choose another directory")
-    return write_report(results, out_dir, meta=meta, encoded=episodes, budget=budget, curve_budget=curve_budget,
-                        log=log)
+            raise ValueError(
+                f"{os.fspath(out_dir)}: holds {source}, an input of this report (a report replaces "
+                f"its whole directory); choose another directory"
+            )
+    return write_report(
+        results, out_dir, meta=meta, encoded=episodes, budget=budget, curve_budget=curve_budget, log=log
+    )
 
 
 def _inside(path, directory) -> bool:
@@ -404,7 +568,9 @@ def train_gate(track: str = "unprivileged", out: str | os.PathLike | None = None
     known = {field.name for field in dataclasses.fields(TrainConfig)}
     unknown = sorted(set(config) - known)
     if unknown:
-        raise ValueError(f"train_gate: unknown option {', '.join(unknown)}; expected some of {', '.join(sorted(known))}")
+        raise ValueError(
+            f"train_gate: unknown option {', '.join(unknown)}; expected some of {', '.join(sorted(known))}"
+        )
     settings = TrainConfig(track=track, **config)
     if out is not None:  # fail early (and clearly) if the path cannot be written; touch nothing yet
         from wpbjax.atomic import check_writable
@@ -416,7 +582,16 @@ def train_gate(track: str = "unprivileged", out: str | os.PathLike | None = None
     result = train(settings, log=log)
     if out is not None:
         history = result["history"]
-        save_gate(out, result["weights"], settings.track,
-                  {"config": dataclasses.asdict(settings), "history": history, "train_seconds": result["seconds"],
-                   "afford_threshold": result["afford_threshold"], "calibration": result["calibration"]})
+        save_gate(
+            out,
+            result["weights"],
+            settings.track,
+            {
+                "config": dataclasses.asdict(settings),
+                "history": history,
+                "train_seconds": result["seconds"],
+                "afford_threshold": result["afford_threshold"],
+                "calibration": result["calibration"],
+            },
+        )
     return result

@@ -11,6 +11,7 @@ A library check writes its message once, marking each argument it names with :fu
 instead (:func:`wpbjax.cli.failures.run_command`, whose ``flag`` maps a Python name to its flag), so
 the same check says ``--process-id: expected 0..1 (--num-processes 2), got 2`` there.
 """
+
 from __future__ import annotations
 
 import re

@@ -10,6 +10,7 @@ symbolic link is written through: the link's target is replaced, the link stays.
 A report directory is built the same way (:func:`atomic_directory`): a temporary directory renamed
 into place when complete, a previous report swapped out only then.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -117,8 +118,9 @@ def atomic_directory(path: str | os.PathLike, replaceable: Callable[[str], bool]
         if not os.path.isdir(target):
             raise ValueError(f"{path}: exists and is not a directory")
         if os.listdir(target) and not replaceable(target):
-            raise ValueError(f"{path}: exists and holds other files than a previous report; choose a new or "
-                             f"empty directory")
+            raise ValueError(
+                f"{path}: exists and holds other files than a previous report; choose a new or empty directory"
+            )
     parent = os.path.dirname(os.path.abspath(target))
     if os.path.exists(parent) and not os.path.isdir(parent):
         raise ValueError(f"{path}: {parent} is not a directory")

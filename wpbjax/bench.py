@@ -5,6 +5,7 @@ warm-up), runs = episodes × budgets. Episodes: up to 256 distinct reference-gen
 (the four modes in turn), tiled to the asked count; the tiles share one distribution, and the
 engine does the same work per step whether or not episodes repeat.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,15 +24,18 @@ DEFAULT_BUDGETS = (1024, 10240, 102400)
 
 
 def bench_batch(n_episodes: int, n_steps: int, track: str = "privileged", devices=None, seed: int = 0):
-    distinct = [generate_episode(DriftConfig(mode=MODES[i % len(MODES)], steps=n_steps, seed=seed), i)
-                for i in range(min(n_episodes, DISTINCT_EPISODES))]
+    distinct = [
+        generate_episode(DriftConfig(mode=MODES[i % len(MODES)], steps=n_steps, seed=seed), i)
+        for i in range(min(n_episodes, DISTINCT_EPISODES))
+    ]
     encoded = encode_episodes(distinct)
     tiles = np.arange(n_episodes) % len(distinct)
     return encoded.batch(track, tiles, devices or devices_lib.local_devices())
 
 
-def run_bench(n_episodes: int = 10000, n_steps: int = 200, policies=None, budgets=DEFAULT_BUDGETS,
-              repeats: int = 3, devices=None) -> dict:
+def run_bench(
+    n_episodes: int = 10000, n_steps: int = 200, policies=None, budgets=DEFAULT_BUDGETS, repeats: int = 3, devices=None
+) -> dict:
     devices = devices or devices_lib.local_devices()
     n_episodes = -(-n_episodes // len(devices)) * len(devices)  # shardable
     names = list(policies or lineup("privileged"))
@@ -51,7 +55,21 @@ def run_bench(n_episodes: int = 10000, n_steps: int = 200, policies=None, budget
             jax.block_until_ready(run())
             best = min(best, time.perf_counter() - started)
         # run_s to 4 significant digits: a tiny run (0.2 ms) rounded to 5 decimals lost 1-2% of itself
-        results.append({"policy": name, "compile_s": round(max(first - best, 0.0), 4), "run_s": float(f"{best:.4g}"),
-                        "episode_steps_per_s": runs * n_steps / best})
-    return {"devices": len(devices), "platform": devices[0].platform, "device_kind": devices[0].device_kind,
-            "episodes": n_episodes, "steps": n_steps, "budgets": list(budgets), "runs": runs, "policies": results}
+        results.append(
+            {
+                "policy": name,
+                "compile_s": round(max(first - best, 0.0), 4),
+                "run_s": float(f"{best:.4g}"),
+                "episode_steps_per_s": runs * n_steps / best,
+            }
+        )
+    return {
+        "devices": len(devices),
+        "platform": devices[0].platform,
+        "device_kind": devices[0].device_kind,
+        "episodes": n_episodes,
+        "steps": n_steps,
+        "budgets": list(budgets),
+        "runs": runs,
+        "policies": results,
+    }

@@ -1,4 +1,5 @@
 """Byte budgets: the paper's grid and the one check every entry point applies."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -15,7 +16,11 @@ def check_budgets(budgets: Sequence[int]) -> np.ndarray:
         raise ValueError(f"budgets must be a 1-D list of byte counts; got shape {budgets.shape}")
     if budgets.size == 0:
         raise ValueError("budgets: give at least one budget")
-    if budgets.dtype == object or not np.issubdtype(budgets.dtype, np.integer) \
-            or (budgets < 1).any() or (budgets >= 2**31).any():
+    if (
+        budgets.dtype == object
+        or not np.issubdtype(budgets.dtype, np.integer)
+        or (budgets < 1).any()
+        or (budgets >= 2**31).any()
+    ):
         raise ValueError(f"budgets must be whole numbers of bytes between 1 and 2^31-1; got {budgets.tolist()}")
     return budgets.astype(np.int64)

@@ -8,6 +8,7 @@ each process sweeps its own share of the grid.
 On a CPU, the CLI makes one XLA device per core (:func:`use_every_core`); a sweep of few runs per
 call starts JAX on one device whose worker threads share one core instead (:func:`local_devices`).
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -48,8 +49,9 @@ _DEVICE_COUNT_IS_OURS = False  # use_every_core chose the CPU device count (not 
 
 
 def _device_count_chosen_by_user() -> bool:
-    return ((jax.config.jax_num_cpu_devices != -1 and not _DEVICE_COUNT_IS_OURS)
-            or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""))
+    return (
+        jax.config.jax_num_cpu_devices != -1 and not _DEVICE_COUNT_IS_OURS
+    ) or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
 
 
 # A call of fewer runs than this per core starts JAX on one core (see start_on_one_core): measured

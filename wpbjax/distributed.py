@@ -8,6 +8,7 @@ CPU over gloo collectives), as Arrow IPC bytes, and are put in the single-proces
 Every episode's random key is folded from its own index, so the rows do not depend on the split:
 the file is byte-identical to a one-process run with the same devices per process.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,7 +64,7 @@ class Cluster:
         sizes = multihost_utils.process_allgather(np.asarray([payload.size], np.int64))[:, 0]
         # one padded length per power of two, so that a sweep compiles the gather a few times at most
         padded = np.zeros(1 << max(int(sizes.max()) - 1, 1023).bit_length(), np.uint8)
-        padded[:payload.size] = payload
+        padded[: payload.size] = payload
         parts = multihost_utils.process_allgather(padded)
         if not self.writes:
             return None
@@ -124,16 +125,20 @@ def resolve(coordinator: str | None, num_processes: int | None, process_id: int 
     Open MPI: ``{}``, JAX detects them); None for a single process. An ArgumentError names where
     a bad value came from: the argument (``num_processes``; ``--num-processes`` from the CLI) or
     the environment variable."""
-    given = {"coordinator": _setting("coordinator", coordinator or None, ENV_COORDINATOR, _env_text),
-             "num_processes": _setting("num_processes", num_processes, ENV_NUM_PROCESSES, _env_int),
-             "process_id": _setting("process_id", process_id, ENV_PROCESS_ID, _env_int)}
+    given = {
+        "coordinator": _setting("coordinator", coordinator or None, ENV_COORDINATOR, _env_text),
+        "num_processes": _setting("num_processes", num_processes, ENV_NUM_PROCESSES, _env_int),
+        "process_id": _setting("process_id", process_id, ENV_PROCESS_ID, _env_int),
+    }
     if all(value is None for value, _ in given.values()):
         return {} if _launched_by_cluster() else None
     missing = [name for value, name in given.values() if value is None]
     if missing:
         present = ", ".join(name for value, name in given.values() if value is not None)
-        raise ArgumentError(f"{', '.join(missing)}: needed with {present} (give all three: {arg('coordinator')} "
-                            f"HOST:PORT, {arg('num_processes')} N, {arg('process_id')} I)")
+        raise ArgumentError(
+            f"{', '.join(missing)}: needed with {present} (give all three: {arg('coordinator')} "
+            f"HOST:PORT, {arg('num_processes')} N, {arg('process_id')} I)"
+        )
     (coordinator, coordinator_at), (num_processes, num_processes_at), (process_id, process_id_at) = given.values()
     host, sep, port = coordinator.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -141,13 +146,15 @@ def resolve(coordinator: str | None, num_processes: int | None, process_id: int 
     if num_processes < 1:
         raise ArgumentError(f"{num_processes_at}: expected an integer >= 1, got {num_processes}")
     if not 0 <= process_id < num_processes:
-        raise ArgumentError(f"{process_id_at}: expected 0..{num_processes - 1} ({num_processes_at} {num_processes}), "
-                            f"got {process_id}")
+        raise ArgumentError(
+            f"{process_id_at}: expected 0..{num_processes - 1} ({num_processes_at} {num_processes}), got {process_id}"
+        )
     return {"coordinator_address": coordinator, "num_processes": num_processes, "process_id": process_id}
 
 
-def initialize(coordinator: str | None = None, num_processes: int | None = None,
-               process_id: int | None = None) -> Cluster | None:
+def initialize(
+    coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None
+) -> Cluster | None:
     """Join the other processes (``jax.distributed.initialize``; call it before any JAX computation)
     and return this process's place, or None when run as a single process. CPU collectives go over
     gloo (the cross-process implementation JAX ships for CPU)."""

@@ -23,6 +23,7 @@ in float64 (:func:`columns`), NaN (a blank cell) where the denominator is 0. Cou
 (scatters per run inside the vmapped rollout) cost 5-10x the whole rollout of the cheap policies (bench,
 measured), for numbers the host gets in milliseconds from bits it has anyway.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,10 +35,24 @@ import numpy as np
 import wpbjax.episodes.facts as facts
 from wpbjax.episodes.batch import EpisodeBatch
 
-COLUMNS = ("update_fidelity", "history_coverage", "stale_rate", "detectability", "temporal_accuracy",
-           "provenance_completeness", "over_retention")
-NUMERATORS = ("n_latest_held", "n_pairs_held", "n_stale", "n_facts_held", "n_changes_held", "n_probes_held",
-              "n_transient_held")
+COLUMNS = (
+    "update_fidelity",
+    "history_coverage",
+    "stale_rate",
+    "detectability",
+    "temporal_accuracy",
+    "provenance_completeness",
+    "over_retention",
+)
+NUMERATORS = (
+    "n_latest_held",
+    "n_pairs_held",
+    "n_stale",
+    "n_facts_held",
+    "n_changes_held",
+    "n_probes_held",
+    "n_transient_held",
+)
 
 
 def by_slot_name(table):
@@ -54,12 +69,14 @@ def _run_words(retained_bits: np.ndarray, n_steps: int) -> np.ndarray:
     n_bytes = -(-n_runs // 8)
     word_bytes = next((size for size in (1, 2, 4) if n_bytes <= size), 8)
     width, dtype = 8 * word_bytes, np.dtype(f"<u{word_bytes}")
-    kept = np.unpackbits(retained_bits, axis=-1, count=n_steps)               # [n, R, T] 0/1
+    kept = np.unpackbits(retained_bits, axis=-1, count=n_steps)  # [n, R, T] 0/1
     words = np.empty((n, n_steps, -(-n_runs // width)), dtype)
     for number in range(words.shape[-1]):
-        runs = kept[:, number * width:(number + 1) * width]
+        runs = kept[:, number * width : (number + 1) * width]
         # a sum of distinct powers of two is their OR (exact in the word's type)
-        words[..., number] = np.einsum("nrt,r->nt", runs, np.left_shift(dtype.type(1), np.arange(runs.shape[1], dtype=dtype)))
+        words[..., number] = np.einsum(
+            "nrt,r->nt", runs, np.left_shift(dtype.type(1), np.arange(runs.shape[1], dtype=dtype))
+        )
     return words.reshape(n * n_steps, -1)
 
 
@@ -95,16 +112,16 @@ class Layout:
 
     n_episodes: int
     n_steps: int
-    pairs: _Groups              # a pair's steps
-    facts: _Groups              # a fact's pair rows (every version)
-    current: _Groups            # a fact's pair rows of its latest version
-    pair_episode: np.ndarray    # [pairs] episode of each pair row (sorted)
-    fact_episode: np.ndarray    # [facts]
-    latest: np.ndarray          # [pairs] bool: the fact's last observed version
-    probes: np.ndarray          # [pairs] probe times that find the pair current
-    changes: np.ndarray         # [c] pair rows that are a new version of a seen fact ...
-    previous: np.ndarray        # [c] ... and the pair row observed just before
-    transient: np.ndarray       # [t] global steps whose facts should none of them persist
+    pairs: _Groups  # a pair's steps
+    facts: _Groups  # a fact's pair rows (every version)
+    current: _Groups  # a fact's pair rows of its latest version
+    pair_episode: np.ndarray  # [pairs] episode of each pair row (sorted)
+    fact_episode: np.ndarray  # [facts]
+    latest: np.ndarray  # [pairs] bool: the fact's last observed version
+    probes: np.ndarray  # [pairs] probe times that find the pair current
+    changes: np.ndarray  # [c] pair rows that are a new version of a seen fact ...
+    previous: np.ndarray  # [c] ... and the pair row observed just before
+    transient: np.ndarray  # [t] global steps whose facts should none of them persist
 
     @classmethod
     def of(cls, batch) -> Layout:
@@ -119,23 +136,30 @@ class Layout:
         row_of[pair_rows] = np.arange(len(pair_rows))
         fact_row_of = np.full(n * n_slots, -1, np.int64)
         fact_row_of[fact_rows] = np.arange(len(fact_rows))
-        episode, slot = np.nonzero(pair >= 0)                  # named slots, episode-major
+        episode, slot = np.nonzero(pair >= 0)  # named slots, episode-major
         base = episode * n_slots
-        step = episode * n_steps + slot % n_steps              # the global step that carries the slot
+        step = episode * n_steps + slot % n_steps  # the global step that carries the slot
         slot_pair = row_of[base + pair[episode, slot]]
-        pair_fact = fact_row_of[key.ravel()[pair_rows] + pair_rows // n_slots * n_slots]   # [pairs] fact row
+        pair_fact = fact_row_of[key.ravel()[pair_rows] + pair_rows // n_slots * n_slots]  # [pairs] fact row
         latest = by_slot_name(np.asarray(batch.fact_latest)).ravel()[pair_rows]
         rows = np.arange(len(pair_rows))
         prev = by_slot_name(np.asarray(batch.fact_prev)).ravel()[pair_rows]
         pair_episode = pair_rows // n_slots
         changes = np.flatnonzero(prev >= 0)
-        return cls(n, n_steps, _Groups.of(step, slot_pair, len(pair_rows)),
-                   _Groups.of(rows, pair_fact, len(fact_rows)),
-                   _Groups.of(rows[latest], pair_fact[latest], len(fact_rows)),
-                   pair_episode, fact_rows // n_slots, latest,
-                   by_slot_name(np.asarray(batch.fact_probes)).ravel()[pair_rows].astype(np.int64), changes,
-                   row_of[pair_episode[changes] * n_slots + prev[changes]],
-                   np.flatnonzero(np.asarray(batch.transient).ravel()))
+        return cls(
+            n,
+            n_steps,
+            _Groups.of(step, slot_pair, len(pair_rows)),
+            _Groups.of(rows, pair_fact, len(fact_rows)),
+            _Groups.of(rows[latest], pair_fact[latest], len(fact_rows)),
+            pair_episode,
+            fact_rows // n_slots,
+            latest,
+            by_slot_name(np.asarray(batch.fact_probes)).ravel()[pair_rows].astype(np.int64),
+            changes,
+            row_of[pair_episode[changes] * n_slots + prev[changes]],
+            np.flatnonzero(np.asarray(batch.transient).ravel()),
+        )
 
 
 def _count_runs(episode: np.ndarray, n_episodes: int, n_runs: int, *parts: tuple) -> list[np.ndarray]:
@@ -146,11 +170,12 @@ def _count_runs(episode: np.ndarray, n_episodes: int, n_runs: int, *parts: tuple
     columns = []
     for words, weight in parts:
         if id(words) not in unpacked:
-            unpacked[id(words)] = np.unpackbits(np.ascontiguousarray(words).view(np.uint8), axis=-1, count=n_runs,
-                                                bitorder="little")
+            unpacked[id(words)] = np.unpackbits(
+                np.ascontiguousarray(words).view(np.uint8), axis=-1, count=n_runs, bitorder="little"
+            )
         bits = unpacked[id(words)]
         columns.append(bits if weight is None else bits * np.asarray(weight, np.int64)[:, None])
-    stacked = np.concatenate(columns, axis=1)                                    # [m, len(parts) * R]
+    stacked = np.concatenate(columns, axis=1)  # [m, len(parts) * R]
     bounds = np.searchsorted(episode, np.arange(n_episodes + 1))
     some = bounds[1:] > bounds[:-1]  # reduceat reads an empty segment as one row: those stay 0
     out = np.zeros((n_episodes, stacked.shape[1]), np.int64)
@@ -165,18 +190,27 @@ def count(layout: Layout, retained_bits: np.ndarray) -> dict:
     Each run is a bit of a word per step, so a pair is held in run r iff bit r of the OR of the
     words of its steps is set (a fact iff one of its pairs is): no [n, T*K, R] table."""
     n, n_runs = layout.n_episodes, retained_bits.shape[1]
-    words = _run_words(retained_bits, layout.n_steps)                            # [n*T, W]
-    held = layout.pairs.any(words)                                               # [pairs, W]
-    fact_held, fact_current = layout.facts.any(held), layout.current.any(held)   # [facts, W]
-    changed = np.zeros_like(held)                # at a new version's row: it and the version before held
+    words = _run_words(retained_bits, layout.n_steps)  # [n*T, W]
+    held = layout.pairs.any(words)  # [pairs, W]
+    fact_held, fact_current = layout.facts.any(held), layout.current.any(held)  # [facts, W]
+    changed = np.zeros_like(held)  # at a new version's row: it and the version before held
     changed[layout.changes] = held[layout.changes] & held[layout.previous]
     latest_held, pairs_held, probes_held, changes_held = _count_runs(
-        layout.pair_episode, n, n_runs, (held, layout.latest), (held, None), (held, layout.probes), (changed, None))
-    facts_held, stale = _count_runs(layout.fact_episode, n, n_runs, (fact_held, None),
-                                    (fact_held & ~fact_current, None))
-    transient_held, = _count_runs(layout.transient // layout.n_steps, n, n_runs, (words[layout.transient], None))
-    return dict(n_latest_held=latest_held, n_pairs_held=pairs_held, n_stale=stale, n_facts_held=facts_held,
-                n_changes_held=changes_held, n_probes_held=probes_held, n_transient_held=transient_held)
+        layout.pair_episode, n, n_runs, (held, layout.latest), (held, None), (held, layout.probes), (changed, None)
+    )
+    facts_held, stale = _count_runs(
+        layout.fact_episode, n, n_runs, (fact_held, None), (fact_held & ~fact_current, None)
+    )
+    (transient_held,) = _count_runs(layout.transient // layout.n_steps, n, n_runs, (words[layout.transient], None))
+    return dict(
+        n_latest_held=latest_held,
+        n_pairs_held=pairs_held,
+        n_stale=stale,
+        n_facts_held=facts_held,
+        n_changes_held=changes_held,
+        n_probes_held=probes_held,
+        n_transient_held=transient_held,
+    )
 
 
 def numerators(retained_bits: np.ndarray, batch: EpisodeBatch) -> dict:
@@ -198,8 +232,8 @@ def _copies(indices: np.ndarray) -> int:
     return copies if np.array_equal(indices, np.tile(indices[:distinct], copies)) else 1
 
 
-_LAYOUTS: dict = {}   # (id of the fact table, episode numbers) -> (that table, Layout, denominators)
-_LAYOUTS_KEPT = 2     # a chunk's episodes (every (track, policy) of the chunk reads its layout), and the next
+_LAYOUTS: dict = {}  # (id of the fact table, episode numbers) -> (that table, Layout, denominators)
+_LAYOUTS_KEPT = 2  # a chunk's episodes (every (track, policy) of the chunk reads its layout), and the next
 _LAYOUTS_LOCK = threading.Lock()
 
 
@@ -226,13 +260,15 @@ def _numerators_and_totals(retained_bits: np.ndarray, batch: EpisodeBatch, indic
     (only its fact tables gathered). Episodes repeated P times (a param grid) are read once, their
     P copies as P*R runs each: the fact work is the m distinct episodes', whatever P."""
     copies = _copies(indices)
-    distinct = indices[:len(indices) // copies]
+    distinct = indices[: len(indices) // copies]
     n_runs, n_bytes = retained_bits.shape[1:]
     bits = retained_bits.reshape(copies, len(distinct), n_runs, n_bytes).swapaxes(0, 1)
     layout, totals = _layout(batch, distinct)
     counts = count(layout, bits.reshape(len(distinct), copies * n_runs, n_bytes))
-    counts = {name: value.reshape(len(distinct), copies, n_runs).swapaxes(0, 1).reshape(len(indices), n_runs)
-              for name, value in counts.items()}
+    counts = {
+        name: value.reshape(len(distinct), copies, n_runs).swapaxes(0, 1).reshape(len(indices), n_runs)
+        for name, value in counts.items()
+    }
     return counts, {name: np.tile(value, copies)[:, None] for name, value in totals.items()}
 
 

@@ -3,6 +3,7 @@
 On device: exact integer counts per run (:class:`Counts`). On host: the published ratios in
 float64 from those counts, and policy utility as an exact float64 sum over the retained steps.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,20 +21,20 @@ from wpbjax.store import STILL_HELD, StoreState
 class Counts:
     """Exact integers describing one run's final store."""
 
-    retained: jax.Array        # [ceil(T/8)] uint8 bit-packed W (retained steps), for exact utility sums
-    n_retained: jax.Array      # [] int32 |W|
-    n_hit: jax.Array           # [] int32 |W ∩ R|
-    bytes_used: jax.Array      # [] int32 every present item, orphan deltas included
-    staleness_sum: jax.Array   # [] int32 Σ_{t∈W} (t_last − t)
-    write_actions: jax.Array   # [] int32
+    retained: jax.Array  # [ceil(T/8)] uint8 bit-packed W (retained steps), for exact utility sums
+    n_retained: jax.Array  # [] int32 |W|
+    n_hit: jax.Array  # [] int32 |W ∩ R|
+    bytes_used: jax.Array  # [] int32 every present item, orphan deltas included
+    staleness_sum: jax.Array  # [] int32 Σ_{t∈W} (t_last − t)
+    write_actions: jax.Array  # [] int32
     expire_actions: jax.Array  # [] int32
-    merge_actions: jax.Array   # [] int32
-    n_present: jax.Array       # [] int32 items present, orphan deltas included (provenance, wpbjax.integrity)
+    merge_actions: jax.Array  # [] int32
+    n_present: jax.Array  # [] int32 items present, orphan deltas included (provenance, wpbjax.integrity)
     # The store's history, for reads (wpbjax.reads; only from a store that records it, else None):
-    left_at: jax.Array | None = None     # [T] int32 step whose EXPIRE removed the slot's item; STILL_HELD if it is
-                                         #   present at the end, -1 if the slot never held one
+    left_at: jax.Array | None = None  # [T] int32 step whose EXPIRE removed the slot's item; STILL_HELD if it is
+    #   present at the end, -1 if the slot never held one
     written_at: jax.Array | None = None  # [T] int32 step that added it (WRITE_PAST; None: the slot itself)
-    parent: jax.Array | None = None      # [T] int32 the parent slot of a slot that held a delta, else -1
+    parent: jax.Array | None = None  # [T] int32 the parent slot of a slot that held a delta, else -1
 
 
 def retained_mask(store: StoreState, episode: EpisodeBatch) -> jax.Array:
@@ -41,9 +42,14 @@ def retained_mask(store: StoreState, episode: EpisodeBatch) -> jax.Array:
     parent step carry equal *string* apis (orphan deltas keep their bytes but do not count)."""
     base = store.present & ~store.is_delta
     parent = jnp.maximum(store.parent, 0)
-    delta_counts = (store.present & store.is_delta & base[parent]
-                    & episode.api_is_str & episode.api_is_str[parent]
-                    & (episode.api_id == episode.api_id[parent]))
+    delta_counts = (
+        store.present
+        & store.is_delta
+        & base[parent]
+        & episode.api_is_str
+        & episode.api_is_str[parent]
+        & (episode.api_id == episode.api_id[parent])
+    )
     return base | delta_counts
 
 
@@ -83,8 +89,9 @@ def f1_from_counts(hits, retained, n_critical):
 
 def _ratio(numerator, denominator):
     numerator, denominator = np.asarray(numerator, np.float64), np.asarray(denominator, np.float64)
-    return np.divide(numerator, denominator, out=np.zeros(np.broadcast(numerator, denominator).shape),
-                     where=denominator != 0)
+    return np.divide(
+        numerator, denominator, out=np.zeros(np.broadcast(numerator, denominator).shape), where=denominator != 0
+    )
 
 
 def policy_utility(retained_bits: np.ndarray, utility64: np.ndarray) -> np.ndarray:
@@ -94,8 +101,9 @@ def policy_utility(retained_bits: np.ndarray, utility64: np.ndarray) -> np.ndarr
     return np.where(kept, utility64, 0.0).sum(axis=-1)
 
 
-def score(counts: dict, utility: np.ndarray, oracle: np.ndarray, n_critical, total_drift_events,
-          n_steps, budget) -> dict:
+def score(
+    counts: dict, utility: np.ndarray, oracle: np.ndarray, n_critical, total_drift_events, n_steps, budget
+) -> dict:
     """The published metric columns from host arrays of counts (all broadcastable, one entry per run)."""
     n_hit, n_retained = counts["n_hit"], counts["n_retained"]
     bytes_used = np.asarray(counts["bytes_used"], np.int64)

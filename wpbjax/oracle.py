@@ -9,6 +9,7 @@ on a grid (integer multiples of 2^-k, as the paper's 0.5/1/5/6 do) it is a DP ov
 the least weight reaching each value total, O(T·V) with V = Σu/q, independent of the budget and
 run in JAX over all episodes at once. Otherwise it is a float64 DP over capacity, O(T·B).
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,8 +20,8 @@ import numpy as np
 
 from wpbjax.devices import COMPILER_OPTIONS
 
-MAX_GRID_EXPONENT = 16      # utilities on a grid of 2^-16 or coarser use the DP over value
-MAX_VALUE_CELLS = 1 << 22   # ... while the value table stays this small
+MAX_GRID_EXPONENT = 16  # utilities on a grid of 2^-16 or coarser use the DP over value
+MAX_VALUE_CELLS = 1 << 22  # ... while the value table stays this small
 
 ORACLE_MODES = ("exact", "published_rule")
 ORACLE_ALIASES = {"reference": "published_rule"}  # the mode's name before it was renamed
@@ -89,11 +90,13 @@ def exact_batch(weights: np.ndarray, values: np.ndarray, lengths: np.ndarray, bu
         reachable = np.minimum(units.sum(axis=1), value_bound(weights, units, valid, int(budgets.max())))
         n_values = _bucket(int(reachable.max()) + 1)
         if n_values * weights.shape[0] <= MAX_VALUE_CELLS * 16 and n_values <= MAX_VALUE_CELLS:
-            least = np.asarray(_least_weight_by_value(weights.astype(np.int32), units.astype(np.int32), valid, n_values))
+            least = np.asarray(
+                _least_weight_by_value(weights.astype(np.int32), units.astype(np.int32), valid, n_values)
+            )
             # best value at budget b = the largest v whose least weight fits (least is non-decreasing)
             best_units = np.stack([np.searchsorted(row, budgets, side="right") - 1 for row in least])
             return best_units * quantum
-    return np.stack([exact(weights[n, :lengths[n]], values[n, :lengths[n]], budgets) for n in range(len(weights))])
+    return np.stack([exact(weights[n, : lengths[n]], values[n, : lengths[n]], budgets) for n in range(len(weights))])
 
 
 def value_bound(weights: np.ndarray, units: np.ndarray, valid: np.ndarray, budget: int) -> np.ndarray:
@@ -175,13 +178,16 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def oracle_batch(costs: np.ndarray, utility: np.ndarray, lengths: np.ndarray, budgets, mode: str = "exact") -> np.ndarray:
+def oracle_batch(
+    costs: np.ndarray, utility: np.ndarray, lengths: np.ndarray, budgets, mode: str = "exact"
+) -> np.ndarray:
     """[N, B] oracle utility of N episodes (``costs``: [N, T] one track's write costs; ``utility``:
     [N, T] float64; ``lengths``: [N] steps) at every budget, under oracle ``mode``."""
     if check_mode(mode) == "exact":
         return exact_batch(costs, utility, lengths, budgets)
-    return np.stack([published_rule(costs[n, :lengths[n]], utility[n, :lengths[n]], budgets)
-                     for n in range(len(lengths))]).reshape(len(lengths), len(np.atleast_1d(budgets)))
+    return np.stack(
+        [published_rule(costs[n, : lengths[n]], utility[n, : lengths[n]], budgets) for n in range(len(lengths))]
+    ).reshape(len(lengths), len(np.atleast_1d(budgets)))
 
 
 # --- The exact oracle's chosen set (oracle_optimal; additive, exact_batch is unchanged) ----------
@@ -208,8 +214,10 @@ def exact_choice(weights: np.ndarray, values: np.ndarray, budgets) -> np.ndarray
             return _choice_by_value(weights, units, n_values, budgets)
     capacity = int(min(budgets.max(), weights[usable].sum()))
     if len(weights) * (capacity + 1) > MAX_CHOICE_CELLS:
-        raise ValueError(f"exact_choice: a capacity DP of {len(weights)} items x {capacity + 1} bytes is too large "
-                         f"(utilities are not on a 2^-k grid); use smaller budgets or grid utilities")
+        raise ValueError(
+            f"exact_choice: a capacity DP of {len(weights)} items x {capacity + 1} bytes is too large "
+            f"(utilities are not on a 2^-k grid); use smaller budgets or grid utilities"
+        )
     return _choice_by_capacity(weights, values, usable, capacity, budgets)
 
 
@@ -222,7 +230,7 @@ def _choice_by_value(weights, units, n_values, budgets) -> np.ndarray:
         if unit > 0:
             least[i + 1, unit:] = np.minimum(least[i, unit:], least[i, :-unit] + weight)
     # best exact value total that fits each budget, then walk back: an item is taken where the row changes
-    fits = least[-1][None, :] <= budgets[:, None]                      # [B, V]
+    fits = least[-1][None, :] <= budgets[:, None]  # [B, V]
     value = np.where(fits, np.arange(n_values)[None, :], 0).max(axis=1)  # [B]
     chosen = np.zeros((len(budgets), len(weights)), bool)
     for i in range(len(weights) - 1, -1, -1):

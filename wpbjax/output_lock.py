@@ -5,6 +5,7 @@ it ends: the lock file of a dead run (``kill -9``) is simply taken over by the n
 live run on the same output is refused, naming the owner's pid, before it reads or writes anything
 (its temporary file, its resume manifest). ``--resume`` takes the same lock.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,8 +44,10 @@ def output_lock(out: str | os.PathLike) -> Iterator[str]:
         except BlockingIOError:
             owner = _owner(handle)
             handle.close()
-            raise OutputBusy(f"{os.fspath(out)}: another wpbjax run ({owner}) is writing it (lock {path}); wait "
-                             f"for it to finish, or choose another output") from None
+            raise OutputBusy(
+                f"{os.fspath(out)}: another wpbjax run ({owner}) is writing it (lock {path}); wait "
+                f"for it to finish, or choose another output"
+            ) from None
         try:
             same = os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
         except FileNotFoundError:

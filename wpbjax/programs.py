@@ -1,6 +1,7 @@
 """The library's module-level compiled programs, made with :func:`jit` so that each keeps its
 function and options: :func:`wpbjax.testing.max_traces` rebuilds one to count its traces with
 ``chex.assert_max_traces`` (JAX's own compile counters are private)."""
+
 from __future__ import annotations
 
 import jax

@@ -1,5 +1,6 @@
 """Progress of long work (runs done, runs per second, time left) through tqdm's ``auto`` bar: a
 widget in Jupyter, a line on stderr in a terminal, nothing when disabled (``--quiet``)."""
+
 from __future__ import annotations
 
 
@@ -10,8 +11,15 @@ class Progress:
         from tqdm.auto import tqdm
 
         self.total, self.done, self.enabled = total_runs, 0, enabled
-        self._bar = tqdm(total=total_runs, disable=not enabled, file=stream, unit=" runs", unit_scale=False,
-                         dynamic_ncols=True, leave=True)
+        self._bar = tqdm(
+            total=total_runs,
+            disable=not enabled,
+            file=stream,
+            unit=" runs",
+            unit_scale=False,
+            dynamic_ncols=True,
+            leave=True,
+        )
 
     def __enter__(self) -> Progress:
         return self

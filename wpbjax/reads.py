@@ -20,6 +20,7 @@ runs at a time: probes x slots per run, no re-run of the scan per probe. Memory 
 layers) answers the same probes with no memory (every probe abstains) and with oracle memory (every step
 stored, never evicted, unlimited budget) through the same retriever and K.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,28 +36,43 @@ from wpbjax.store import EMPTY_DELTA_BYTES, INDEX_BYTES, STILL_HELD
 # Result columns (one row per run and K; blank (NaN) where the episode has no probes or the ratio no
 # denominator). Answerable probes: those whose fact has a value at the asked step (not never-seen).
 READ_COLUMNS = (
-    "top_k",                       # K, the records retrieved per probe
-    "n_probes",                    # probes of the episode
-    "read_accuracy",               # right answers (or right abstentions) / probes
-    "stale_answer_rate",           # answers with another version of the asked fact / answerable probes
-    "memory_miss_rate",            # wrong answers the whole store gets wrong too (never stored, evicted) / answerable
-    "retrieval_miss_rate",         # wrong answers the whole store gets right (outside the top K) / answerable
-    "distractor_rate",             # top-1 record of another fact / answerable probes with something retrieved
-    "abstention_precision",        # abstentions on never-seen facts / abstentions
-    "abstention_recall",           # abstentions on never-seen facts / never-seen probes
-    "precision_at_k",              # retrieved records of the asked fact / records retrieved (answerable probes)
-    "retrieved_bytes_per_query",   # bytes of the retrieved records (base + deltas) / probes
-    "read_accuracy_no_memory",     # the same probes answered with no memory
+    "top_k",  # K, the records retrieved per probe
+    "n_probes",  # probes of the episode
+    "read_accuracy",  # right answers (or right abstentions) / probes
+    "stale_answer_rate",  # answers with another version of the asked fact / answerable probes
+    "memory_miss_rate",  # wrong answers the whole store gets wrong too (never stored, evicted) / answerable
+    "retrieval_miss_rate",  # wrong answers the whole store gets right (outside the top K) / answerable
+    "distractor_rate",  # top-1 record of another fact / answerable probes with something retrieved
+    "abstention_precision",  # abstentions on never-seen facts / abstentions
+    "abstention_recall",  # abstentions on never-seen facts / never-seen probes
+    "precision_at_k",  # retrieved records of the asked fact / records retrieved (answerable probes)
+    "retrieved_bytes_per_query",  # bytes of the retrieved records (base + deltas) / probes
+    "read_accuracy_no_memory",  # the same probes answered with no memory
     "read_accuracy_oracle_memory",  # ... with every step stored (same retriever and K)
-    "writer_error_share",          # wrong answers that oracle memory gets right / wrong answers
+    "writer_error_share",  # wrong answers that oracle memory gets right / wrong answers
 )
-COUNTS = ("n_probes", "n_answerable", "n_right", "n_stale", "n_abstained", "n_right_abstentions",
-          "n_memory_miss", "n_retrieval_miss", "n_distractor", "n_with_retrieval", "n_relevant", "n_retrieved",
-          "retrieved_bytes", "n_writer_errors", "n_right_no_memory", "n_right_oracle")
+COUNTS = (
+    "n_probes",
+    "n_answerable",
+    "n_right",
+    "n_stale",
+    "n_abstained",
+    "n_right_abstentions",
+    "n_memory_miss",
+    "n_retrieval_miss",
+    "n_distractor",
+    "n_with_retrieval",
+    "n_relevant",
+    "n_retrieved",
+    "retrieved_bytes",
+    "n_writer_errors",
+    "n_right_no_memory",
+    "n_right_oracle",
+)
 HISTORY_FIELDS = ("left_at", "parent", "written_at")  # what reads take of wpbjax.metrics.Counts
 RUN_ELEMENTS = 1 << 21  # runs x probes x slots held at once (each element ~40 bytes of temporaries)
-TIE_BREAK = 2.0 ** -40   # per slot: equal scores go to the newer record
-PROBE_GROUPS = 4         # probes of a block answered in this many groups by time (each on the steps it can see)
+TIE_BREAK = 2.0**-40  # per slot: equal scores go to the newer record
+PROBE_GROUPS = 4  # probes of a block answered in this many groups by time (each on the steps it can see)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,8 +92,9 @@ class Retriever:
         object.__setattr__(self, "top_k", top_k)
         for name in ("w_rel", "w_rec", "w_imp"):
             if not np.isfinite(getattr(self, name)) or getattr(self, name) < 0:
-                raise ArgumentError(f"{arg('retriever')} {name}: expected a finite number >= 0; "
-                                    f"got {getattr(self, name)!r}")
+                raise ArgumentError(
+                    f"{arg('retriever')} {name}: expected a finite number >= 0; got {getattr(self, name)!r}"
+                )
         if not 0 < self.decay <= 1:
             raise ArgumentError(f"{arg('retriever')} decay: expected a number within (0, 1]; got {self.decay!r}")
 
@@ -110,8 +127,9 @@ class ReadPlan:
 
 def has_probes(encoded) -> bool:
     """Some episode of ``encoded`` has a probe (and facts to answer it from): its runs record their history."""
-    return (encoded.probe_pos is not None and encoded.arrays.fact_key is not None
-            and bool((encoded.probe_pos >= 0).any()))
+    return (
+        encoded.probe_pos is not None and encoded.arrays.fact_key is not None and bool((encoded.probe_pos >= 0).any())
+    )
 
 
 # --- Relevance between facts ----------------------------------------------------------------------
@@ -141,21 +159,21 @@ def _similarity_matrix(names: tuple) -> np.ndarray:
 class _Episodes:
     """What reads need of m episodes, for their probes ([m, Q]) against their slots ([m, T])."""
 
-    probe: np.ndarray        # [m, Q] bool     a real probe
-    asked_at: np.ndarray     # [m, Q] int64    the probe's step
-    relevance: np.ndarray    # [m, Q, T] float64 relevance of the slot's item to the probe
-    carries: np.ndarray      # [m, Q, T] bool  the slot carries the asked fact
-    usable: np.ndarray       # [m, Q, T] bool  ... at or before the asked step (the reader may answer with it)
-    version: np.ndarray      # [m, Q, T] int64 the asked fact's version at the slot (-1 none)
-    truth: np.ndarray        # [m, Q] int64    the right answer: the version after the asked step (-1: abstain)
-    importance: np.ndarray   # [m, T] float64
-    base_cost: np.ndarray    # [m, T] int64    bytes of the slot's base item (the track's write cost)
+    probe: np.ndarray  # [m, Q] bool     a real probe
+    asked_at: np.ndarray  # [m, Q] int64    the probe's step
+    relevance: np.ndarray  # [m, Q, T] float64 relevance of the slot's item to the probe
+    carries: np.ndarray  # [m, Q, T] bool  the slot carries the asked fact
+    usable: np.ndarray  # [m, Q, T] bool  ... at or before the asked step (the reader may answer with it)
+    version: np.ndarray  # [m, Q, T] int64 the asked fact's version at the slot (-1 none)
+    truth: np.ndarray  # [m, Q] int64    the right answer: the version after the asked step (-1: abstain)
+    importance: np.ndarray  # [m, T] float64
+    base_cost: np.ndarray  # [m, T] int64    bytes of the slot's base item (the track's write cost)
 
 
 def _episode_tables(encoded, episodes: np.ndarray, track_costs: np.ndarray) -> _Episodes:
     arrays = encoded.arrays
     fact_key, fact_pair = arrays.fact_key[episodes], arrays.fact_pair[episodes]
-    number, _ = probes_lib.fact_numbers(fact_key)                                   # [m, T, K]
+    number, _ = probes_lib.fact_numbers(fact_key)  # [m, T, K]
     names = encoded.fact_names[episodes] if encoded.fact_names is not None else np.full(len(episodes), None, object)
     generated = [index for index, name in enumerate(names) if name is None]
     if generated:
@@ -163,17 +181,18 @@ def _episode_tables(encoded, episodes: np.ndarray, track_costs: np.ndarray) -> _
         made = probes_lib.generated_names(arrays.endpoint_index[episodes[generated]], fact_key[generated])
         for index, name in zip(generated, made):
             names[index] = name
-    asked = encoded.probe_fact[episodes].astype(np.int64)                          # [m, Q]
+    asked = encoded.probe_fact[episodes].astype(np.int64)  # [m, Q]
     width = max(max(len(name) for name in names), int(asked.max(initial=-1)) + 1, 1)
     similar = np.zeros((len(episodes), width, width))
     for index, name in enumerate(names):
-        similar[index, :len(name), :len(name)] = _similarity_matrix(name)
+        similar[index, : len(name), : len(name)] = _similarity_matrix(name)
     rows = np.arange(len(episodes))[:, None, None, None]
-    asked_k = asked[:, :, None, None]                                               # [m, Q, 1, 1]
-    slot_fact = number[:, None, :, :]                                               # [m, 1, T, K]
+    asked_k = asked[:, :, None, None]  # [m, Q, 1, 1]
+    slot_fact = number[:, None, :, :]  # [m, 1, T, K]
     carries_k = (slot_fact == asked_k) & (asked_k >= 0)
-    relevance = np.where((slot_fact >= 0) & (asked_k >= 0),
-                         similar[rows, np.maximum(asked_k, 0), np.maximum(slot_fact, 0)], 0.0).max(-1)
+    relevance = np.where(
+        (slot_fact >= 0) & (asked_k >= 0), similar[rows, np.maximum(asked_k, 0), np.maximum(slot_fact, 0)], 0.0
+    ).max(-1)
     carries = carries_k.any(-1) & arrays.valid[episodes][:, None, :]
     version = np.where(carries_k, fact_pair[:, None, :, :], -1).max(-1).astype(np.int64)
     probe = encoded.probe_pos[episodes] >= 0
@@ -181,9 +200,17 @@ def _episode_tables(encoded, episodes: np.ndarray, track_costs: np.ndarray) -> _
     usable = carries & (np.arange(number.shape[1])[None, None, :] <= cutoff[:, :, None]) & probe[:, :, None]
     last = np.where(usable, np.arange(number.shape[1]), -1).max(-1)
     truth = np.where(last >= 0, np.take_along_axis(version, np.maximum(last, 0)[..., None], -1)[..., 0], -1)
-    return _Episodes(probe=probe, asked_at=encoded.probe_pos[episodes].astype(np.int64), relevance=relevance,
-                     carries=carries, usable=usable, version=version, truth=truth,
-                     importance=encoded.priority64[episodes], base_cost=track_costs[episodes].astype(np.int64))
+    return _Episodes(
+        probe=probe,
+        asked_at=encoded.probe_pos[episodes].astype(np.int64),
+        relevance=relevance,
+        carries=carries,
+        usable=usable,
+        version=version,
+        truth=truth,
+        importance=encoded.priority64[episodes],
+        base_cost=track_costs[episodes].astype(np.int64),
+    )
 
 
 def delta_bytes(field_value, field_present, field_frag_len, parent) -> np.ndarray:
@@ -205,23 +232,31 @@ class _Ranked:
     A record's score depends only on its base step (relevance, importance, and recency from the step's
     time), so one order per probe serves every run; a run retrieves the first K of its present records."""
 
-    order: np.ndarray      # [m, Q, T] slot at each rank
-    carries: np.ndarray    # [m, Q, T] bool  tables.carries in that order
-    usable: np.ndarray     # [m, Q, T] bool
+    order: np.ndarray  # [m, Q, T] slot at each rank
+    carries: np.ndarray  # [m, Q, T] bool  tables.carries in that order
+    usable: np.ndarray  # [m, Q, T] bool
     base_cost: np.ndarray  # [m, Q, T] int64
 
 
 def _rank(tables: _Episodes, retriever: Retriever) -> _Ranked:
     n_steps = tables.base_cost.shape[1]
     slots = np.arange(n_steps)
-    age = np.clip(tables.asked_at[:, :, None] - slots, 0, n_steps)          # later slots are never present
+    age = np.clip(tables.asked_at[:, :, None] - slots, 0, n_steps)  # later slots are never present
     recency = (retriever.decay ** np.arange(n_steps + 1, dtype=np.float64))[age]
-    score = (retriever.w_rel * tables.relevance + retriever.w_rec * recency
-             + retriever.w_imp * tables.importance[:, None, :] + TIE_BREAK * slots)
+    score = (
+        retriever.w_rel * tables.relevance
+        + retriever.w_rec * recency
+        + retriever.w_imp * tables.importance[:, None, :]
+        + TIE_BREAK * slots
+    )
     order = np.argsort(-score, axis=-1, kind="stable").astype(np.int32)
     at = lambda table: np.take_along_axis(table, order, -1)  # noqa: E731
-    return _Ranked(order=order, carries=at(tables.carries), usable=at(tables.usable),
-                   base_cost=at(np.broadcast_to(tables.base_cost[:, None, :], order.shape)))
+    return _Ranked(
+        order=order,
+        carries=at(tables.carries),
+        usable=at(tables.usable),
+        base_cost=at(np.broadcast_to(tables.base_cost[:, None, :], order.shape)),
+    )
 
 
 def _answer(tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, delta_cost, top_k: tuple) -> dict:
@@ -229,8 +264,8 @@ def _answer(tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, del
     version, -1 abstain) and what was retrieved. History arrays [m, B, T] (``written_at`` None: each slot's
     own step; ``delta_cost`` [m, B, T] bytes of each delta slot, None if no run holds a delta)."""
     n_episodes, n_runs, n_steps = left_at.shape
-    order = ranked.order[:, None]                                                  # [m, 1, Q, T]
-    asked_at = tables.asked_at[:, None, :, None]                                   # [m, 1, Q, 1]
+    order = ranked.order[:, None]  # [m, 1, Q, T]
+    asked_at = tables.asked_at[:, None, :, None]  # [m, 1, Q, 1]
     # One flat index [m, B, Q, T] serves every gather of a run's [T] table into the probes' order (a plain
     # take: cheaper than take_along_axis building its broadcast index again for each table)
     flat = (np.arange(n_episodes * n_runs).reshape(n_episodes, n_runs, 1, 1) * n_steps + order).ravel()
@@ -238,16 +273,19 @@ def _answer(tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, del
     in_order = lambda table: np.take(np.asarray(table).ravel(), flat).reshape(shape)  # noqa: E731 [m, B, T] -> [m, B, Q, T]
     written = order if written_at is None else in_order(written_at)
     present = (written <= asked_at) & (asked_at < in_order(left_at))
-    base = present if delta_cost is None else present & (in_order(parent) < 0)   # no run holds a delta: all bases
+    base = present if delta_cost is None else present & (in_order(parent) < 0)  # no run holds a delta: all bases
     rank = np.cumsum(base, axis=-1, dtype=np.int32)
     n_records = rank[..., -1]
     if delta_cost is None:
         newest, size = np.where(ranked.usable[:, None], order, -1), ranked.base_cost[:, None]
     else:  # records with deltas: a record answers with its newest usable item and costs all its items' bytes
         newest, size = _records(tables, left_at, written_at, parent, delta_cost, order, base)
-    version = tables.version[:, None]                                              # [m, 1, Q, T] by slot
-    found = lambda slot: np.where(slot >= 0, np.take_along_axis(  # noqa: E731
-        np.broadcast_to(version, slot.shape[:-1] + (n_steps,)), np.maximum(slot, 0), -1), -1)
+    version = tables.version[:, None]  # [m, 1, Q, T] by slot
+
+    def found(slot: np.ndarray) -> np.ndarray:  # the version a slot index holds; -1 for no slot
+        by_slot = np.broadcast_to(version, slot.shape[:-1] + (n_steps,))
+        return np.where(slot >= 0, np.take_along_axis(by_slot, np.maximum(slot, 0), -1), -1)
+
     answers, relevant, bytes_read = [], [], []
     for k in top_k:
         retrieved = base & (rank <= k)
@@ -258,9 +296,15 @@ def _answer(tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, del
     first = np.argmax(base, axis=-1)[..., None]
     carries = np.broadcast_to(ranked.carries[:, None], base.shape)
     top1_other = (n_records > 0) & ~np.take_along_axis(carries, first, -1)[..., 0]
-    return dict(answer=found(np.stack(answers, -1)), whole_answer=found(whole[..., None])[..., 0], n_records=n_records,
-                top1_other=top1_other, relevant=np.stack(relevant, -1), bytes_read=np.stack(bytes_read, -1),
-                retrieved=np.minimum(np.array(top_k), n_records[..., None]))
+    return dict(
+        answer=found(np.stack(answers, -1)),
+        whole_answer=found(whole[..., None])[..., 0],
+        n_records=n_records,
+        top1_other=top1_other,
+        relevant=np.stack(relevant, -1),
+        bytes_read=np.stack(bytes_read, -1),
+        retrieved=np.minimum(np.array(top_k), n_records[..., None]),
+    )
 
 
 def _records(tables: _Episodes, left_at, written_at, parent, delta_cost, order, base_in_order) -> tuple:
@@ -270,11 +314,11 @@ def _records(tables: _Episodes, left_at, written_at, parent, delta_cost, order, 
     slots = np.arange(n_steps)
     written = slots if written_at is None else written_at[:, :, None, :]
     asked_at = tables.asked_at[:, None, :, None]
-    present = (written <= asked_at) & (asked_at < left_at[:, :, None, :])            # [m, B, Q, T] by slot
+    present = (written <= asked_at) & (asked_at < left_at[:, :, None, :])  # [m, B, Q, T] by slot
     is_delta = (parent >= 0)[:, :, None, :]
     base = present & ~is_delta
     of = np.broadcast_to(np.maximum(parent, 0)[:, :, None, :], present.shape)
-    live = present & is_delta & np.take_along_axis(base, of, -1)                   # deltas of a present base
+    live = present & is_delta & np.take_along_axis(base, of, -1)  # deltas of a present base
     usable = tables.usable[:, None]
     newest = np.where(base & usable, slots, -1)
     size = np.where(base, tables.base_cost[:, None, None, :], 0)
@@ -288,7 +332,7 @@ def _records(tables: _Episodes, left_at, written_at, parent, delta_cost, order, 
 
 def _count(tables: _Episodes, answers: dict, oracle_right: np.ndarray | None) -> dict:
     """[m, B, nK] int64 counts (COUNTS) from :func:`_answer`'s per-probe results."""
-    probe = tables.probe[:, None, :, None]                                           # [m, 1, Q, 1]
+    probe = tables.probe[:, None, :, None]  # [m, 1, Q, 1]
     truth = tables.truth[:, None, :, None]
     answerable = probe & (truth >= 0)
     answer = answers["answer"]
@@ -300,15 +344,21 @@ def _count(tables: _Episodes, answers: dict, oracle_right: np.ndarray | None) ->
     total = lambda mask: mask.sum(2, dtype=np.int64)  # noqa: E731  over probes
     shape = answer.shape[:2] + (answer.shape[3],)
     counts = dict(
-        n_probes=np.broadcast_to(total(probe), shape), n_answerable=np.broadcast_to(total(answerable), shape),
-        n_right=total(right), n_stale=total(answerable & (answer >= 0) & ~right), n_abstained=total(abstained),
-        n_right_abstentions=total(abstained & ~answerable), n_memory_miss=total(answerable & wrong & ~whole_right),
+        n_probes=np.broadcast_to(total(probe), shape),
+        n_answerable=np.broadcast_to(total(answerable), shape),
+        n_right=total(right),
+        n_stale=total(answerable & (answer >= 0) & ~right),
+        n_abstained=total(abstained),
+        n_right_abstentions=total(abstained & ~answerable),
+        n_memory_miss=total(answerable & wrong & ~whole_right),
         n_retrieval_miss=total(answerable & wrong & whole_right),
-        n_distractor=total(with_retrieval & answers["top1_other"][..., None]), n_with_retrieval=total(with_retrieval),
+        n_distractor=total(with_retrieval & answers["top1_other"][..., None]),
+        n_with_retrieval=total(with_retrieval),
         n_relevant=np.where(answerable, answers["relevant"], 0).sum(2, dtype=np.int64),
         n_retrieved=np.where(answerable, answers["retrieved"], 0).sum(2, dtype=np.int64),
         retrieved_bytes=np.where(probe, answers["bytes_read"], 0).sum(2, dtype=np.int64),
-        n_right_no_memory=np.broadcast_to(total(probe & (truth < 0)), shape))
+        n_right_no_memory=np.broadcast_to(total(probe & (truth < 0)), shape),
+    )
     if oracle_right is not None:
         counts["n_writer_errors"] = total(wrong & oracle_right[:, None])
         counts["n_right_oracle"] = np.broadcast_to(total(oracle_right[:, None]), shape)
@@ -321,8 +371,9 @@ def _oracle_history(tables: _Episodes, valid: np.ndarray) -> tuple:
     return left, np.full(left.shape, -1, np.int32)
 
 
-def read_counts(history: dict, encoded, episodes, track_costs: np.ndarray, retriever: Retriever = Retriever(),
-                field_arrays=None) -> dict:
+def read_counts(
+    history: dict, encoded, episodes, track_costs: np.ndarray, retriever: Retriever = Retriever(), field_arrays=None
+) -> dict:
     """Exact read counts (``COUNTS``) of every run: ``history`` holds ``left_at``, ``parent`` and optionally
     ``written_at`` ([n, B, T] each: :class:`wpbjax.metrics.Counts` fields of n runs per budget) of runs on
     the episodes ``episodes`` ([n] indices into ``encoded``, which has probes); ``track_costs``: [N, T] the
@@ -343,12 +394,20 @@ def read_counts(history: dict, encoded, episodes, track_costs: np.ndarray, retri
         block_parent = np.asarray(parent[block])
         costs = None
         if (block_parent >= 0).any():
-            fields = [np.broadcast_to(np.asarray(getattr(arrays, name))[index][:, None], (len(index), n_budgets)
-                                      + np.shape(getattr(arrays, name))[1:])
-                      for name in ("field_value", "field_present", "field_frag_len")]
+            fields = [
+                np.broadcast_to(
+                    np.asarray(getattr(arrays, name))[index][:, None],
+                    (len(index), n_budgets) + np.shape(getattr(arrays, name))[1:],
+                )
+                for name in ("field_value", "field_present", "field_frag_len")
+            ]
             costs = delta_bytes(*fields, block_parent)
-        runs = dict(left_at=np.asarray(left_at[block]), parent=block_parent, costs=costs,
-                    written_at=None if written_at is None else np.asarray(written_at[block]))
+        runs = dict(
+            left_at=np.asarray(left_at[block]),
+            parent=block_parent,
+            costs=costs,
+            written_at=None if written_at is None else np.asarray(written_at[block]),
+        )
         # Probes in time order, a few at a time: a probe after step t reads only slots <= t (later ones are
         # never present yet), so each group works on the steps up to its last probe (about 5/8 of T x Q)
         by_time = np.argsort(tables.asked_at, axis=1, kind="stable")
@@ -368,16 +427,30 @@ def _group_counts(tables: _Episodes, group: np.ndarray, runs: dict, valid: np.nd
     steps = max(int(np.take_along_axis(tables.asked_at, group, 1).max(initial=-1)) + 1, 1)
     probes = lambda table: np.take_along_axis(table, group.reshape(group.shape + (1,) * (table.ndim - 2)), 1)  # noqa: E731
     cut = lambda table: None if table is None else table[..., :steps]  # noqa: E731
-    sub = _Episodes(probe=probes(tables.probe), asked_at=probes(tables.asked_at), truth=probes(tables.truth),
-                    relevance=probes(tables.relevance)[..., :steps], carries=probes(tables.carries)[..., :steps],
-                    usable=probes(tables.usable)[..., :steps], version=probes(tables.version)[..., :steps],
-                    importance=tables.importance[:, :steps], base_cost=tables.base_cost[:, :steps])
+    sub = _Episodes(
+        probe=probes(tables.probe),
+        asked_at=probes(tables.asked_at),
+        truth=probes(tables.truth),
+        relevance=probes(tables.relevance)[..., :steps],
+        carries=probes(tables.carries)[..., :steps],
+        usable=probes(tables.usable)[..., :steps],
+        version=probes(tables.version)[..., :steps],
+        importance=tables.importance[:, :steps],
+        base_cost=tables.base_cost[:, :steps],
+    )
     ranked = _rank(sub, retriever)
     oracle_left, oracle_parent = _oracle_history(sub, valid[:, :steps])
     oracle = _answer(sub, ranked, oracle_left, None, oracle_parent, None, retriever.top_k)
-    oracle_right = sub.probe[:, :, None] & (oracle["answer"][:, 0] == sub.truth[..., None])   # [m, G, nK]
-    answers = _answer(sub, ranked, cut(runs["left_at"]), cut(runs["written_at"]), cut(runs["parent"]),
-                      cut(runs["costs"]), retriever.top_k)
+    oracle_right = sub.probe[:, :, None] & (oracle["answer"][:, 0] == sub.truth[..., None])  # [m, G, nK]
+    answers = _answer(
+        sub,
+        ranked,
+        cut(runs["left_at"]),
+        cut(runs["written_at"]),
+        cut(runs["parent"]),
+        cut(runs["costs"]),
+        retriever.top_k,
+    )
     return _count(sub, answers, oracle_right)
 
 

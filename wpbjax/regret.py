@@ -6,6 +6,7 @@ clipping at 0 (merges can retain more than the write-cost knapsack, so a point c
 The oracle-to-date is exact: the DP over value of :mod:`wpbjax.oracle`, read off after every item
 (utilities on a grid of 2^-k, as the paper's are), else a float64 DP over capacity.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -57,9 +58,13 @@ def prefix_oracle(weights: np.ndarray, values: np.ndarray, lengths: np.ndarray, 
         units = np.round(positive / quantum).astype(np.int64)
         n_values = int(units.sum(axis=1).max()) + 1
         if n_values <= oracle_lib.MAX_VALUE_CELLS:
-            best = _prefix_best_units(jnp.asarray(weights, jnp.int32), jnp.asarray(units, jnp.int32),
-                                      jnp.asarray(valid), jnp.asarray(np.minimum(budgets, 2**31 - 1), jnp.int32),
-                                      n_values)
+            best = _prefix_best_units(
+                jnp.asarray(weights, jnp.int32),
+                jnp.asarray(units, jnp.int32),
+                jnp.asarray(valid),
+                jnp.asarray(np.minimum(budgets, 2**31 - 1), jnp.int32),
+                n_values,
+            )
             return np.asarray(best, np.float64) * quantum
     out = np.zeros(weights.shape + (len(budgets),), np.float64)
     capacity = int(budgets.max())
@@ -81,8 +86,9 @@ def retained_to_date(retained_bits: np.ndarray, utility64: np.ndarray) -> np.nda
     return np.where(kept, utility64[:, None, None, :], 0.0).sum(axis=-1)
 
 
-def regret_curves(encoded: EncodedEpisodes, track: str, policies: Sequence[str], budgets: Sequence[int],
-                  params: dict | None = None) -> pd.DataFrame:
+def regret_curves(
+    encoded: EncodedEpisodes, track: str, policies: Sequence[str], budgets: Sequence[int], params: dict | None = None
+) -> pd.DataFrame:
     """One row per (policy, budget, episode, real step): ``oracle_to_date``, ``retained_to_date`` and
     ``regret_to_date`` (their difference), with ``mode``, ``episode_id``, ``track``.
 
@@ -104,16 +110,32 @@ def regret_curves(encoded: EncodedEpisodes, track: str, policies: Sequence[str],
         run_inputs = None
         if policy.plan is not None:  # hindsight: from the exact float64 utilities, as a sweep plans
             run_inputs = policy.plan(encoded.track_costs(costs), encoded.utility64, lengths, budgets)
-        trace = rollout.simulate_trace(policy, batch, budgets, params=(params or {}).get(name),
-                                        episode_index=np.arange(n_episodes), run_inputs=run_inputs)
+        trace = rollout.simulate_trace(
+            policy,
+            batch,
+            budgets,
+            params=(params or {}).get(name),
+            episode_index=np.arange(n_episodes),
+            run_inputs=run_inputs,
+        )
         kept_utility = retained_to_date(np.asarray(trace.retained), encoded.utility64)  # [N, B, T]
         for b, budget in enumerate(budgets.tolist()):
             episode, step = np.nonzero(real)
-            frames.append(pd.DataFrame({
-                "track": track, "policy": name, "budget_bytes": budget,
-                "mode": np.asarray(encoded.mode, object)[episode],
-                "episode_id": np.asarray(encoded.episode_id, object)[episode], "episode": episode, "step": step,
-                "oracle_to_date": oracle[episode, step, b], "retained_to_date": kept_utility[episode, b, step]}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "track": track,
+                        "policy": name,
+                        "budget_bytes": budget,
+                        "mode": np.asarray(encoded.mode, object)[episode],
+                        "episode_id": np.asarray(encoded.episode_id, object)[episode],
+                        "episode": episode,
+                        "step": step,
+                        "oracle_to_date": oracle[episode, step, b],
+                        "retained_to_date": kept_utility[episode, b, step],
+                    }
+                )
+            )
     table = pd.concat(frames, ignore_index=True)
     table["regret_to_date"] = table["oracle_to_date"] - table["retained_to_date"]
     return table

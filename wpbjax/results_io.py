@@ -7,6 +7,7 @@ place. Until then an existing results file and sidecar are untouched, byte for b
 fails or is killed never leaves a partial table under the results' name. ``os.replace`` is atomic
 within one directory, which is why the temporary files live beside their destinations.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,7 +21,7 @@ from wpbjax.argument_errors import ArgumentError, arg
 from wpbjax.atomic import atomic_file, destination, same_file, temporary_name
 
 RESULT_SUFFIXES = (".csv", ".parquet")
-PARTIAL_SUFFIX = ".partial"   # results.csv -> results.csv.partial while the sweep runs
+PARTIAL_SUFFIX = ".partial"  # results.csv -> results.csv.partial while the sweep runs
 SIDECAR_SUFFIX = ".meta.json"
 SIDECAR_SCHEMA = "wpbjax.run-metadata/1"
 
@@ -70,8 +71,9 @@ def check_output(path: str | os.PathLike, inputs=(), command: str = "sweep") -> 
     for source in map(os.fspath, inputs):
         for target in ours:
             if same_file(source, target):
-                raise ValueError(f"{target} would overwrite {source}, an input of this {command}; "
-                                 f"choose another results file")
+                raise ValueError(
+                    f"{target} would overwrite {source}, an input of this {command}; choose another results file"
+                )
     return path
 
 
@@ -124,8 +126,11 @@ class ResultsWriter:
                     os.truncate(self.temporary, self.append_at)  # drop a chunk cut off by the kill
                 # our own sink, so that each chunk reaches the file (and ``size``) when written
                 self._sink = pa.OSFile(self.temporary, "ab" if appending else "wb")
-                self._writer = pcsv.CSVWriter(self._sink, batch.schema, write_options=pcsv.WriteOptions(
-                    quoting_style="needed", include_header=not appending))
+                self._writer = pcsv.CSVWriter(
+                    self._sink,
+                    batch.schema,
+                    write_options=pcsv.WriteOptions(quoting_style="needed", include_header=not appending),
+                )
         self._writer.write_table(batch)
         self.rows += len(table)
         self.chunks += 1
@@ -154,8 +159,12 @@ class ResultsWriter:
             raise ValueError(f"{self.path}: no rows were written")
         self.close()
         meta = dict(meta or {}, schema=SIDECAR_SCHEMA, rows=self.rows)
-        meta["results"] = {"file": os.path.basename(self.path), "format": self.format, "rows": self.rows,
-                           "sha256": sha256(self.temporary)}
+        meta["results"] = {
+            "file": os.path.basename(self.path),
+            "format": self.format,
+            "rows": self.rows,
+            "sha256": sha256(self.temporary),
+        }
         sidecar = sidecar_path(self.path)
         self._sidecar_temporary = temporary_name(destination(sidecar))
         _write_json(self._sidecar_temporary, meta)

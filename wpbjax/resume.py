@@ -13,6 +13,7 @@ chunks; the finished table is byte for byte the one an uninterrupted run writes.
 A run that fails or is interrupted (Ctrl-C) removes its temporary file and so its manifest too;
 only a run killed outright (``kill -9``, a lost machine) leaves them, for ``--resume``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -70,8 +71,15 @@ class Checkpoint:
     chunk's end offset and the SHA-256 of its bytes (``ends``, ``checksums``; the first chunk's bytes
     include the header)."""
 
-    def __init__(self, chunks: int = 0, rows: int = 0, size: int = 0, sums: pd.DataFrame | None = None,
-                 ends: list[int] | None = None, checksums: list[str] | None = None):
+    def __init__(
+        self,
+        chunks: int = 0,
+        rows: int = 0,
+        size: int = 0,
+        sums: pd.DataFrame | None = None,
+        ends: list[int] | None = None,
+        checksums: list[str] | None = None,
+    ):
         self.chunks, self.rows, self.size, self.sums = chunks, rows, size, sums
         self.ends, self.checksums = list(ends or []), list(checksums or [])
 
@@ -131,8 +139,10 @@ def start(out: str, identity: dict, resume: bool) -> Checkpoint | None:
     checkpoint, before = _read_manifest(path)
     changed = differences(before, identity)
     if changed:
-        raise ArgumentError(f"{arg('resume')}: {out}: the interrupted run had other arguments ({'; '.join(changed)}); "
-                            f"rerun it exactly, or drop {arg('resume')} to start over")
+        raise ArgumentError(
+            f"{arg('resume')}: {out}: the interrupted run had other arguments ({'; '.join(changed)}); "
+            f"rerun it exactly, or drop {arg('resume')} to start over"
+        )
     _verify_prefix(partial_path(out), checkpoint)
     return checkpoint
 
@@ -143,9 +153,12 @@ def _is_count(value) -> bool:
 
 def _read_manifest(path: str) -> tuple[Checkpoint, dict]:
     """(checkpoint, identity) of a resume manifest, every field checked (ArgumentError naming it)."""
+
     def refuse(why: str):
-        return ArgumentError(f"{arg('resume')}: {path}: not a valid wpbjax resume manifest ({why}); remove it, or "
-                             f"drop {arg('resume')}, to start over")
+        return ArgumentError(
+            f"{arg('resume')}: {path}: not a valid wpbjax resume manifest ({why}); remove it, or "
+            f"drop {arg('resume')}, to start over"
+        )
 
     try:
         with open(path) as handle:
@@ -161,11 +174,19 @@ def _read_manifest(path: str) -> tuple[Checkpoint, dict]:
         raise refuse("'identity' missing or not an object")
     ends, checksums, sums = manifest.get("chunk_ends"), manifest.get("chunk_sha256"), manifest.get("sums")
     chunks = manifest["chunks"]
-    if not (isinstance(ends, list) and len(ends) == chunks and all(map(_is_count, ends))
-            and all(a < b for a, b in itertools.pairwise(ends)) and (ends[-1] if ends else 0) == manifest["size"]):
+    if not (
+        isinstance(ends, list)
+        and len(ends) == chunks
+        and all(map(_is_count, ends))
+        and all(a < b for a, b in itertools.pairwise(ends))
+        and (ends[-1] if ends else 0) == manifest["size"]
+    ):
         raise refuse(f"'chunk_ends' must list {chunks} increasing byte offsets ending at 'size' {manifest['size']}")
-    if not (isinstance(checksums, list) and len(checksums) == chunks
-            and all(isinstance(value, str) and len(value) == 64 for value in checksums)):
+    if not (
+        isinstance(checksums, list)
+        and len(checksums) == chunks
+        and all(isinstance(value, str) and len(value) == 64 for value in checksums)
+    ):
         raise refuse(f"'chunk_sha256' must list {chunks} SHA-256 digests")
     if not (isinstance(sums, list) and all(isinstance(row, dict) for row in sums)):
         raise refuse("'sums' must be a list of objects")
@@ -180,23 +201,34 @@ def _read_manifest(path: str) -> tuple[Checkpoint, dict]:
 def _verify_prefix(temporary: str, checkpoint: Checkpoint) -> None:
     """ArgumentError unless ``temporary`` begins with the recorded chunks, byte for byte."""
     if os.path.getsize(temporary) < checkpoint.size:
-        raise ArgumentError(f"{arg('resume')}: {temporary} is shorter than its manifest records "
-                            f"({checkpoint.size} bytes); drop {arg('resume')} to start over")
+        raise ArgumentError(
+            f"{arg('resume')}: {temporary} is shorter than its manifest records "
+            f"({checkpoint.size} bytes); drop {arg('resume')} to start over"
+        )
     start = 0
     for number, (end, expected) in enumerate(zip(checkpoint.ends, checkpoint.checksums)):
         if _sha256_of_range(temporary, start, end) != expected:
-            raise ArgumentError(f"{arg('resume')}: {temporary}: chunk {number + 1} of {checkpoint.chunks} (bytes "
-                                f"{start}..{end - 1}) differs from what the interrupted run wrote; drop "
-                                f"{arg('resume')} to start over")
+            raise ArgumentError(
+                f"{arg('resume')}: {temporary}: chunk {number + 1} of {checkpoint.chunks} (bytes "
+                f"{start}..{end - 1}) differs from what the interrupted run wrote; drop "
+                f"{arg('resume')} to start over"
+            )
         start = end
 
 
 def record(out: str, identity: dict, checkpoint: Checkpoint) -> None:
     """Replace the manifest (atomically) once ``checkpoint``'s bytes are in the temporary file."""
     sums = [] if checkpoint.sums is None else checkpoint.sums.reset_index().to_dict("records")
-    manifest = {"schema": MANIFEST_SCHEMA, "identity": identity, "chunks": checkpoint.chunks,
-                "rows": checkpoint.rows, "size": checkpoint.size, "chunk_ends": checkpoint.ends,
-                "chunk_sha256": checkpoint.checksums, "sums": sums}
+    manifest = {
+        "schema": MANIFEST_SCHEMA,
+        "identity": identity,
+        "chunks": checkpoint.chunks,
+        "rows": checkpoint.rows,
+        "size": checkpoint.size,
+        "chunk_ends": checkpoint.ends,
+        "chunk_sha256": checkpoint.checksums,
+        "sums": sums,
+    }
     with atomic_file(manifest_path(out)) as handle:
         json.dump(manifest, handle, default=lambda value: value.item() if hasattr(value, "item") else str(value))
 

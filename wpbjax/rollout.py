@@ -10,6 +10,7 @@ runs 1.5-2x faster, and far more steadily, than one sweep over a large batch (me
 
 The public, scored entry point is :func:`wpbjax.api.simulate` (``wj.simulate``); this module is its engine.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,9 +27,9 @@ from wpbjax.policies.base import Policy
 from wpbjax.scan import _initial, _mesh_of, _on_devices, advance, episode_keys, rollout, run_counts, step  # noqa: F401 (re-exported)
 
 # --- Passes: cache-sized groups of episodes -------------------------------------------------------
-PASS_CACHE_BYTES = 8 << 20     # working set of one pass: well inside a 32 MiB L3 shared with others
+PASS_CACHE_BYTES = 8 << 20  # working set of one pass: well inside a 32 MiB L3 shared with others
 CACHE_BYTES_PER_RUN_STEP = 40  # store links and costs (16), policy state, the run's share of its episode
-MIN_RUNS_PER_PASS = 256        # fewer, and per-step overheads outweigh the cache (T=2000: 256 beat 128 and 512)
+MIN_RUNS_PER_PASS = 256  # fewer, and per-step overheads outweigh the cache (T=2000: 256 beat 128 and 512)
 
 
 def episodes_per_pass(n_steps: int, n_runs_per_episode: int) -> int:
@@ -64,14 +65,25 @@ def _in_passes(fn, per_pass: int, *episode_trees):
     return jax.tree_util.tree_map(lambda leaf: leaf.reshape((n_passes * size,) + leaf.shape[2:])[:n], out)
 
 
-def _simulate_batch(policy: Policy, mesh, per_pass: int, params, batch: EpisodeBatch, budgets, key,
-                    episode_index, fast_trace: bool = False) -> metrics.Counts:
+def _simulate_batch(
+    policy: Policy,
+    mesh,
+    per_pass: int,
+    params,
+    batch: EpisodeBatch,
+    budgets,
+    key,
+    episode_index,
+    fast_trace: bool = False,
+) -> metrics.Counts:
     keys = episode_keys(key, episode_index)
     over_budgets = jax.vmap(functools.partial(run_counts, fast_trace=fast_trace), in_axes=(None, None, None, 0, None))
     over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0))
 
     def local(params, budgets, batch, keys):
-        return _in_passes(lambda batch, keys: over_episodes(policy, params, batch, budgets, keys), per_pass, batch, keys)
+        return _in_passes(
+            lambda batch, keys: over_episodes(policy, params, batch, budgets, keys), per_pass, batch, keys
+        )
 
     return _on_devices(local, mesh, (params, budgets), (batch, keys))
 
@@ -81,8 +93,11 @@ _simulate = programs.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_opt
 # 0.2-0.7 s sooner per policy, and runs 5-7x slower (measured on 2 cores: fifo_store_all 16M vs 113M
 # episode-steps/s, priority_greedy 2.2M vs 10.6M), so it wins below ~1-4M run-steps of work per
 # compile -- the paper grid (88k run-steps per policy and track) spends nearly all its time compiling.
-_simulate_quick = programs.jit(functools.partial(_simulate_batch, fast_trace=True), static_argnums=(0, 1, 2),
-                          compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0})
+_simulate_quick = programs.jit(
+    functools.partial(_simulate_batch, fast_trace=True),
+    static_argnums=(0, 1, 2),
+    compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0},
+)
 QUICK_COMPILE_BELOW = 1_000_000  # run-steps
 # (Long episodes run in segments, always fully optimised: the quick build's slower steps run one
 # after another, so a long episode pays them in full: 200,000 steps of merge_aggressive took 22 s
@@ -109,8 +124,16 @@ def with_history(policy: Policy) -> Policy:
     return dataclasses.replace(policy, kinds=policy.kinds | {actions.HISTORY})
 
 
-def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None,
-             work: int | None = None, per_pass: int | None = None) -> metrics.Counts:
+def simulate(
+    policy: Policy,
+    batch: EpisodeBatch,
+    budgets,
+    params=None,
+    key=None,
+    episode_index=None,
+    work: int | None = None,
+    per_pass: int | None = None,
+) -> metrics.Counts:
     """Counts for every (episode, budget): leaves shaped ``[N, B, ...]``.
 
     ``budgets``: [B] ints (bytes); ``params``: overrides of the policy's default params (name -> value);
@@ -123,8 +146,10 @@ def simulate(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None
     """
     budgets = _as_budgets(budgets)
     if policy.plan is not None:  # hindsight policies need per-run inputs (policy zoo)
-        return jax.tree_util.tree_map(lambda leaf: leaf[0], simulate_grid(
-            policy, batch, budgets, params=params, key=key, episode_index=episode_index))
+        return jax.tree_util.tree_map(
+            lambda leaf: leaf[0],
+            simulate_grid(policy, batch, budgets, params=params, key=key, episode_index=episode_index),
+        )
     params = policy.resolve_params(params or {})
     episode_index = _episode_index(episode_index, batch.n_episodes)
     if work is None:
@@ -141,8 +166,9 @@ def run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeB
     return run_counts(policy, {**params, **run_inputs}, episode, budget, key)
 
 
-def _simulate_grid_batch(policy: Policy, mesh, per_pass: int, params, run_inputs, batch: EpisodeBatch, budgets,
-                         key, episode_index) -> metrics.Counts:
+def _simulate_grid_batch(
+    policy: Policy, mesh, per_pass: int, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index
+) -> metrics.Counts:
     """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
     keys = episode_keys(key, episode_index)
     over_budgets = jax.vmap(run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
@@ -150,18 +176,26 @@ def _simulate_grid_batch(policy: Policy, mesh, per_pass: int, params, run_inputs
     over_episodes = jax.vmap(over_params, in_axes=(None, None, 0, 0, None, 0))  # [N, P, B]: episodes lead
 
     def local(params, budgets, run_inputs, batch, keys):
-        return _in_passes(lambda run_inputs, batch, keys: over_episodes(policy, params, run_inputs, batch, budgets, keys),
-                          per_pass, run_inputs, batch, keys)
+        return _in_passes(
+            lambda run_inputs, batch, keys: over_episodes(policy, params, run_inputs, batch, budgets, keys),
+            per_pass,
+            run_inputs,
+            batch,
+            keys,
+        )
 
     counts = _on_devices(local, mesh, (params, budgets), (run_inputs, batch, keys))
     return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
 
 
-_simulate_grid = programs.jit(_simulate_grid_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
+_simulate_grid = programs.jit(
+    _simulate_grid_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS
+)
 
 
-def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run_inputs=None, key=None,
-                  episode_index=None) -> metrics.Counts:
+def simulate_grid(
+    policy: Policy, batch: EpisodeBatch, budgets, params=None, run_inputs=None, key=None, episode_index=None
+) -> metrics.Counts:
     """Counts for every (param point, episode, budget): leaves shaped ``[P, N, B, ...]``, in one compiled call.
 
     ``params``: name -> [P] values, one per grid point (a scalar counts as P = 1; every swept name must
@@ -182,15 +216,20 @@ def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run
     if run_inputs is None:
         run_inputs = {}
         if policy.plan is not None:
-            run_inputs = policy.plan(np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64),
-                                     np.asarray(batch.length), np.asarray(budgets))
+            run_inputs = policy.plan(
+                np.asarray(batch.write_cost),
+                np.asarray(batch.utility, np.float64),
+                np.asarray(batch.length),
+                np.asarray(budgets),
+            )
     run_inputs = {name: np.asarray(value) for name, value in run_inputs.items()}
     episode_index = _episode_index(episode_index, batch.n_episodes)
     if batch.n_steps > segments.STEPS_PER_SEGMENT:  # long episodes: progress between segments
-        per_run = {name: np.broadcast_to(value[:, None], (value.shape[0], n_points) + value.shape[1:])
-                   for name, value in run_inputs.items()}  # [N, B, ...] -> [N, P, B, ...]
-        counts = segments.simulate_in_segments(policy, batch, budgets, resolved, per_run, key, episode_index,
-                                                     grid=True)
+        per_run = {
+            name: np.broadcast_to(value[:, None], (value.shape[0], n_points) + value.shape[1:])
+            for name, value in run_inputs.items()
+        }  # [N, B, ...] -> [N, P, B, ...]
+        counts = segments.simulate_in_segments(policy, batch, budgets, resolved, per_run, key, episode_index, grid=True)
         return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
     per_pass = episodes_per_pass(batch.n_steps, n_points * budgets.shape[0])
     return _simulate_grid(policy, _mesh_of(batch), per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
@@ -198,14 +237,15 @@ def simulate_grid(policy: Policy, batch: EpisodeBatch, budgets, params=None, run
 
 # --- Per-step traces (off by default: only these functions compute them) ---------------------------
 
+
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Trace:
     """The store after every step of one run (leaves gain leading [N, B] axes from :func:`simulate_trace`)."""
 
-    retained: jax.Array    # [T, ceil(T/8)] uint8 bit-packed W after step t (exact utility-to-date on host)
+    retained: jax.Array  # [T, ceil(T/8)] uint8 bit-packed W after step t (exact utility-to-date on host)
     bytes_used: jax.Array  # [T] int32 bytes in use after step t
-    n_hit: jax.Array       # [T] int32 |W ∩ R| after step t
+    n_hit: jax.Array  # [T] int32 |W ∩ R| after step t
 
 
 def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) -> tuple[store_lib.StoreState, Trace]:
@@ -218,15 +258,18 @@ def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) ->
         store, state = step(policy, params, episode, budget, *carry, pos)
         settled = store_lib.flush(store, pos + 1, policy.kinds)  # this step's item in place (not carried)
         kept = metrics.retained_mask(settled, episode)
-        trace = Trace(retained=jnp.packbits(kept), bytes_used=settled.used,
-                      n_hit=(kept & episode.critical).sum(dtype=jnp.int32))
+        trace = Trace(
+            retained=jnp.packbits(kept), bytes_used=settled.used, n_hit=(kept & episode.critical).sum(dtype=jnp.int32)
+        )
         return (store, state), trace
 
     (final, _), trace = jax.lax.scan(traced_step, _initial(policy, params, episode, budget, key), jnp.arange(n_steps))
     return store_lib.flush(final, n_steps, policy.kinds), trace
 
 
-def _simulate_trace_batch(policy: Policy, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index) -> Trace:
+def _simulate_trace_batch(
+    policy: Policy, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index
+) -> Trace:
     keys = episode_keys(key, episode_index)
 
     def run(policy, params, run_inputs, episode, budget, key):
@@ -240,8 +283,9 @@ def _simulate_trace_batch(policy: Policy, params, run_inputs, batch: EpisodeBatc
 _simulate_trace = programs.jit(_simulate_trace_batch, static_argnums=0)
 
 
-def simulate_trace(policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None,
-                   run_inputs=None) -> Trace:
+def simulate_trace(
+    policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None, run_inputs=None
+) -> Trace:
     """Per-step traces for every (episode, budget): leaves shaped ``[N, B, T, ...]``. Arguments as
     :func:`simulate` (same keys per episode, so the last step matches its counts); ``run_inputs``:
     name -> [N, B, ...] arrays of a policy that plans (default: its plan from ``batch``, as
@@ -251,9 +295,10 @@ def simulate_trace(policy: Policy, batch: EpisodeBatch, budgets, params=None, ke
     if run_inputs is None:
         run_inputs = {}
         if policy.plan is not None:
-            run_inputs = policy.plan(np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64),
-                                     np.asarray(batch.length), budgets)
+            run_inputs = policy.plan(
+                np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64), np.asarray(batch.length), budgets
+            )
     run_inputs = {name: np.asarray(value) for name, value in run_inputs.items()}
-    return _simulate_trace(policy, params, run_inputs, batch, budgets, key,
-                           _episode_index(episode_index, batch.n_episodes))
-
+    return _simulate_trace(
+        policy, params, run_inputs, batch, budgets, key, _episode_index(episode_index, batch.n_episodes)
+    )

@@ -5,6 +5,7 @@ steps -- ``step`` (act, then the store applies the action), ``advance`` (a range
 :mod:`wpbjax.rollout` vmaps these over budgets, episodes and params into compiled programs;
 :mod:`wpbjax.segments` runs long episodes a segment of steps at a time.
 """
+
 from __future__ import annotations
 
 import jax
@@ -59,7 +60,8 @@ def _initial(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_tr
     varies = (budget >= 0) | episode.valid[0]
     return jax.tree_util.tree_map(
         lambda leaf: leaf if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key) else jnp.where(varies, leaf, leaf),
-        initial)
+        initial,
+    )
 
 
 def advance(policy: Policy, params, episode: EpisodeBatch, budget, carry: tuple, first, stop) -> tuple:
@@ -70,12 +72,15 @@ def advance(policy: Policy, params, episode: EpisodeBatch, budget, carry: tuple,
     return jax.lax.fori_loop(first, stop, lambda pos, carry: step(policy, params, episode, budget, *carry, pos), carry)
 
 
-def rollout(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> store_lib.StoreState:
+def rollout(
+    policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False
+) -> store_lib.StoreState:
     """Final store of one policy on one episode (arrays without the N axis) at one budget
     (``fast_trace``: see :func:`_initial`; the same store either way)."""
     n_steps = episode.valid.shape[0]
-    final, _ = advance(policy, params, episode, budget, _initial(policy, params, episode, budget, key, fast_trace),
-                       0, n_steps)
+    final, _ = advance(
+        policy, params, episode, budget, _initial(policy, params, episode, budget, key, fast_trace), 0, n_steps
+    )
     return store_lib.flush(final, n_steps, policy.kinds)
 
 

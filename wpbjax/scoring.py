@@ -4,6 +4,7 @@ out as the results table's columns; the leaderboard read from such tables.
 The table has the published harness's columns (``PUBLISHED_COLUMNS``), ``merge_actions`` and the
 exact confusion counts ``tp, fp, fn, tn`` (retained W vs critical R steps, docs/reports.md).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,10 +13,29 @@ import pandas as pd
 from wpbjax import integrity, reads
 from wpbjax.metrics import policy_utility, score
 
-PUBLISHED_COLUMNS = ("avg_staleness", "budget_bytes", "bytes_used", "drift_coverage", "episode_id",
-                     "expire_actions", "expire_rate", "f1", "mode", "oracle_utility", "policy",
-                     "policy_utility", "precision", "recall", "regret", "regret_write_only", "track",
-                     "utility_per_kb", "utilization", "write_actions", "write_density")
+PUBLISHED_COLUMNS = (
+    "avg_staleness",
+    "budget_bytes",
+    "bytes_used",
+    "drift_coverage",
+    "episode_id",
+    "expire_actions",
+    "expire_rate",
+    "f1",
+    "mode",
+    "oracle_utility",
+    "policy",
+    "policy_utility",
+    "precision",
+    "recall",
+    "regret",
+    "regret_write_only",
+    "track",
+    "utility_per_kb",
+    "utilization",
+    "write_actions",
+    "write_density",
+)
 # Retained (W) vs critical (R) steps as exact counts, for confusion matrices (docs/reports.md):
 # tp = |W∩R|, fp = |W|-|W∩R|, fn = |R|-|W∩R|, tn = steps neither retained nor critical.
 CONFUSION_COLUMNS = ("tp", "fp", "fn", "tn")
@@ -35,8 +55,12 @@ def confusion_counts(host: dict, critical: np.ndarray, valid: np.ndarray, n_crit
     n_hit, n_retained = host["n_hit"].astype(np.int64), host["n_retained"].astype(np.int64)
     n_steps = valid.sum(axis=-1, dtype=np.int64)[:, None]
     critical_steps = (critical & valid).sum(axis=-1, dtype=np.int64)[:, None]
-    return {"tp": n_hit, "fp": n_retained - n_hit, "fn": n_critical.astype(np.int64)[:, None] - n_hit,
-            "tn": n_steps - n_retained - (critical_steps - n_hit)}
+    return {
+        "tp": n_hit,
+        "fp": n_retained - n_hit,
+        "fn": n_critical.astype(np.int64)[:, None] - n_hit,
+        "tn": n_steps - n_retained - (critical_steps - n_hit),
+    }
 
 
 def score_runs(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, oracle_utility: np.ndarray) -> dict:
@@ -45,19 +69,36 @@ def score_runs(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, o
     fields) on episodes ``episodes`` ([n] indices into ``encoded``); ``oracle_utility``: [n, B]."""
     arrays = encoded.arrays
     utility = policy_utility(host["retained"], encoded.utility64[episodes][:, None, :])
-    columns = score(host, utility, oracle_utility, encoded.n_critical[episodes][:, None],
-                    encoded.total_drift_events[episodes][:, None], arrays.length[episodes][:, None],
-                    budgets[None, :])
-    columns.update(confusion_counts(host, arrays.critical[episodes], arrays.valid[episodes],
-                                    encoded.n_critical[episodes]))
+    columns = score(
+        host,
+        utility,
+        oracle_utility,
+        encoded.n_critical[episodes][:, None],
+        encoded.total_drift_events[episodes][:, None],
+        arrays.length[episodes][:, None],
+        budgets[None, :],
+    )
+    columns.update(
+        confusion_counts(host, arrays.critical[episodes], arrays.valid[episodes], encoded.n_critical[episodes])
+    )
     columns.update(integrity.columns(host, arrays, episodes, host["n_retained"]))
     columns["merge_actions"] = host["merge_actions"].astype(np.int64)
     shape = (len(episodes), len(budgets))
     return {name: np.broadcast_to(value, shape) for name, value in columns.items()}
 
 
-def score_rows(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, oracle_utility: np.ndarray,
-               track: str, name: str, set_index: np.ndarray, order: int, read_columns: dict) -> dict:
+def score_rows(
+    encoded,
+    episodes: np.ndarray,
+    budgets: np.ndarray,
+    host: dict,
+    oracle_utility: np.ndarray,
+    track: str,
+    name: str,
+    set_index: np.ndarray,
+    order: int,
+    read_columns: dict,
+) -> dict:
     """:func:`score_runs` as results rows, one per (episode, budget, K), episode-major, with the
     identifying columns and the row-order columns, as flat column arrays (name -> [n * B * nK]; a
     sweep joins a chunk's parts and makes one table of them); ``order``: the (track, policy) number;
@@ -65,13 +106,22 @@ def score_rows(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, o
     columns = score_runs(encoded, episodes, budgets, host, oracle_utility)
     n, n_budgets = len(episodes), len(budgets)
     episode_axis = np.broadcast_to(episodes[:, None], (n, n_budgets))
-    columns.update(budget_bytes=budgets[None, :], episode_id=np.asarray(encoded.episode_id, object)[episode_axis],
-                   mode=np.asarray(encoded.mode, object)[episode_axis], policy=name, track=track,
-                   _set=set_index[episode_axis], _budget=np.arange(n_budgets)[None, :], _episode=episode_axis,
-                   _order=order)
+    columns.update(
+        budget_bytes=budgets[None, :],
+        episode_id=np.asarray(encoded.episode_id, object)[episode_axis],
+        mode=np.asarray(encoded.mode, object)[episode_axis],
+        policy=name,
+        track=track,
+        _set=set_index[episode_axis],
+        _budget=np.arange(n_budgets)[None, :],
+        _episode=episode_axis,
+        _order=order,
+    )
     shape = (n, n_budgets, read_columns["top_k"].shape[-1])
-    rows = {key: np.broadcast_to(np.broadcast_to(value, shape[:2])[..., None], shape).ravel()
-            for key, value in columns.items()}
+    rows = {
+        key: np.broadcast_to(np.broadcast_to(value, shape[:2])[..., None], shape).ravel()
+        for key, value in columns.items()
+    }
     rows.update({key: np.broadcast_to(value, shape).ravel() for key, value in read_columns.items()})
     return rows
 
@@ -99,8 +149,10 @@ def leaderboard_from_sums(sums: list[pd.DataFrame]) -> pd.DataFrame:
 def leaderboard_sums(parts: list[pd.DataFrame]) -> pd.DataFrame:
     """One ``(track, policy, budget_bytes, param_...)`` -> ``sum``, ``count`` (of f1) frame from result
     chunks and/or earlier such frames, in first-seen order (running totals: a few rows, whatever the sweep)."""
-    sums = [part if "sum" in part else part.groupby(_keys(part), sort=False, dropna=False)["f1"].agg(["sum", "count"])
-            for part in parts]
+    sums = [
+        part if "sum" in part else part.groupby(_keys(part), sort=False, dropna=False)["f1"].agg(["sum", "count"])
+        for part in parts
+    ]
     return _total(sums)
 
 

@@ -10,6 +10,7 @@ Why not one program that calls the host every so many steps: a program with a ho
 never found in the persistent compilation cache (the callback's address is part of its key), so
 every long sweep compiled every policy again (1-2 s each on 2 cores).
 """
+
 from __future__ import annotations
 
 import jax
@@ -46,6 +47,7 @@ def _map_runs(fn, grid: bool):
 
 def _start(policy: Policy, mesh, grid: bool, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index):
     """Every run's carry before step 0: leaves [N, (P,) B, ...]."""
+
     def first_carry(params, budget, episode, key, run_inputs):
         return _initial(policy, {**params, **run_inputs}, episode, budget, key)
 
@@ -58,6 +60,7 @@ def _start(policy: Policy, mesh, grid: bool, params, run_inputs, batch: EpisodeB
 
 def _advance(policy: Policy, mesh, grid: bool, params, run_inputs, batch: EpisodeBatch, budgets, carry, first, stop):
     """Every run's carry after steps ``first .. stop-1`` ([] int32 each, traced)."""
+
     def run_steps(params, budget, episode, _, run):
         run_inputs, carry = run
         return advance(policy, {**params, **run_inputs}, episode, budget, carry, first, stop)
@@ -94,8 +97,16 @@ def _twice(tree, like):
     return jax.device_put(doubled, next(iter(devices()))) if devices else doubled
 
 
-def simulate_in_segments(policy: Policy, batch: EpisodeBatch, budgets: np.ndarray, params: dict, run_inputs: dict,
-                         key, episode_index: np.ndarray, grid: bool) -> metrics.Counts:
+def simulate_in_segments(
+    policy: Policy,
+    batch: EpisodeBatch,
+    budgets: np.ndarray,
+    params: dict,
+    run_inputs: dict,
+    key,
+    episode_index: np.ndarray,
+    grid: bool,
+) -> metrics.Counts:
     """Counts [N, (P,) B, ...] of every run, ``STEPS_PER_SEGMENT`` steps per call (see the module
     note); arguments as ``wpbjax.rollout``'s programs take them (``run_inputs`` leaves [N, (P,) B, ...])."""
     n_episodes, n_steps = batch.n_episodes, batch.n_steps
@@ -108,8 +119,9 @@ def simulate_in_segments(policy: Policy, batch: EpisodeBatch, budgets: np.ndarra
         carry = jax.device_put(carry, batch.valid.sharding)
     for first in range(0, n_steps, STEPS_PER_SEGMENT):
         stop = min(first + STEPS_PER_SEGMENT, n_steps)
-        carry = _advance_program(policy, mesh, grid, params, run_inputs, batch, budgets, carry,
-                                 np.int32(first), np.int32(stop))
+        carry = _advance_program(
+            policy, mesh, grid, params, run_inputs, batch, budgets, carry, np.int32(first), np.int32(stop)
+        )
         if _step_listeners:
             jax.block_until_ready(carry)
             for listener in list(_step_listeners):

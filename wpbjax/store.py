@@ -22,6 +22,7 @@ step ``source <= pos`` under the WRITE rule with that step's write cost, keyed b
 iff it is a real step with no item yet and ``used + write_cost[source] <= budget``). It is the only way
 an item's insertion order can differ from its t order; oldest/newest follow insertion order.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,27 +43,27 @@ STILL_HELD = 2**31 - 1  # ``expired_at`` of a slot whose item never left (histor
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class StoreState:
-    held: jax.Array            # [T] int32 the item keyed by this step: 0 none, HELD_BASE (-1) a base item
-                               #           (costs its step's write_cost), > 0 a delta of that many bytes
-                               #           (a delta costs >= 19)
-    parent: jax.Array          # [T] int32 a delta's parent slot (-1 for base items)
-    newer: jax.Array           # [T] int32 next newer present item (-1 at the newest)
-    older: jax.Array           # [T] int32 next older present item (-1 at the oldest)
-    oldest: jax.Array          # []  int32 oldest present item, -1 when empty
-    newest: jax.Array          # []  int32 newest present item, -1 when empty
-    used: jax.Array            # []  int32 bytes in use (sum of the present items' costs)
+    held: jax.Array  # [T] int32 the item keyed by this step: 0 none, HELD_BASE (-1) a base item
+    #           (costs its step's write_cost), > 0 a delta of that many bytes
+    #           (a delta costs >= 19)
+    parent: jax.Array  # [T] int32 a delta's parent slot (-1 for base items)
+    newer: jax.Array  # [T] int32 next newer present item (-1 at the newest)
+    older: jax.Array  # [T] int32 next older present item (-1 at the oldest)
+    oldest: jax.Array  # []  int32 oldest present item, -1 when empty
+    newest: jax.Array  # []  int32 newest present item, -1 when empty
+    used: jax.Array  # []  int32 bytes in use (sum of the present items' costs)
     # The item added at the last step, not yet in ``held`` and the links (see ``flush``):
-    pending: jax.Array         # []  int32 ``held`` of the item added at step pos-1 (0: none)
-    pending_older: jax.Array   # []  int32 ... the newest item before it
-    write_actions: jax.Array   # []  int32 WRITE actions emitted (accepted or not)
+    pending: jax.Array  # []  int32 ``held`` of the item added at step pos-1 (0: none)
+    pending_older: jax.Array  # []  int32 ... the newest item before it
+    write_actions: jax.Array  # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
-    merge_actions: jax.Array   # []  int32 MERGE actions emitted
+    merge_actions: jax.Array  # []  int32 MERGE actions emitted
     # The store's history, recorded only under the "history" kind (reads, wpbjax.reads; else None). A
     # slot's item is present after steps written_at .. expired_at - 1; a slot written again (WRITE_PAST
     # after an EXPIRE) keeps only its last interval:
     expired_at: jax.Array | None = None  # [T] int32 step whose EXPIRE removed the slot's item (STILL_HELD: none)
     written_at: jax.Array | None = None  # [T] int32 step that added it, where that can differ from the slot
-                                         #           (WRITE_PAST; None otherwise: the slot itself)
+    #           (WRITE_PAST; None otherwise: the slot itself)
 
     @property
     def present(self) -> jax.Array:
@@ -84,9 +85,21 @@ def empty(n_steps: int, kinds=ALL_KINDS) -> StoreState:
         history["expired_at"] = jnp.full(n_steps, STILL_HELD, jnp.int32)
         if KIND_WRITE_PAST in kinds:
             history["written_at"] = jnp.arange(n_steps, dtype=jnp.int32)
-    return StoreState(held=jnp.zeros(n_steps, jnp.int32), parent=links, newer=links, older=links, oldest=none,
-                      newest=none, used=zero, write_actions=zero, expire_actions=zero, merge_actions=zero,
-                      pending=zero, pending_older=none, **history)
+    return StoreState(
+        held=jnp.zeros(n_steps, jnp.int32),
+        parent=links,
+        newer=links,
+        older=links,
+        oldest=none,
+        newest=none,
+        used=zero,
+        write_actions=zero,
+        expire_actions=zero,
+        merge_actions=zero,
+        pending=zero,
+        pending_older=none,
+        **history,
+    )
 
 
 def _record_expiry(store: StoreState, slot, pos, ok) -> StoreState:
@@ -144,8 +157,8 @@ def cost_of(store: StoreState, episode: EpisodeBatch, slot, deltas: bool = True)
 class MergeQuote:
     """The episode's side of MERGE(target) at step ``pos`` (see :func:`quote_merge`)."""
 
-    target: jax.Array      # [] int32 the merge target slot (-1: none)
-    cost: jax.Array        # [] int32 bytes of the canonical delta (18 if it is empty)
+    target: jax.Array  # [] int32 the merge target slot (-1: none)
+    cost: jax.Array  # [] int32 bytes of the canonical delta (18 if it is empty)
     acceptable: jax.Array  # [] bool  0 <= target < pos, equal non-null apis, and a non-empty delta
 
 
@@ -198,11 +211,15 @@ def flush(store: StoreState, pos, kinds=ALL_KINDS) -> StoreState:
     first. ``pos - 1`` is the same for every run of a batch: the writes are dynamic-update-slices.
     """
     slot, added = jnp.maximum(pos - 1, 0), store.pending != 0
-    store = dataclasses.replace(store, held=_put_at(store.held, slot, store.pending, added),
-                                pending=jnp.zeros((), jnp.int32))
+    store = dataclasses.replace(
+        store, held=_put_at(store.held, slot, store.pending, added), pending=jnp.zeros((), jnp.int32)
+    )
     if "expire" in kinds and "order" in kinds:  # chain the item after the previous newest
-        store = dataclasses.replace(store, older=_put_at(store.older, slot, store.pending_older, added),
-                                    newer=set_where(store.newer, store.pending_older, slot, added))
+        store = dataclasses.replace(
+            store,
+            older=_put_at(store.older, slot, store.pending_older, added),
+            newer=set_where(store.newer, store.pending_older, slot, added),
+        )
     elif "fifo" in kinds:  # oldest-first only: the forward chain is enough
         store = dataclasses.replace(store, newer=set_where(store.newer, store.pending_older, slot, added))
     return store
@@ -230,7 +247,9 @@ def _expire(store: StoreState, episode: EpisodeBatch, slot, pos, ordered: bool) 
     safe = jnp.maximum(slot, 0)
     cost = _item_cost(store.held[safe], episode.write_cost[safe])  # 0 where no item
     ok = (slot >= 0) & (slot < pos) & (cost > 0)
-    store = dataclasses.replace(store, held=set_where(store.held, slot, 0, ok), used=store.used - jnp.where(ok, cost, 0))
+    store = dataclasses.replace(
+        store, held=set_where(store.held, slot, 0, ok), used=store.used - jnp.where(ok, cost, 0)
+    )
     store = _record_expiry(store, slot, pos, ok)
     if not ordered:
         return store
@@ -251,20 +270,36 @@ def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, b
     source = action.target
     safe = jnp.maximum(source, 0)
     cost = episode.write_cost[safe]
-    ok = ((action.kind == WRITE_PAST) & (source >= 0) & (source <= pos) & episode.valid[safe]
-          & (store.held[safe] == 0) & (store.newest != source) & fits(store.used, cost, budget))
+    ok = (
+        (action.kind == WRITE_PAST)
+        & (source >= 0)
+        & (source <= pos)
+        & episode.valid[safe]
+        & (store.held[safe] == 0)
+        & (store.newest != source)
+        & fits(store.used, cost, budget)
+    )
     newest = store.newest
     store = dataclasses.replace(
-        store, held=set_where(store.held, source, HELD_BASE, ok), used=store.used + jnp.where(ok, cost, 0),
+        store,
+        held=set_where(store.held, source, HELD_BASE, ok),
+        used=store.used + jnp.where(ok, cost, 0),
         write_actions=store.write_actions + (action.kind == WRITE_PAST),
-        oldest=jnp.where(ok & (store.oldest < 0), source, store.oldest), newest=jnp.where(ok, source, newest))
+        oldest=jnp.where(ok & (store.oldest < 0), source, store.oldest),
+        newest=jnp.where(ok, source, newest),
+    )
     if store.expired_at is not None:  # history: the slot's new interval starts now
-        store = dataclasses.replace(store, expired_at=set_where(store.expired_at, source, STILL_HELD, ok),
-                                    written_at=set_where(store.written_at, source, pos, ok))
+        store = dataclasses.replace(
+            store,
+            expired_at=set_where(store.expired_at, source, STILL_HELD, ok),
+            written_at=set_where(store.written_at, source, pos, ok),
+        )
     if "merge" in kinds:  # a re-written slot may have held an (expired) delta
         store = dataclasses.replace(store, parent=set_where(store.parent, source, NONE, ok))
     if "order" in kinds or "fifo" in kinds:  # chain it after the previous newest
-        store = dataclasses.replace(store, newer=set_where(set_where(store.newer, newest, source, ok), source, NONE, ok))
+        store = dataclasses.replace(
+            store, newer=set_where(set_where(store.newer, newest, source, ok), source, NONE, ok)
+        )
         if "order" in kinds:
             store = dataclasses.replace(store, older=set_where(store.older, source, newest, ok))
     return store
@@ -288,9 +323,12 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
                 store = _expire_oldest(store, episode, slot, pos, deltas=merges)
             else:
                 store = _expire(store, episode, slot, pos, ordered)
-    store = dataclasses.replace(store, expire_actions=store.expire_actions + action.n_expire,
-                                write_actions=store.write_actions + (action.kind == WRITE),
-                                merge_actions=store.merge_actions + (action.kind == MERGE))
+    store = dataclasses.replace(
+        store,
+        expire_actions=store.expire_actions + action.n_expire,
+        write_actions=store.write_actions + (action.kind == WRITE),
+        merge_actions=store.merge_actions + (action.kind == MERGE),
+    )
     if "write_past" in kinds:
         store = _write_past(store, action, episode, pos, budget, kinds)
     if not kinds & {"write", "merge"}:
@@ -303,8 +341,13 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     if merges:
         # the quote (action.merge_cost > 0) covered the episode's conditions; these are the store's
         target = jnp.maximum(action.target, 0)
-        merge_ok = ((action.kind == MERGE) & vacant & (merge_cost > 0) & (store.held[target] == HELD_BASE)
-                    & fits(store.used, merge_cost, budget))
+        merge_ok = (
+            (action.kind == MERGE)
+            & vacant
+            & (merge_cost > 0)
+            & (store.held[target] == HELD_BASE)
+            & fits(store.used, merge_cost, budget)
+        )
         # A delta's parent goes in at once (not deferred like ``held``): every read of it in this step
         # is an ancestor of ``merge_ok``, so XLA still updates it in place.
         store = dataclasses.replace(store, parent=_put_at(store.parent, pos, target, merge_ok))
@@ -315,7 +358,8 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
         oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
         newest=jnp.where(added, pos, store.newest),
         used=store.used + jnp.where(write_ok, write_cost, 0) + jnp.where(merge_ok, merge_cost, 0),
-        pending=jnp.where(write_ok, HELD_BASE, jnp.where(merge_ok, merge_cost, 0)), pending_older=store.newest,
+        pending=jnp.where(write_ok, HELD_BASE, jnp.where(merge_ok, merge_cost, 0)),
+        pending_older=store.newest,
     )
 
 
@@ -343,30 +387,43 @@ def journal_cost(write_cost) -> jax.Array:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class TierStore:
-    in_checkpoint: jax.Array     # [T] bool  the checkpoint holds step s's item
-    in_journal: jax.Array        # [T] bool  the journal holds step s's raw record
-    checkpoint_used: jax.Array   # []  int32 checkpoint bytes in use
-    journal_used: jax.Array      # []  int32 journal bytes in use
+    in_checkpoint: jax.Array  # [T] bool  the checkpoint holds step s's item
+    in_journal: jax.Array  # [T] bool  the journal holds step s's raw record
+    checkpoint_used: jax.Array  # []  int32 checkpoint bytes in use
+    journal_used: jax.Array  # []  int32 journal bytes in use
     checkpoint_added_at: jax.Array  # [T] int32 step its (last) checkpoint interval began; STILL_HELD: never held
-    checkpoint_left_at: jax.Array   # [T] int32 step that item left (delete or demote); STILL_HELD: not left
-    journal_added_at: jax.Array     # [T] int32 step the record entered the journal; STILL_HELD: never
-    journal_adds: jax.Array      # []  int32 accepted journal records (appends and demotes that needed bytes)
-    checkpoint_adds: jax.Array   # []  int32 accepted checkpoint adds (writes and promotes)
-    promotes: jax.Array          # []  int32 ... of them, promotes (the slot was in the journal)
-    demotes: jax.Array           # []  int32 accepted demotes
-    deletes: jax.Array           # []  int32 accepted deletes
-    rejected: jax.Array          # []  int32 actions the store refused (budget, absent item, duplicate)
-    bytes_written: jax.Array     # []  int32 bytes of every accepted add, both tiers
-    scanned: jax.Array           # []  int32 checkpoint items examined by consolidation passes
+    checkpoint_left_at: jax.Array  # [T] int32 step that item left (delete or demote); STILL_HELD: not left
+    journal_added_at: jax.Array  # [T] int32 step the record entered the journal; STILL_HELD: never
+    journal_adds: jax.Array  # []  int32 accepted journal records (appends and demotes that needed bytes)
+    checkpoint_adds: jax.Array  # []  int32 accepted checkpoint adds (writes and promotes)
+    promotes: jax.Array  # []  int32 ... of them, promotes (the slot was in the journal)
+    demotes: jax.Array  # []  int32 accepted demotes
+    deletes: jax.Array  # []  int32 accepted deletes
+    rejected: jax.Array  # []  int32 actions the store refused (budget, absent item, duplicate)
+    bytes_written: jax.Array  # []  int32 bytes of every accepted add, both tiers
+    scanned: jax.Array  # []  int32 checkpoint items examined by consolidation passes
 
 
 def tier_empty(n_steps: int) -> TierStore:
     zero, never = jnp.zeros((), jnp.int32), jnp.full(n_steps, STILL_HELD, jnp.int32)
     none = jnp.zeros(n_steps, bool)
-    return TierStore(in_checkpoint=none, in_journal=none, checkpoint_used=zero, journal_used=zero,
-                     checkpoint_added_at=never, checkpoint_left_at=never, journal_added_at=never,
-                     journal_adds=zero, checkpoint_adds=zero, promotes=zero, demotes=zero, deletes=zero,
-                     rejected=zero, bytes_written=zero, scanned=zero)
+    return TierStore(
+        in_checkpoint=none,
+        in_journal=none,
+        checkpoint_used=zero,
+        journal_used=zero,
+        checkpoint_added_at=never,
+        checkpoint_left_at=never,
+        journal_added_at=never,
+        journal_adds=zero,
+        checkpoint_adds=zero,
+        promotes=zero,
+        demotes=zero,
+        deletes=zero,
+        rejected=zero,
+        bytes_written=zero,
+        scanned=zero,
+    )
 
 
 def _count(value, condition) -> jax.Array:
@@ -380,19 +437,24 @@ def _journal(store: TierStore, episode: EpisodeBatch, slot, pos, budget, asked) 
     already = store.in_journal[safe]
     ok = asked & (slot >= 0) & (slot <= pos) & episode.valid[safe] & ~already & fits(store.journal_used, cost, budget)
     store = dataclasses.replace(
-        store, in_journal=set_where(store.in_journal, slot, True, ok),
+        store,
+        in_journal=set_where(store.in_journal, slot, True, ok),
         journal_used=store.journal_used + jnp.where(ok, cost, 0),
         journal_added_at=set_where(store.journal_added_at, slot, pos, ok),
-        journal_adds=_count(store.journal_adds, ok), bytes_written=store.bytes_written + jnp.where(ok, cost, 0))
+        journal_adds=_count(store.journal_adds, ok),
+        bytes_written=store.bytes_written + jnp.where(ok, cost, 0),
+    )
     return store, ok | (asked & (slot >= 0) & already)
 
 
 def _leave_checkpoint(store: TierStore, episode: EpisodeBatch, slot, pos, ok) -> TierStore:
     safe = jnp.maximum(slot, 0)
     return dataclasses.replace(
-        store, in_checkpoint=set_where(store.in_checkpoint, slot, False, ok),
+        store,
+        in_checkpoint=set_where(store.in_checkpoint, slot, False, ok),
         checkpoint_used=store.checkpoint_used - jnp.where(ok, episode.write_cost[safe], 0),
-        checkpoint_left_at=set_where(store.checkpoint_left_at, slot, pos, ok))
+        checkpoint_left_at=set_where(store.checkpoint_left_at, slot, pos, ok),
+    )
 
 
 def _delete(store: TierStore, episode: EpisodeBatch, slot, pos) -> TierStore:
@@ -409,8 +471,9 @@ def _demote(store: TierStore, episode: EpisodeBatch, slot, pos, journal_budget) 
     asked = (slot >= 0) & store.in_checkpoint[jnp.maximum(slot, 0)]
     store, journaled = _journal(store, episode, slot, pos, journal_budget, asked)
     store = _leave_checkpoint(store, episode, slot, pos, journaled)
-    return dataclasses.replace(store, demotes=_count(store.demotes, journaled),
-                               rejected=_count(store.rejected, (slot >= 0) & ~journaled))
+    return dataclasses.replace(
+        store, demotes=_count(store.demotes, journaled), rejected=_count(store.rejected, (slot >= 0) & ~journaled)
+    )
 
 
 def _add(store: TierStore, episode: EpisodeBatch, slot, pos, checkpoint_budget) -> TierStore:
@@ -419,15 +482,24 @@ def _add(store: TierStore, episode: EpisodeBatch, slot, pos, checkpoint_budget) 
     journal held its record before this step."""
     asked, safe = slot >= 0, jnp.maximum(slot, 0)
     cost = episode.write_cost[safe]
-    ok = (asked & (slot <= pos) & episode.valid[safe] & ~store.in_checkpoint[safe]
-          & fits(store.checkpoint_used, cost, checkpoint_budget))
+    ok = (
+        asked
+        & (slot <= pos)
+        & episode.valid[safe]
+        & ~store.in_checkpoint[safe]
+        & fits(store.checkpoint_used, cost, checkpoint_budget)
+    )
     return dataclasses.replace(
-        store, in_checkpoint=set_where(store.in_checkpoint, slot, True, ok),
+        store,
+        in_checkpoint=set_where(store.in_checkpoint, slot, True, ok),
         checkpoint_used=store.checkpoint_used + jnp.where(ok, cost, 0),
         checkpoint_added_at=set_where(store.checkpoint_added_at, slot, pos, ok),
         checkpoint_left_at=set_where(store.checkpoint_left_at, slot, STILL_HELD, ok),
-        checkpoint_adds=_count(store.checkpoint_adds, ok), promotes=_count(store.promotes, ok & store.in_journal[safe] & (store.journal_added_at[safe] < pos)),
-        bytes_written=store.bytes_written + jnp.where(ok, cost, 0), rejected=_count(store.rejected, asked & ~ok))
+        checkpoint_adds=_count(store.checkpoint_adds, ok),
+        promotes=_count(store.promotes, ok & store.in_journal[safe] & (store.journal_added_at[safe] < pos)),
+        bytes_written=store.bytes_written + jnp.where(ok, cost, 0),
+        rejected=_count(store.rejected, asked & ~ok),
+    )
 
 
 def tier_apply(store: TierStore, action, episode: EpisodeBatch, pos, checkpoint_budget, journal_budget) -> TierStore:
@@ -457,8 +529,9 @@ def _newest_first_prefix(candidate, cost, used, budget) -> jax.Array:
     return candidate & fits(used, running, budget)
 
 
-def consolidate(store: TierStore, episode: EpisodeBatch, fact: jax.Array, pos, checkpoint_budget,
-                journal_budget) -> TierStore:
+def consolidate(
+    store: TierStore, episode: EpisodeBatch, fact: jax.Array, pos, checkpoint_budget, journal_budget
+) -> TierStore:
     """One consolidation pass after step ``pos`` (O(T) over the slots, inside the scan; docs/tiers.md).
 
     ``fact``: [T] int32 the fact each step carries (-1: none; < T*K). The newest step of each fact held in
@@ -488,12 +561,18 @@ def consolidate(store: TierStore, episode: EpisodeBatch, fact: jax.Array, pos, c
     in_checkpoint = (store.in_checkpoint & ~demoted) | promoted
     n_promoted = promoted.sum(dtype=jnp.int32)
     return dataclasses.replace(
-        store, in_checkpoint=in_checkpoint, in_journal=store.in_journal | journaled,
-        checkpoint_used=checkpoint_used + promoted_bytes, journal_used=store.journal_used + new_bytes,
+        store,
+        in_checkpoint=in_checkpoint,
+        in_journal=store.in_journal | journaled,
+        checkpoint_used=checkpoint_used + promoted_bytes,
+        journal_used=store.journal_used + new_bytes,
         checkpoint_left_at=jnp.where(demoted, pos, jnp.where(promoted, STILL_HELD, store.checkpoint_left_at)),
         checkpoint_added_at=jnp.where(promoted, pos, store.checkpoint_added_at),
         journal_added_at=jnp.where(journaled, pos, store.journal_added_at),
         journal_adds=store.journal_adds + journaled.sum(dtype=jnp.int32),
-        checkpoint_adds=store.checkpoint_adds + n_promoted, promotes=store.promotes + n_promoted,
-        demotes=store.demotes + demoted.sum(dtype=jnp.int32), bytes_written=store.bytes_written + new_bytes + promoted_bytes,
-        scanned=store.scanned + store.in_checkpoint.sum(dtype=jnp.int32))
+        checkpoint_adds=store.checkpoint_adds + n_promoted,
+        promotes=store.promotes + n_promoted,
+        demotes=store.demotes + demoted.sum(dtype=jnp.int32),
+        bytes_written=store.bytes_written + new_bytes + promoted_bytes,
+        scanned=store.scanned + store.in_checkpoint.sum(dtype=jnp.int32),
+    )

@@ -15,6 +15,7 @@ It checks, on a few generated episodes of every kind of the published generator:
 :func:`max_traces` counts the traces of one of the library's compiled programs in a block, and
 :func:`count_compiles` the executables JAX builds (the test suite's recompile checks).
 """
+
 from __future__ import annotations
 
 import collections
@@ -35,7 +36,9 @@ from wpbjax.tracks import cost_track, sees_utility
 CHECK_BUDGETS = (300, 1024, 4096)
 _CHECKS = itertools.count()
 STEP_GROWTH_ALLOWED = 1.25
-QUICK_COMPILE = {"xla_backend_optimization_level": 0}  # checks run small batches: compile time dominates  # flops of a step at 4T over those at T (small constant terms aside)
+QUICK_COMPILE = {
+    "xla_backend_optimization_level": 0
+}  # checks run small batches: compile time dominates  # flops of a step at 4T over those at T (small constant terms aside)
 
 
 def check_policy(policy: Policy | str, n_steps: int = 48, constant_step: bool = True) -> None:
@@ -62,8 +65,12 @@ def check_batches(track: str, n_steps: int, n_episodes: int = 4):
 
     configs = [DriftConfig(mode=mode, steps=n_steps, seed=7) for mode in MODES]
     episodes = [generate_episode(configs[i % len(configs)], i) for i in range(2 * n_episodes)]
-    encoded = concat_encoded([encode_episodes(episodes[:n_episodes], n_steps=n_steps),
-                              encode_episodes(episodes[n_episodes:], n_steps=n_steps)])
+    encoded = concat_encoded(
+        [
+            encode_episodes(episodes[:n_episodes], n_steps=n_steps),
+            encode_episodes(episodes[n_episodes:], n_steps=n_steps),
+        ]
+    )
     batches = []
     for part in (range(n_episodes), range(n_episodes, 2 * n_episodes)):
         batch = encoded.host_batch(cost_track(track), list(part))
@@ -82,7 +89,8 @@ def _check_kinds_suffice(policy: Policy, track: str, batch, declared) -> None:
         assert np.array_equal(ours, theirs), (
             f"policy {policy.name!r} on {track}: {field.name} differs between its declared kinds "
             f"{sorted(policy.kinds)} and all kinds {sorted(every.kinds)}: declare every kind it emits "
-            f"(and 'order' if it reads store.oldest/newer/older after expiring)")
+            f"(and 'order' if it reads store.oldest/newer/older after expiring)"
+        )
 
 
 def _perturbed(params: dict) -> dict:
@@ -97,8 +105,12 @@ def _check_one_trace(policy: Policy, track: str, batch, other):
     def run_inputs(batch, budgets):
         if policy.plan is None:
             return {}
-        plan = policy.plan(np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64),
-                           np.asarray(batch.length), np.asarray(budgets))
+        plan = policy.plan(
+            np.asarray(batch.write_cost),
+            np.asarray(batch.utility, np.float64),
+            np.asarray(batch.length),
+            np.asarray(budgets),
+        )
         return {name: np.asarray(value) for name, value in plan.items()}
 
     def run(params, inputs, batch, budgets, key):
@@ -114,12 +126,16 @@ def _check_one_trace(policy: Policy, track: str, batch, other):
     defaults = policy.default_params()
     calls = [(defaults, batch, budgets), (_perturbed(defaults), batch, budgets), (defaults, other, budgets[::-1] * 2)]
     try:
-        results = [run(params, run_inputs(episodes, grid), episodes, grid, jax.random.key(0))
-                   for params, episodes, grid in calls]
+        results = [
+            run(params, run_inputs(episodes, grid), episodes, grid, jax.random.key(0))
+            for params, episodes, grid in calls
+        ]
         return jax.block_until_ready(results[0])
     except AssertionError as err:
-        raise AssertionError(f"policy {policy.name!r} on {track}: traced again for new budgets, params or "
-                             f"episodes of the same shape; keep them as traced arrays ({err})") from None
+        raise AssertionError(
+            f"policy {policy.name!r} on {track}: traced again for new budgets, params or "
+            f"episodes of the same shape; keep them as traced arrays ({err})"
+        ) from None
 
 
 def _step_flops(policy: Policy, track: str, n_steps: int) -> float:
@@ -128,8 +144,12 @@ def _step_flops(policy: Policy, track: str, n_steps: int) -> float:
     episode = jax.tree_util.tree_map(lambda leaf: leaf[0], batch)
     params = policy.default_params()
     if policy.plan is not None:
-        plan = policy.plan(np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64),
-                           np.asarray(batch.length), np.asarray([1024]))
+        plan = policy.plan(
+            np.asarray(batch.write_cost),
+            np.asarray(batch.utility, np.float64),
+            np.asarray(batch.length),
+            np.asarray([1024]),
+        )
         params = {**params, **{name: jnp.asarray(np.asarray(value)[0, 0]) for name, value in plan.items()}}
 
     def step(episode, budget, pos):
@@ -146,7 +166,8 @@ def _check_constant_step(policy: Policy, track: str, n_steps: int) -> None:
     assert long <= STEP_GROWTH_ALLOWED * short + 64, (
         f"policy {policy.name!r}: a step does O(T) work ({short:.0f} flops at T={n_steps}, {long:.0f} at "
         f"T={4 * n_steps}); keep act O(1) per step (index the store and episode at a few positions, keep "
-        f"running summaries in the policy state), or pass constant_step=False if that is intended")
+        f"running summaries in the policy state), or pass constant_step=False if that is intended"
+    )
 
 
 @contextlib.contextmanager

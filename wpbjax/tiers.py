@@ -22,6 +22,7 @@ where the run has no checkpoint budget: ``journal_only``); as-of probes read the
 to the journal, each such probe scanning every journal record present then (``journal_scan_bytes``, the
 extra cost). Each side is answered by :func:`wpbjax.reads.read_counts` from the tier's history.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,7 +61,7 @@ class TierRun:
     """A tiered run's final store and its crash counts."""
 
     store: store_lib.TierStore
-    crashes: jax.Array        # [] int32 crashes during the run
+    crashes: jax.Array  # [] int32 crashes during the run
     lost_at_crash: jax.Array  # [] int32 buffered steps lost (not journaled) at those crashes
 
 
@@ -77,8 +78,9 @@ def run(policy: TierPolicy, params, episode, checkpoint_budget, journal_budget, 
         lost = lost + jnp.where(crash, unsaved.sum(dtype=jnp.int32), 0)
         state = dataclasses.replace(state, buffer=jnp.where(crash, store_lib.NONE, state.buffer))
         action, state = policy.act(params, state, store, episode, pos, checkpoint_budget)
-        store = store_lib.tier_apply(store, actions.mask_tier(action, episode.valid[pos]), episode, pos,
-                                     checkpoint_budget, journal_budget)
+        store = store_lib.tier_apply(
+            store, actions.mask_tier(action, episode.valid[pos]), episode, pos, checkpoint_budget, journal_budget
+        )
         due = (every > 0) & ((pos + 1) % jnp.maximum(every, 1) == 0)  # unbatched: a real branch, not a select
 
         def pass_(store):
@@ -105,29 +107,45 @@ def _simulate(policy, params, batch, checkpoint_budgets, journal_budgets, crash_
 def _tier_budgets(budgets, name: str) -> np.ndarray:
     """[B] int32 bytes of one tier; 0 is allowed (the run has no such tier)."""
     values = np.atleast_1d(np.asarray(budgets))
-    if (values.ndim != 1 or not values.size or not np.issubdtype(values.dtype, np.integer)
-            or (values < 0).any() or (values > 2**31 - 1).any()):
+    if (
+        values.ndim != 1
+        or not values.size
+        or not np.issubdtype(values.dtype, np.integer)
+        or (values < 0).any()
+        or (values > 2**31 - 1).any()
+    ):
         raise ArgumentError(f"{arg(name)}: expected whole numbers of bytes within 0..2^31-1; got {values.tolist()}")
     return values.astype(np.int32)
 
 
-def simulate_tiers(policy: TierPolicy, batch, checkpoint_budgets, journal_budgets, params=None, crash_rate=0.0,
-                   seed: int = 0) -> TierRun:
+def simulate_tiers(
+    policy: TierPolicy, batch, checkpoint_budgets, journal_budgets, params=None, crash_rate=0.0, seed: int = 0
+) -> TierRun:
     """Tiered runs of every (episode, budget pair): leaves [N, B, ...]. ``batch``: an EpisodeBatch with fact
     tables; ``checkpoint_budgets``, ``journal_budgets``: [B] bytes each (pairs, zipped); ``crash_rate``: the
     per-step crash probability (module note)."""
     checkpoint = _tier_budgets(checkpoint_budgets, "budgets")
     journal = _tier_budgets(journal_budgets, "journal_budgets")
     if checkpoint.shape != journal.shape:
-        raise ArgumentError(f"{arg('journal_budgets')}: expected one per checkpoint budget ({checkpoint.shape[0]}); "
-                            f"got {journal.shape[0]}")
+        raise ArgumentError(
+            f"{arg('journal_budgets')}: expected one per checkpoint budget ({checkpoint.shape[0]}); "
+            f"got {journal.shape[0]}"
+        )
     if batch.fact_key is None:
         raise ArgumentError(f"{arg('episodes')}: tiered runs need fact tables (episodes with apis or a facts label)")
     if not 0 <= crash_rate <= 1:
         raise ArgumentError(f"{arg('crash_rate')}: expected a probability within [0, 1]; got {crash_rate!r}")
     index = np.arange(batch.valid.shape[0], dtype=np.uint32)
-    return _simulate(policy, policy.resolve_params(params or {}), batch, checkpoint, journal,
-                     jnp.float32(crash_rate), int(seed), index)
+    return _simulate(
+        policy,
+        policy.resolve_params(params or {}),
+        batch,
+        checkpoint,
+        journal,
+        jnp.float32(crash_rate),
+        int(seed),
+        index,
+    )
 
 
 # --- Rows: history, reads, costs ------------------------------------------------------------------
@@ -142,10 +160,16 @@ def _histories(store: dict) -> dict:
     parent = np.full(journaled.shape, -1, np.int32)
     return {
         "checkpoint": dict(left_at=checkpoint_left, written_at=checkpoint_written, parent=parent),
-        "journal": dict(left_at=np.where(journaled, STILL_HELD, -1), written_at=np.where(journaled, store["journal_added_at"], 0),
-                        parent=parent),
-        "both": dict(left_at=np.where(union_written == STILL_HELD, -1, union_left),
-                     written_at=np.where(union_written == STILL_HELD, 0, union_written), parent=parent),
+        "journal": dict(
+            left_at=np.where(journaled, STILL_HELD, -1),
+            written_at=np.where(journaled, store["journal_added_at"], 0),
+            parent=parent,
+        ),
+        "both": dict(
+            left_at=np.where(union_written == STILL_HELD, -1, union_left),
+            written_at=np.where(union_written == STILL_HELD, 0, union_written),
+            parent=parent,
+        ),
     }
 
 
@@ -160,7 +184,7 @@ def tier_read_columns(host: dict, encoded, track: str, checkpoint_budgets, retri
     episodes = np.arange(encoded.n_episodes)
     histories = _histories(host)
     kind, real = encoded.probe_kind, encoded.probe_pos >= 0
-    no_checkpoint = np.asarray(checkpoint_budgets) == 0                                   # [B]
+    no_checkpoint = np.asarray(checkpoint_budgets) == 0  # [B]
     costs = encoded.track_costs(track)
     as_of = real & (kind == probes_lib.AS_OF)
     totals = {}
@@ -170,14 +194,19 @@ def tier_read_columns(host: dict, encoded, track: str, checkpoint_budgets, retri
         for name in ("n_probes", "n_right"):
             totals[name] = totals.get(name, 0) + np.where(use[None, :], counts[name][..., 0], 0)
     # the fallback's extra cost: every journal record present when an as-of probe is asked
-    record = np.asarray(store_lib.journal_cost(costs)).astype(np.int64)                               # [n, T]
-    present = host["in_journal"][:, :, None, :] & (host["journal_added_at"][:, :, None, :]
-                                                   <= encoded.probe_pos[:, None, :, None])  # [n, B, Q, T]
+    record = np.asarray(store_lib.journal_cost(costs)).astype(np.int64)  # [n, T]
+    present = host["in_journal"][:, :, None, :] & (
+        host["journal_added_at"][:, :, None, :] <= encoded.probe_pos[:, None, :, None]
+    )  # [n, B, Q, T]
     scan = np.where(present & as_of[:, None, :, None], record[:, None, None, :], 0).sum((2, 3))
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(totals["n_probes"] > 0, totals["n_right"] / np.maximum(totals["n_probes"], 1), np.nan)
-    return dict(n_probes=totals["n_probes"], read_accuracy=accuracy,
-                journal_fallbacks=np.broadcast_to(as_of.sum(1)[:, None], scan.shape), journal_scan_bytes=scan)
+    return dict(
+        n_probes=totals["n_probes"],
+        read_accuracy=accuracy,
+        journal_fallbacks=np.broadcast_to(as_of.sum(1)[:, None], scan.shape),
+        journal_scan_bytes=scan,
+    )
 
 
 def _coverage(in_memory: np.ndarray, batch) -> np.ndarray:
@@ -188,8 +217,15 @@ def _coverage(in_memory: np.ndarray, batch) -> np.ndarray:
     return np.where(pairs > 0, held / np.maximum(pairs, 1), np.nan)
 
 
-def tier_rows(result: TierRun, encoded, track: str, checkpoint_budgets, journal_budgets,
-              costs: CostModel | None = None, retriever=None) -> dict:
+def tier_rows(
+    result: TierRun,
+    encoded,
+    track: str,
+    checkpoint_budgets,
+    journal_budgets,
+    costs: CostModel | None = None,
+    retriever=None,
+) -> dict:
     """The tier columns ([n, B] each) of :func:`simulate_tiers`' runs on every episode of ``encoded``."""
     costs = costs or CostModel()
     host = {name: np.asarray(value) for name, value in vars(result.store).items()}
@@ -202,25 +238,50 @@ def tier_rows(result: TierRun, encoded, track: str, checkpoint_budgets, journal_
     rows = dict(
         checkpoint_budget_bytes=np.broadcast_to(np.asarray(checkpoint_budgets, np.int64), shape),
         journal_budget_bytes=np.broadcast_to(np.asarray(journal_budgets, np.int64), shape),
-        checkpoint_bytes=host["checkpoint_used"], journal_bytes=host["journal_used"],
+        checkpoint_bytes=host["checkpoint_used"],
+        journal_bytes=host["journal_used"],
         total_bytes=host["checkpoint_used"].astype(np.int64) + host["journal_used"],
         history_coverage=_coverage(host["in_checkpoint"] | host["in_journal"], batch),
         checkpoint_history_coverage=_coverage(host["in_checkpoint"], batch),
-        journal_adds=host["journal_adds"], checkpoint_adds=adds, promotes=host["promotes"],
-        demotes=host["demotes"], deletes=host["deletes"], rejected=host["rejected"],
-        extraction_calls=adds, embedding_calls=adds, dedupe_lookups=dedupe, bytes_written=written,
-        total_cost=total, amplification=np.where(written > 0, total / np.maximum(written, 1), np.nan),
-        crashes=np.asarray(result.crashes), lost_at_crash=np.asarray(result.lost_at_crash))
+        journal_adds=host["journal_adds"],
+        checkpoint_adds=adds,
+        promotes=host["promotes"],
+        demotes=host["demotes"],
+        deletes=host["deletes"],
+        rejected=host["rejected"],
+        extraction_calls=adds,
+        embedding_calls=adds,
+        dedupe_lookups=dedupe,
+        bytes_written=written,
+        total_cost=total,
+        amplification=np.where(written > 0, total / np.maximum(written, 1), np.nan),
+        crashes=np.asarray(result.crashes),
+        lost_at_crash=np.asarray(result.lost_at_crash),
+    )
     if encoded.probe_pos is not None:
         rows.update(tier_read_columns(host, encoded, track, checkpoint_budgets, retriever))
     else:  # no probes: the same columns, blank (as one-tier rows' read columns)
-        rows.update(n_probes=np.zeros(shape, np.int64), read_accuracy=np.full(shape, np.nan),
-                    journal_fallbacks=np.zeros(shape, np.int64), journal_scan_bytes=np.zeros(shape, np.int64))
+        rows.update(
+            n_probes=np.zeros(shape, np.int64),
+            read_accuracy=np.full(shape, np.nan),
+            journal_fallbacks=np.zeros(shape, np.int64),
+            journal_scan_bytes=np.zeros(shape, np.int64),
+        )
     return rows
 
 
-def tier_table(encoded, policies, budgets, journal_budgets, track: str = "unprivileged", crash_rate: float = 0.0,
-               seed: int = 0, costs: CostModel | None = None, retriever=None, params: dict | None = None):
+def tier_table(
+    encoded,
+    policies,
+    budgets,
+    journal_budgets,
+    track: str = "unprivileged",
+    crash_rate: float = 0.0,
+    seed: int = 0,
+    costs: CostModel | None = None,
+    retriever=None,
+    params: dict | None = None,
+):
     """A results table of tiered runs: one row per (policy, episode, checkpoint budget, journal budget), the
     two budget axes crossed (``budgets`` size the checkpoint, ``journal_budgets`` the journal). Columns:
     ``policy``, ``track``, ``episode_id``, ``mode``, ``budget_bytes`` (the checkpoint's), then
@@ -247,9 +308,13 @@ def tier_table(encoded, policies, budgets, journal_budgets, track: str = "unpriv
         rows = tier_rows(result, encoded, track_costs, checkpoint, journal, costs, retriever)
         n, n_budgets = np.shape(rows["checkpoint_budget_bytes"])
         episode = np.repeat(np.arange(n), n_budgets)
-        table = {"policy": name, "track": track, "episode_id": np.asarray(encoded.episode_id, object)[episode],
-                 "mode": np.asarray(encoded.mode, object)[episode],
-                 "budget_bytes": np.asarray(rows.pop("checkpoint_budget_bytes")).reshape(-1)}
+        table = {
+            "policy": name,
+            "track": track,
+            "episode_id": np.asarray(encoded.episode_id, object)[episode],
+            "mode": np.asarray(encoded.mode, object)[episode],
+            "budget_bytes": np.asarray(rows.pop("checkpoint_budget_bytes")).reshape(-1),
+        }
         table.update({column: np.asarray(value).reshape(-1) for column, value in rows.items()})
         tables.append(pd.DataFrame(table))
     return pd.concat(tables, ignore_index=True)

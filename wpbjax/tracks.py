@@ -2,6 +2,7 @@
 
 The metadata *view* keeps only the allowed keys; a step therefore has one write cost per track.
 """
+
 from __future__ import annotations
 
 TRACK_VIEW_KEYS = {

@@ -6,6 +6,7 @@
     wpbjax report results.csv --out report/
     wpbjax train --track unprivileged --out gate.npz
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,16 @@ from wpbjax.cli.failures import OneLineParser, exit_promptly_on_interrupt, repor
 
 # One module per subcommand family, each with ``add_parser(commands)`` (commands: the argparse
 # subparsers), which adds its parser and ``set_defaults(run=handler)``; in ``wpbjax --help`` order.
-SUBCOMMANDS = {"generate": generate_cmd, "import-writ": import_writ_cmd, "import-openapi": import_openapi_cmd,
-               "sweep": sweep_cmd, "bench": bench_cmd, "report": report_cmd, "train": train_cmd, "packages": packages_cmd}
+SUBCOMMANDS = {
+    "generate": generate_cmd,
+    "import-writ": import_writ_cmd,
+    "import-openapi": import_openapi_cmd,
+    "sweep": sweep_cmd,
+    "bench": bench_cmd,
+    "report": report_cmd,
+    "train": train_cmd,
+    "packages": packages_cmd,
+}
 
 
 def build_parser(command: str | None = None):

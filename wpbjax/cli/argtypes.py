@@ -1,5 +1,6 @@
 """Argument types shared by the command-line parsers (``wpbjax ...`` and ``wpbjax packages ...``):
 each turns one flag's text into its value or raises argparse's one-line error."""
+
 from __future__ import annotations
 
 import argparse
@@ -87,7 +88,7 @@ def param_spec(text: str) -> tuple[str, list[float]]:
 
 def memory_size(text: str) -> int:
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    number, unit = text.rstrip("KMGkmgBb"), text[len(text.rstrip("KMGkmgBb")):].upper().rstrip("B")
+    number, unit = text.rstrip("KMGkmgBb"), text[len(text.rstrip("KMGkmgBb")) :].upper().rstrip("B")
     try:
         value = int(float(number) * units[unit])
     except (ValueError, KeyError, OverflowError):  # OverflowError: "inf"

@@ -1,5 +1,6 @@
 """Checks of command-line arguments that argparse cannot make one at a time: repeated values of a
 sweep (warned about and dropped) and episode sets too large to hold (refused before any work)."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,10 @@ PARAM_BYTES = 64  # one endpoint param of the generator's state: a short str and
 
 def stderr_warning(prog: str) -> Callable[[str], None]:
     """A printer of one warning line for ``prog`` (``wpbjax packages sweep``)."""
+
     def warn(message: str) -> None:
         print(f"{prog}: warning: {message}", file=sys.stderr)
+
     return warn
 
 
@@ -63,26 +66,37 @@ def physical_memory() -> int | None:
         return None
 
 
-def refuse_past_memory(what: str, needed: int, memory: int | None = None,
-                       advice: str = "use fewer episodes or steps per run") -> None:
+def refuse_past_memory(
+    what: str, needed: int, memory: int | None = None, advice: str = "use fewer episodes or steps per run"
+) -> None:
     """ValueError when ``needed`` bytes exceed this machine's memory; ``what`` names the arguments,
     ``advice`` what to change."""
     memory = physical_memory() if memory is None else memory
     if memory is not None and needed > memory:
-        raise ValueError(f"{what} need about {_size(needed)} of memory, more than this machine's {_size(memory)}; "
-                         f"{advice}")
+        raise ValueError(
+            f"{what} need about {_size(needed)} of memory, more than this machine's {_size(memory)}; {advice}"
+        )
 
 
 def check_generator_size(args, memory: int | None = None) -> None:
     """Refuse generator knobs whose state or episodes could not be held in memory: the published
     generator keeps ``--max-params`` params for each of ``--api-pool`` endpoints, and a step's
     observation lists its endpoint's params."""
-    refuse_past_memory(f"--api-pool {args.api_pool:,} x --max-params {args.max_params:,}",
-                       args.api_pool * args.max_params * PARAM_BYTES, memory)
+    refuse_past_memory(
+        f"--api-pool {args.api_pool:,} x --max-params {args.max_params:,}",
+        args.api_pool * args.max_params * PARAM_BYTES,
+        memory,
+    )
     if args.command == "generate":
-        refuse_past_memory(f"--episodes {args.episodes:,} x --steps {args.steps:,}",
-                           args.episodes * args.steps * (DICT_BYTES_PER_STEP + 8 * args.max_params), memory)
+        refuse_past_memory(
+            f"--episodes {args.episodes:,} x --steps {args.steps:,}",
+            args.episodes * args.steps * (DICT_BYTES_PER_STEP + 8 * args.max_params),
+            memory,
+        )
     elif not args.episodes and args.engine == "jax":  # sweep: generated on device, all at once
-        refuse_past_memory(f"--n-episodes {args.n_episodes}: {len(args.modes)} modes x {args.n_episodes:,} episodes x "
-                           f"{args.steps:,} steps", len(args.modes) * args.n_episodes * args.steps * ENCODED_BYTES_PER_STEP,
-                           memory)
+        refuse_past_memory(
+            f"--n-episodes {args.n_episodes}: {len(args.modes)} modes x {args.n_episodes:,} episodes x "
+            f"{args.steps:,} steps",
+            len(args.modes) * args.n_episodes * args.steps * ENCODED_BYTES_PER_STEP,
+            memory,
+        )

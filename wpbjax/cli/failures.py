@@ -1,11 +1,12 @@
 """How a command ends when it cannot finish: one line on stderr and an exit status, never a traceback.
 
-    2    bad input (an argument, a file, a line of a file): the line names it (an argument by its
-         flag: :class:`wpbjax.argument_errors.ArgumentError`)
-    130  interrupted (Ctrl-C / SIGINT)
-    141  stdout closed by its reader (``wpbjax sweep | head``): silent, like a program SIGPIPE ends
-    1    a bug in wpbjax: the exception in one line (``WPBJAX_TRACEBACK=1`` re-raises it)
+2    bad input (an argument, a file, a line of a file): the line names it (an argument by its
+     flag: :class:`wpbjax.argument_errors.ArgumentError`)
+130  interrupted (Ctrl-C / SIGINT)
+141  stdout closed by its reader (``wpbjax sweep | head``): silent, like a program SIGPIPE ends
+1    a bug in wpbjax: the exception in one line (``WPBJAX_TRACEBACK=1`` re-raises it)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -87,20 +88,26 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
         return BAD_INPUT
     except Exception as err:
         if isinstance(err, MemoryError) or str(err).startswith("RESOURCE_EXHAUSTED"):  # host, or device (XLA)
-            print(f"{_fresh_line()}{prog}: error: out of memory ({_brief(err) or 'no details'}); use a smaller "
-                  "--memory-cap or fewer episodes", file=sys.stderr)
+            print(
+                f"{_fresh_line()}{prog}: error: out of memory ({_brief(err) or 'no details'}); use a smaller "
+                "--memory-cap or fewer episodes",
+                file=sys.stderr,
+            )
             return BAD_INPUT
         if os.environ.get("WPBJAX_TRACEBACK"):
             raise
-        print(f"{_fresh_line()}{prog}: internal error: {type(err).__name__}: {_brief(err)} (a bug: please report it; "
-              "WPBJAX_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        print(
+            f"{_fresh_line()}{prog}: internal error: {type(err).__name__}: {_brief(err)} (a bug: please report it; "
+            "WPBJAX_TRACEBACK=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return BUG
 
 
 def _brief(err: BaseException, limit: int = 300) -> str:
     """A foreign exception's message in one line of at most ``limit`` characters (XLA's run long)."""
     text = one_line(err)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def exit_promptly_on_interrupt(prog: Callable[[], str]) -> None:

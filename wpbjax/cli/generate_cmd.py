@@ -1,4 +1,5 @@
 """``wpbjax generate``: write an episode set as JSONL (:func:`wpbjax.episodes.write_generated`)."""
+
 from __future__ import annotations
 
 import sys
@@ -38,6 +39,7 @@ def cmd_generate(args) -> int:
     check_generator_size(args)
     count = write_generated(args.out, args.mode, args.episodes, engine=args.engine, **generator_knobs(args))
     if not args.quiet:
-        print(f"wrote {count} episodes ({args.mode}, seed {args.seed}, {args.steps} steps) to {args.out}",
-              file=sys.stderr)
+        print(
+            f"wrote {count} episodes ({args.mode}, seed {args.seed}, {args.steps} steps) to {args.out}", file=sys.stderr
+        )
     return 0

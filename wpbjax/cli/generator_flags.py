@@ -1,4 +1,5 @@
 """Flags of the episode generators, shared by ``wpbjax generate`` and ``wpbjax sweep`` (docs/generators.md)."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,12 +14,37 @@ def add_generator_knobs(parser: argparse.ArgumentParser) -> None:
 
     d = DriftConfig()
     parser.add_argument("--api-pool", type=positive_int, default=d.api_pool, help=f"endpoints (default {d.api_pool})")
-    parser.add_argument("--drift-prob", type=probability, default=d.drift_prob, help=f"per-step drift probability (default {d.drift_prob})")
-    parser.add_argument("--max-params", type=int, default=d.max_params, help=f"max initial params per endpoint, >= 2 (default {d.max_params})")
-    parser.add_argument("--burst-interval", type=int, default=d.burst_interval, help=f"steps between bursts (default {d.burst_interval})")
+    parser.add_argument(
+        "--drift-prob",
+        type=probability,
+        default=d.drift_prob,
+        help=f"per-step drift probability (default {d.drift_prob})",
+    )
+    parser.add_argument(
+        "--max-params",
+        type=int,
+        default=d.max_params,
+        help=f"max initial params per endpoint, >= 2 (default {d.max_params})",
+    )
+    parser.add_argument(
+        "--burst-interval",
+        type=int,
+        default=d.burst_interval,
+        help=f"steps between bursts (default {d.burst_interval})",
+    )
     parser.add_argument("--burst-len", type=int, default=d.burst_len, help=f"steps per burst (default {d.burst_len})")
-    parser.add_argument("--burst-drift-prob", type=probability, default=d.burst_drift_prob, help=f"drift probability inside a burst (default {d.burst_drift_prob})")
-    parser.add_argument("--redundancy-prob", type=probability, default=d.redundancy_prob, help=f"probability of repeating the previous endpoint (default {d.redundancy_prob})")
+    parser.add_argument(
+        "--burst-drift-prob",
+        type=probability,
+        default=d.burst_drift_prob,
+        help=f"drift probability inside a burst (default {d.burst_drift_prob})",
+    )
+    parser.add_argument(
+        "--redundancy-prob",
+        type=probability,
+        default=d.redundancy_prob,
+        help=f"probability of repeating the previous endpoint (default {d.redundancy_prob})",
+    )
 
 
 def add_jax_knobs(parser: argparse.ArgumentParser) -> None:
@@ -26,14 +52,43 @@ def add_jax_knobs(parser: argparse.ArgumentParser) -> None:
     from wpbjax.episodes.jax_gen import JaxGenConfig
 
     d = JaxGenConfig()
-    parser.add_argument("--engine", choices=("python", "jax", "reference"), default="python",
-                        help="episode generator: 'python', the published one (byte-identical; old name 'reference'), "
-                             "or 'jax', on device with the new regimes")
-    parser.add_argument("--horizon", type=positive_int, default=d.horizon, help=f"delayed_relevance: steps within which a drift must be used (default {d.horizon})")
-    parser.add_argument("--rollback-prob", type=probability, default=d.rollback_prob, help=f"rollback: probability that a change reverts the last drift (default {d.rollback_prob})")
-    parser.add_argument("--decoy-prob", type=probability, default=d.decoy_prob, help=f"decoy: probability of a cosmetic change on a non-drift step (default {d.decoy_prob})")
-    parser.add_argument("--docs-prob", type=probability, default=d.docs_prob, help=f"docs_migration: probability of a documentation page (default {d.docs_prob})")
-    parser.add_argument("--guide-prob", type=probability, default=d.guide_prob, help=f"docs_migration: probability of a migration guide (default {d.guide_prob})")
+    parser.add_argument(
+        "--engine",
+        choices=("python", "jax", "reference"),
+        default="python",
+        help="episode generator: 'python', the published one (byte-identical; old name 'reference'), "
+        "or 'jax', on device with the new regimes",
+    )
+    parser.add_argument(
+        "--horizon",
+        type=positive_int,
+        default=d.horizon,
+        help=f"delayed_relevance: steps within which a drift must be used (default {d.horizon})",
+    )
+    parser.add_argument(
+        "--rollback-prob",
+        type=probability,
+        default=d.rollback_prob,
+        help=f"rollback: probability that a change reverts the last drift (default {d.rollback_prob})",
+    )
+    parser.add_argument(
+        "--decoy-prob",
+        type=probability,
+        default=d.decoy_prob,
+        help=f"decoy: probability of a cosmetic change on a non-drift step (default {d.decoy_prob})",
+    )
+    parser.add_argument(
+        "--docs-prob",
+        type=probability,
+        default=d.docs_prob,
+        help=f"docs_migration: probability of a documentation page (default {d.docs_prob})",
+    )
+    parser.add_argument(
+        "--guide-prob",
+        type=probability,
+        default=d.guide_prob,
+        help=f"docs_migration: probability of a migration guide (default {d.guide_prob})",
+    )
 
 
 def add_knob_set(parser: argparse.ArgumentParser) -> None:
@@ -43,9 +98,13 @@ def add_knob_set(parser: argparse.ArgumentParser) -> None:
 
     names = {name for values in KNOB_SETS.values() for name in values} | {"mode", "modes", "engine"}
     parser.set_defaults(knob_defaults={name: parser.get_default(name) for name in names})
-    parser.add_argument("--knob-set", choices=tuple(KNOB_SETS), default=None,
-                        help="the JAX generator's knobs fitted to a real drift stream (docs/real_drift.md): its mode "
-                             "and every knob left at its default; implies --engine jax")
+    parser.add_argument(
+        "--knob-set",
+        choices=tuple(KNOB_SETS),
+        default=None,
+        help="the JAX generator's knobs fitted to a real drift stream (docs/real_drift.md): its mode "
+        "and every knob left at its default; implies --engine jax",
+    )
 
 
 def generator_knobs(args) -> dict:
@@ -54,8 +113,11 @@ def generator_knobs(args) -> dict:
     :func:`apply_knob_set` its mode and engine)."""
     from wpbjax.episodes.jax_gen import KNOB_SETS, JaxGenConfig
 
-    knobs = {field.name: getattr(args, field.name) for field in dataclasses.fields(JaxGenConfig)
-             if field.name != "mode" and hasattr(args, field.name)}
+    knobs = {
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(JaxGenConfig)
+        if field.name != "mode" and hasattr(args, field.name)
+    }
     chosen = getattr(args, "knob_set", None)
     if chosen is not None:
         for name, value in KNOB_SETS[chosen].items():
@@ -73,7 +135,9 @@ def apply_knob_set(args) -> None:
     if args.engine == args.knob_defaults["engine"]:
         args.engine = "jax"
     elif args.engine != "jax":
-        raise ArgumentError(f"{arg('knob_set')} {args.knob_set}: a knob set of the JAX generator; got --engine {args.engine}")
+        raise ArgumentError(
+            f"{arg('knob_set')} {args.knob_set}: a knob set of the JAX generator; got --engine {args.engine}"
+        )
     mode = KNOB_SETS[args.knob_set]["mode"]
     if hasattr(args, "modes") and args.modes == args.knob_defaults["modes"]:
         args.modes = [mode]

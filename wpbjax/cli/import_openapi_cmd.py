@@ -1,5 +1,6 @@
 """``wpbjax import-openapi``: an OpenAPI spec's version history to labelled lines
 (:func:`wpbjax.episodes.openapi_import.import_history`)."""
+
 from __future__ import annotations
 
 import sys
@@ -8,16 +9,29 @@ import time
 
 def add_parser(commands) -> None:
     parser = commands.add_parser(
-        "import-openapi", help="an OpenAPI spec's git history (or dated copies) -> one labelled line per changed "
-                               "(version, endpoint); README 'Real drift'")
-    parser.add_argument("source", metavar="SOURCE", help="a git repository (bare or not) or a directory of dated "
-                                                         "version subdirectories (YYYY-MM-DD...)")
-    parser.add_argument("--spec", required=True, metavar="PATTERN[,PATTERN...]",
-                        help="where the spec lives, in order of preference (e.g. openapi/spec3.json,openapi/spec2.json):"
-                             " * and ? within a path segment, **/ any directories; .json/.yaml/.yml twins both read")
+        "import-openapi",
+        help="an OpenAPI spec's git history (or dated copies) -> one labelled line per changed "
+        "(version, endpoint); README 'Real drift'",
+    )
+    parser.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a git repository (bare or not) or a directory of dated version subdirectories (YYYY-MM-DD...)",
+    )
+    parser.add_argument(
+        "--spec",
+        required=True,
+        metavar="PATTERN[,PATTERN...]",
+        help="where the spec lives, in order of preference (e.g. openapi/spec3.json,openapi/spec2.json):"
+        " * and ? within a path segment, **/ any directories; .json/.yaml/.yml twins both read",
+    )
     parser.add_argument("--out", required=True, help="output file (history.jsonl.gz), with OUT.meta.json beside it")
-    parser.add_argument("--origin", default=None, metavar="URL",
-                        help="where SOURCE came from, recorded in the sidecar (default: its git remote 'origin')")
+    parser.add_argument(
+        "--origin",
+        default=None,
+        metavar="URL",
+        help="where SOURCE came from, recorded in the sidecar (default: its git remote 'origin')",
+    )
     parser.add_argument("--processes", type=int, default=0, help="parsing processes (default: one per core)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     parser.set_defaults(run=cmd_import_openapi)
@@ -36,8 +50,11 @@ def cmd_import_openapi(args) -> int:
     if not args.quiet:
         for line in summary(meta):
             print(f"wpbjax import-openapi: {line}", file=sys.stderr)
-        print(f"wpbjax import-openapi: wrote {meta['rows']:,} lines to {args.out} in "
-              f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+        print(
+            f"wpbjax import-openapi: wrote {meta['rows']:,} lines to {args.out} in "
+            f"{time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -45,17 +62,27 @@ def summary(meta: dict) -> list[str]:
     """What was read, skipped and labelled, one line each."""
     counts = meta["counts"]
     first, last = meta["commits"]["first_date"][:10], meta["commits"]["last_date"][:10]
-    out = [(f"{counts['readable']:,} of {counts['versions']:,} versions read, {first} .. {last}; "
-            f"{counts['endpoints_first']} -> {counts['endpoints_last']} endpoints ({counts['endpoints_ever']} ever)")]
+    out = [
+        (
+            f"{counts['readable']:,} of {counts['versions']:,} versions read, {first} .. {last}; "
+            f"{counts['endpoints_first']} -> {counts['endpoints_last']} endpoints ({counts['endpoints_ever']} ever)"
+        )
+    ]
     if counts["unreadable"]:
         (first, first_date), (last, last_date) = counts["unreadable_commits"]
-        out.append(f"{counts['unreadable']:,} versions unreadable (their spec files' contents are absent), skipped: "
-                   f"{first_date[:10]} .. {last_date[:10]}, commits {first[:12]} .. {last[:12]}")
+        out.append(
+            f"{counts['unreadable']:,} versions unreadable (their spec files' contents are absent), skipped: "
+            f"{first_date[:10]} .. {last_date[:10]}, commits {first[:12]} .. {last[:12]}"
+        )
     for reason in ("missing", "invalid"):
         if counts[f"read_from_twin_{reason}"]:
-            out.append(f"{counts[f'read_from_twin_{reason}']:,} versions read from a twin in another format (a file "
-                       f"{'absent' if reason == 'missing' else 'not valid JSON/YAML'})")
+            out.append(
+                f"{counts[f'read_from_twin_{reason}']:,} versions read from a twin in another format (a file "
+                f"{'absent' if reason == 'missing' else 'not valid JSON/YAML'})"
+            )
     glitches = counts["glitch_changes"]
-    out.append(f"{counts['lines']:,} changed (version, endpoint) lines, {counts['breaking_lines']:,} breaking; "
-               f"{glitches:,} changes are glitches (undone within {meta['importer']['glitch_window']} version)")
+    out.append(
+        f"{counts['lines']:,} changed (version, endpoint) lines, {counts['breaking_lines']:,} breaking; "
+        f"{glitches:,} changes are glitches (undone within {meta['importer']['glitch_window']} version)"
+    )
     return out

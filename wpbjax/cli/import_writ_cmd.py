@@ -1,5 +1,6 @@
 """``wpbjax import-writ``: WRIT scenario files to episodes (:func:`wpbjax.episodes.writ.import_writ`).
 Imports no JAX: it only reads JSON and writes JSONL."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,13 @@ def add_parser(commands) -> None:
 
 def _read_files(paths) -> list[str]:
     """The files an import of ``paths`` reads (a directory: its ``*.json`` files)."""
-    return [os.path.join(path, name) for path in paths if os.path.isdir(path) for name in os.listdir(path)
-            if name.endswith(".json")] + [path for path in paths if not os.path.isdir(path)]
+    return [
+        os.path.join(path, name)
+        for path in paths
+        if os.path.isdir(path)
+        for name in os.listdir(path)
+        if name.endswith(".json")
+    ] + [path for path in paths if not os.path.isdir(path)]
 
 
 def cmd_import_writ(args) -> int:

@@ -1,5 +1,6 @@
 """What a command prints besides its results: note lines on stderr (the library hands them to a ``log``
 callback and never prints)."""
+
 from __future__ import annotations
 
 import sys

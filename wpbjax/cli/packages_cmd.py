@@ -7,6 +7,7 @@
 ``add_parser(commands)`` registers the ``packages`` command on the main parser; further
 subcommands (``packages train``/``score``) register through :data:`EXTRA_SUBCOMMANDS`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,12 @@ def _positive(text: str) -> int:
 def _add_shape_args(parser: argparse.ArgumentParser) -> None:
     from wpbjax.packages.catalog import DISTRIBUTIONS
 
-    parser.add_argument("--distribution", choices=DISTRIBUTIONS, default="memaudit_small",
-                        help="generated packages (default memaudit_small, the artifact's base sweep)")
+    parser.add_argument(
+        "--distribution",
+        choices=DISTRIBUTIONS,
+        default="memaudit_small",
+        help="generated packages (default memaudit_small, the artifact's base sweep)",
+    )
     parser.add_argument("--seeds", type=_positive, default=500, help="number of seeds (default 500)")
     parser.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--normal-count", type=_count, default=3, help="facts per package (default 3)")
@@ -51,20 +56,33 @@ def add_parser(commands) -> argparse.ArgumentParser:
     """Register ``packages`` (with its own subcommands) on the main CLI's sub-parsers."""
     from wpbjax.packages.catalog import METHODS, PAPER_METHODS
 
-    packages = commands.add_parser("packages", help="MEMAUDIT representation choice: exact OPT, writers, sweeps "
-                                                    "(docs/packages.md)")
+    packages = commands.add_parser(
+        "packages", help="MEMAUDIT representation choice: exact OPT, writers, sweeps (docs/packages.md)"
+    )
     sub = packages.add_subparsers(dest="packages_command", required=True)
 
     sweep = sub.add_parser("sweep", help="rows per (distribution, seed, budget, method) scored against certified OPT")
     _add_shape_args(sweep)
-    sweep.add_argument("--packages", nargs="+", metavar="DIR", help="package directories in the artifact's export "
-                                                                    "layout (instead of --distribution)")
+    sweep.add_argument(
+        "--packages",
+        nargs="+",
+        metavar="DIR",
+        help="package directories in the artifact's export layout (instead of --distribution)",
+    )
     sweep.add_argument("--budgets", type=count_list, default=[1, 2, 4, 8, 16], help="budgets (default 1,2,4,8,16)")
-    sweep.add_argument("--methods", type=name_list, default=list(PAPER_METHODS),
-                       help=f"comma-separated (default the paper's eight; all: {','.join(METHODS)})")
+    sweep.add_argument(
+        "--methods",
+        type=name_list,
+        default=list(PAPER_METHODS),
+        help=f"comma-separated (default the paper's eight; all: {','.join(METHODS)})",
+    )
     sweep.add_argument("--h", choices=("min", "log1p", "linear"), default="min", help="concave h (default min)")
-    sweep.add_argument("--verify", choices=("none", "milp"), default="none",
-                       help="cross-check every OPT against the MILP (HiGHS); fails on any disagreement")
+    sweep.add_argument(
+        "--verify",
+        choices=("none", "milp"),
+        default="none",
+        help="cross-check every OPT against the MILP (HiGHS); fails on any disagreement",
+    )
     sweep.add_argument("--out", default=None, help="rows file, .csv or .parquet (default: none)")
     sweep.add_argument("--quiet", action="store_true", help="no progress line or summary table")
     sweep.set_defaults(run=cmd_sweep)
@@ -86,8 +104,12 @@ def _progress(enabled: bool):
         return None
 
     def show(done: int, total: int, elapsed: float) -> None:
-        print(f"\rpackages: {done}/{total} seeds, {elapsed:.1f} s", end="" if done < total else "\n",
-              file=sys.stderr, flush=True)
+        print(
+            f"\rpackages: {done}/{total} seeds, {elapsed:.1f} s",
+            end="" if done < total else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
 
     return show
 
@@ -115,8 +137,12 @@ def check_sweep_size(args, n_methods: int, memory: int | None = None) -> int:
     rows = n_packages * len(args.budgets) * n_methods
     what = f"--packages: {n_packages:,} packages" if args.packages else f"--seeds {n_packages:,}"
     smaller = "fewer seeds or packages, budgets or methods"
-    refuse_past_memory(f"{what} x {len(args.budgets)} budgets x {n_methods} methods: the sweep's {rows:,} rows",
-                       rows * ROW_MEMORY_BYTES, memory, advice=f"sweep {smaller}")
+    refuse_past_memory(
+        f"{what} x {len(args.budgets)} budgets x {n_methods} methods: the sweep's {rows:,} rows",
+        rows * ROW_MEMORY_BYTES,
+        memory,
+        advice=f"sweep {smaller}",
+    )
     if args.out:
         check_disk_space(args.out, rows, row_bytes=ROW_BYTES, smaller=smaller)
     return rows
@@ -140,12 +166,22 @@ def cmd_sweep(args) -> int:
     try:
         if args.packages:
             from wpbjax.packages.io import read_packages
+
             pset = read_packages(args.packages)
             table = sweeps.run(pset, args.budgets, methods, args.h, "packages", verify)
         else:
             seeds = range(args.seed_start, args.seed_start + args.seeds)
-            table = sweeps.run_distribution(args.distribution, seeds, args.budgets, methods, args.h, args.normal_count,
-                                           args.update_count, verify, progress=_progress(not args.quiet))
+            table = sweeps.run_distribution(
+                args.distribution,
+                seeds,
+                args.budgets,
+                methods,
+                args.h,
+                args.normal_count,
+                args.update_count,
+                verify,
+                progress=_progress(not args.quiet),
+            )
     except OptNotCertified as err:
         print(f"{PROG_SWEEP}: error: OPT not certified: {err}", file=sys.stderr)
         return 1
@@ -154,8 +190,10 @@ def cmd_sweep(args) -> int:
     if not args.quiet:
         print(sweeps.ratio_table(table))
         certified = table[table.method == methods[0]]["opt_certified_by"].value_counts().to_dict()
-        print(f"OPT certified by: {certified}; {len(table)} rows in {time.perf_counter() - started:.2f} s"
-              + (f" -> {args.out}" if args.out else ""))
+        print(
+            f"OPT certified by: {certified}; {len(table)} rows in {time.perf_counter() - started:.2f} s"
+            + (f" -> {args.out}" if args.out else "")
+        )
     return 0
 
 

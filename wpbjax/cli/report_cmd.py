@@ -1,4 +1,5 @@
 """``wpbjax report``: tables, leaderboard and figures of a results file (:func:`wpbjax.api.report`)."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,15 @@ def add_parser(commands) -> None:
     report.add_argument("results", help="results file from wpbjax sweep (.csv or .parquet)")
     report.add_argument("--out", required=True, help="directory for the report's files (created if needed)")
     report.add_argument("--meta", default=None, help="run metadata (default RESULTS.meta.json, written by sweep)")
-    report.add_argument("--budget", type=positive_int, default=10240, help="budget of the leaderboard and diagnostics (default 10240; nearest run budget if absent)")
-    report.add_argument("--curve-budget", type=positive_int, default=None, help="budget of regret_curve.png (default: --budget)")
+    report.add_argument(
+        "--budget",
+        type=positive_int,
+        default=10240,
+        help="budget of the leaderboard and diagnostics (default 10240; nearest run budget if absent)",
+    )
+    report.add_argument(
+        "--curve-budget", type=positive_int, default=None, help="budget of regret_curve.png (default: --budget)"
+    )
     report.add_argument("--quiet", action="store_true")
     report.set_defaults(run=cmd_report)
 
@@ -27,8 +35,14 @@ def cmd_report(args) -> int:
 
     if args.meta is not None and not os.path.exists(args.meta):
         raise ValueError(f"--meta {args.meta}: no such file")
-    written = report(args.results, args.out, meta=args.meta, budget=args.budget, curve_budget=args.curve_budget,
-                     log=note_printer("wpbjax report"))  # (skipped files: said even with --quiet)
+    written = report(
+        args.results,
+        args.out,
+        meta=args.meta,
+        budget=args.budget,
+        curve_budget=args.curve_budget,
+        log=note_printer("wpbjax report"),
+    )  # (skipped files: said even with --quiet)
     if not args.quiet:
         print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
     return 0

@@ -1,4 +1,5 @@
 """``wpbjax sweep``: episodes × budgets × tracks × policies to a results table (:func:`wpbjax.api.sweep_to_file`)."""
+
 from __future__ import annotations
 
 import sys
@@ -20,47 +21,113 @@ def add_parser(commands) -> None:
     from wpbjax.episodes.source import DEFAULT_MODES
 
     sweep = commands.add_parser("sweep", help="run policies over episodes x budgets x tracks; write a results table")
-    sweep.add_argument("--episodes", nargs="+", metavar="FILE", help="JSONL episode files, or real:stripe[:STEPS[:STRIDE]][:train|:test] for real API drift windows (default: generate the paper's sets)")
-    sweep.add_argument("--modes", type=name_list, default=list(DEFAULT_MODES), help=f"generated modes (default {','.join(DEFAULT_MODES)})")
+    sweep.add_argument(
+        "--episodes",
+        nargs="+",
+        metavar="FILE",
+        help="JSONL episode files, or real:stripe[:STEPS[:STRIDE]][:train|:test] for real API drift windows (default: generate the paper's sets)",
+    )
+    sweep.add_argument(
+        "--modes",
+        type=name_list,
+        default=list(DEFAULT_MODES),
+        help=f"generated modes (default {','.join(DEFAULT_MODES)})",
+    )
     sweep.add_argument("--n-episodes", type=positive_int, default=10, help="generated episodes per mode (default 10)")
     sweep.add_argument("--steps", type=positive_int, default=200, help="steps per generated episode (default 200)")
     sweep.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
-    sweep.add_argument("--budgets", type=int_list, default=list(PAPER_BUDGETS), help="byte budgets (default: the paper's 11, 1024..1048576)")
-    sweep.add_argument("--policies", type=policy_spec, default="published",
-                       help="'published' (the published line-up per track; old name 'reference') or comma-separated names")
-    sweep.add_argument("--tracks", type=name_list, default=["unprivileged", "privileged"], help="default unprivileged,privileged (also: feedback, oracle; docs/policies.md)")
-    sweep.add_argument("--oracle", choices=("exact", "published_rule", "reference"), default="exact",
-                       help="knapsack oracle (default exact; 'published_rule', old name 'reference', reproduces the published numbers)")
+    sweep.add_argument(
+        "--budgets",
+        type=int_list,
+        default=list(PAPER_BUDGETS),
+        help="byte budgets (default: the paper's 11, 1024..1048576)",
+    )
+    sweep.add_argument(
+        "--policies",
+        type=policy_spec,
+        default="published",
+        help="'published' (the published line-up per track; old name 'reference') or comma-separated names",
+    )
+    sweep.add_argument(
+        "--tracks",
+        type=name_list,
+        default=["unprivileged", "privileged"],
+        help="default unprivileged,privileged (also: feedback, oracle; docs/policies.md)",
+    )
+    sweep.add_argument(
+        "--oracle",
+        choices=("exact", "published_rule", "reference"),
+        default="exact",
+        help="knapsack oracle (default exact; 'published_rule', old name 'reference', reproduces the published numbers)",
+    )
     sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
-    sweep.add_argument("--memory-cap", type=memory_size, default="2G", help="device memory one chunk of runs may use (default 2G)")
+    sweep.add_argument(
+        "--memory-cap", type=memory_size, default="2G", help="device memory one chunk of runs may use (default 2G)"
+    )
     sweep.add_argument("--quiet", action="store_true", help="no progress or leaderboard")
-    sweep.add_argument("--param", type=param_spec, action="append", metavar="NAME=SPEC",
-                       help="sweep a policy param: NAME=start:stop:count (inclusive) or NAME=v1,v2,...; repeatable "
-                            "(Cartesian product); adds a param_NAME column (see docs/policies.md)")
-    sweep.add_argument("--resume", action="store_true",
-                       help="finish an interrupted sweep of the same arguments from the chunks already in --out's "
-                            "temporary file (.csv only); without one, run from the start")
-    sweep.add_argument("--coordinator", metavar="HOST:PORT", default=None,
-                       help="several processes (hosts): process 0's address, where jax.distributed coordinates "
-                            "(default $JAX_COORDINATOR_ADDRESS; srun / mpirun tasks are detected); see README")
-    sweep.add_argument("--num-processes", type=positive_int, default=None, help="processes in the sweep (default $JAX_NUM_PROCESSES)")
-    sweep.add_argument("--process-id", type=int, default=None, help="this process, 0..N-1; 0 writes --out (default $JAX_PROCESS_ID)")
+    sweep.add_argument(
+        "--param",
+        type=param_spec,
+        action="append",
+        metavar="NAME=SPEC",
+        help="sweep a policy param: NAME=start:stop:count (inclusive) or NAME=v1,v2,...; repeatable "
+        "(Cartesian product); adds a param_NAME column (see docs/policies.md)",
+    )
+    sweep.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish an interrupted sweep of the same arguments from the chunks already in --out's "
+        "temporary file (.csv only); without one, run from the start",
+    )
+    sweep.add_argument(
+        "--coordinator",
+        metavar="HOST:PORT",
+        default=None,
+        help="several processes (hosts): process 0's address, where jax.distributed coordinates "
+        "(default $JAX_COORDINATOR_ADDRESS; srun / mpirun tasks are detected); see README",
+    )
+    sweep.add_argument(
+        "--num-processes", type=positive_int, default=None, help="processes in the sweep (default $JAX_NUM_PROCESSES)"
+    )
+    sweep.add_argument(
+        "--process-id", type=int, default=None, help="this process, 0..N-1; 0 writes --out (default $JAX_PROCESS_ID)"
+    )
     reads = sweep.add_argument_group("reads (docs/reads.md)")
-    reads.add_argument("--top-k", type=int_list, default=[5],
-                       help="records the retriever returns per probe; a list gives one row per K (default 5)")
-    reads.add_argument("--probes", choices=("labels", "generate", "none"), default="labels",
-                       help="probes: the episodes' 'probes' labels (default), those else generated ones, or none")
+    reads.add_argument(
+        "--top-k",
+        type=int_list,
+        default=[5],
+        help="records the retriever returns per probe; a list gives one row per K (default 5)",
+    )
+    reads.add_argument(
+        "--probes",
+        choices=("labels", "generate", "none"),
+        default="labels",
+        help="probes: the episodes' 'probes' labels (default), those else generated ones, or none",
+    )
     reads.add_argument("--probe-rate", type=float, default=0.1, help="generated probes per step (default 0.1)")
-    reads.add_argument("--retriever", type=param_spec, action="append", metavar="NAME=VALUE",
-                       help="a retriever weight: w_rel, w_rec, w_imp (default 1 each) or decay (default 0.99); "
-                            "repeatable")
+    reads.add_argument(
+        "--retriever",
+        type=param_spec,
+        action="append",
+        metavar="NAME=VALUE",
+        help="a retriever weight: w_rel, w_rec, w_imp (default 1 each) or decay (default 0.99); repeatable",
+    )
     tiers = sweep.add_argument_group("tiers (docs/tiers.md)")
-    tiers.add_argument("--journal-budgets", type=byte_list, default=None,
-                       help="tiered runs: journal byte budgets, crossed with --budgets (which then size the "
-                            "checkpoint); --policies are tier policies (default journal_and_checkpoint,"
-                            "checkpoint_only,journal_only); adds the journal_budget_bytes and tier columns")
-    tiers.add_argument("--crash-rate", type=probability, default=0.0,
-                       help="tiered runs: per-step crash probability (default 0; docs/tiers.md)")
+    tiers.add_argument(
+        "--journal-budgets",
+        type=byte_list,
+        default=None,
+        help="tiered runs: journal byte budgets, crossed with --budgets (which then size the "
+        "checkpoint); --policies are tier policies (default journal_and_checkpoint,"
+        "checkpoint_only,journal_only); adds the journal_budget_bytes and tier columns",
+    )
+    tiers.add_argument(
+        "--crash-rate",
+        type=probability,
+        default=0.0,
+        help="tiered runs: per-step crash probability (default 0; docs/tiers.md)",
+    )
     add_generator_knobs(sweep)
     add_jax_knobs(sweep)
     add_knob_set(sweep)
@@ -79,22 +146,42 @@ def cmd_tier_sweep(args, retriever: dict) -> int:
     from wpbjax.argument_errors import ArgumentError, arg
 
     started = time.perf_counter()
-    policies = (["journal_and_checkpoint", "checkpoint_only", "journal_only"]
-                if args.policies in ("published", "reference") else args.policies.split(","))
+    policies = (
+        ["journal_and_checkpoint", "checkpoint_only", "journal_only"]
+        if args.policies in ("published", "reference")
+        else args.policies.split(",")
+    )
     knobs = {key: value for key, value in generator_knobs(args).items() if key not in ("seed", "steps")}
     params = {}
     for name, values in args.param or []:
         if len(values) != 1:
             raise ArgumentError(f"{arg('params')} {name}: a tiered sweep takes one value per param")
         params[name] = values[0]
-    table = tier_sweep(args.episodes, modes=args.modes, n_episodes=args.n_episodes, steps=args.steps, seed=args.seed,
-                       engine=args.engine, budgets=args.budgets, journal_budgets=args.journal_budgets,
-                       policies=policies, tracks=args.tracks, top_k=args.top_k, probes=args.probes,
-                       probe_rate=args.probe_rate, retriever=retriever or None, crash_rate=args.crash_rate, params=params or None, **knobs)
+    table = tier_sweep(
+        args.episodes,
+        modes=args.modes,
+        n_episodes=args.n_episodes,
+        steps=args.steps,
+        seed=args.seed,
+        engine=args.engine,
+        budgets=args.budgets,
+        journal_budgets=args.journal_budgets,
+        policies=policies,
+        tracks=args.tracks,
+        top_k=args.top_k,
+        probes=args.probes,
+        probe_rate=args.probe_rate,
+        retriever=retriever or None,
+        crash_rate=args.crash_rate,
+        params=params or None,
+        **knobs,
+    )
     with atomic.atomic_path(args.out) as path:
         table.to_parquet(path, index=False) if str(args.out).endswith(".parquet") else table.to_csv(path, index=False)
     if not args.quiet:
-        print(f"wrote {len(table):,} tiered rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        print(
+            f"wrote {len(table):,} tiered rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr
+        )
     return 0
 
 
@@ -125,20 +212,41 @@ def cmd_sweep(args) -> int:
     cluster = initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     args.quiet = args.quiet or not (cluster is None or cluster.writes)  # only process 0 writes (and reports)
     knobs = {key: value for key, value in generator_knobs(args).items() if key not in ("seed", "steps")}
-    done = sweep_to_file(args.out, args.episodes, modes=args.modes, n_episodes=args.n_episodes, steps=args.steps,
-                         seed=args.seed, engine=args.engine, budgets=args.budgets, policies=args.policies,
-                         tracks=args.tracks, oracle=args.oracle, memory_cap=args.memory_cap, params=params,
-                         quiet=args.quiet, resume=args.resume, cluster=cluster,
-                         log=None if args.quiet else note_printer("wpbjax sweep"), top_k=args.top_k,
-                         probes=args.probes, probe_rate=args.probe_rate, retriever=retriever or None, **knobs)
+    done = sweep_to_file(
+        args.out,
+        args.episodes,
+        modes=args.modes,
+        n_episodes=args.n_episodes,
+        steps=args.steps,
+        seed=args.seed,
+        engine=args.engine,
+        budgets=args.budgets,
+        policies=args.policies,
+        tracks=args.tracks,
+        oracle=args.oracle,
+        memory_cap=args.memory_cap,
+        params=params,
+        quiet=args.quiet,
+        resume=args.resume,
+        cluster=cluster,
+        log=None if args.quiet else note_printer("wpbjax sweep"),
+        top_k=args.top_k,
+        probes=args.probes,
+        probe_rate=args.probe_rate,
+        retriever=retriever or None,
+        **knobs,
+    )
     if done is None:  # a process other than 0: its share went to process 0
         return 0
     if not args.quiet:
         import pandas as pd
 
         with pd.option_context("display.width", 200, "display.max_columns", 20):
-            print("Mean F1 by policy, grid point of the swept params and budget (bytes), a row per grid point:"
-                  if params else "Mean F1 by policy and budget (bytes):")
+            print(
+                "Mean F1 by policy, grid point of the swept params and budget (bytes), a row per grid point:"
+                if params
+                else "Mean F1 by policy and budget (bytes):"
+            )
             print(done.leaderboard.to_string(float_format=lambda v: f"{v:.3f}"))
         print(f"wrote {done.rows:,} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0

@@ -1,10 +1,11 @@
 """Episodes: JSONL files and generators, encoded to fixed-shape arrays.
 
-    wpbjax.episodes.generate(modes=["default"], n_episodes=10, steps=200, seed=0)   # encoded episodes
-    wpbjax.episodes.load("episodes.jsonl")                                          # the same, from files
-    wpbjax.episodes.real("stripe", steps=200)                                        # real API drift windows
-    wpbjax.episodes.EpisodeSource.from_files([...]) / .generated(...)               # a recordable source
+wpbjax.episodes.generate(modes=["default"], n_episodes=10, steps=200, seed=0)   # encoded episodes
+wpbjax.episodes.load("episodes.jsonl")                                          # the same, from files
+wpbjax.episodes.real("stripe", steps=200)                                        # real API drift windows
+wpbjax.episodes.EpisodeSource.from_files([...]) / .generated(...)               # a recordable source
 """
+
 from __future__ import annotations
 
 import importlib

@@ -11,6 +11,7 @@ axis when sets differ there (``align="pad"`` with a ``fill``, or ``align="fields
 field slots); then compute it in each encoder (``encode.encode_episodes``, ``jax_gen.to_encoded``).
 ``take``, ``concat``, ``host_batch`` and device placement are tree maps and need no change.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,44 +48,46 @@ class EpisodeBatch:
     ``write_cost`` carries a trailing track axis ``[N, T, len(TRACKS)]``.
     """
 
-    valid: jax.Array = column()           # [N, T] bool   real step (False on padding)
-    step_t: jax.Array = column()          # [N, T] int32  the step's own ``t``
-    write_cost: jax.Array = column()      # [N, T] int32  bytes of a WRITE under this track's view (SEMANTICS §2)
-    api_id: jax.Array = column()          # [N, T] int32  id of obs["api"] under Python equality; NONE if absent/null/not a dict
-    api_is_str: jax.Array = column()      # [N, T] bool   obs["api"] is a string (scoring of deltas, §4)
-    api_index: jax.Array = column()       # [N, T] int32  the api's index among the episode's distinct apis (NONE as api_id)
+    valid: jax.Array = column()  # [N, T] bool   real step (False on padding)
+    step_t: jax.Array = column()  # [N, T] int32  the step's own ``t``
+    write_cost: jax.Array = column()  # [N, T] int32  bytes of a WRITE under this track's view (SEMANTICS §2)
+    api_id: jax.Array = column()  # [N, T] int32  id of obs["api"] under Python equality; NONE if absent/null/not a dict
+    api_is_str: jax.Array = column()  # [N, T] bool   obs["api"] is a string (scoring of deltas, §4)
+    api_index: jax.Array = column()  # [N, T] int32  the api's index among the episode's distinct apis (NONE as api_id)
     api_ids: jax.Array = column(align="pad", fill=NONE)  # [N, A] int32 api_id of each index (NONE padding)
     field_value: jax.Array = column(align="fields", fill=NULL_VALUE_ID)  # [N, T, F] int32 id of obs[key_f] under
-                                          #   Python equality; NULL_VALUE_ID when absent
+    #   Python equality; NULL_VALUE_ID when absent
     field_present: jax.Array = column(align="fields", fill=False)  # [N, T, F] bool key_f is a key of obs (a dict)
     field_frag_len: jax.Array = column(align="fields", fill=0)  # [N, T, F] int32 len of '"key": value' in a delta (§2)
-    priority: jax.Array = column()        # [N, T] float32 metadata priority, rounded *up* to float32 (0 if hidden)
-    priority_rank: jax.Array = column()   # [N, T] int32  dense rank of the exact float64 priority among the batch's levels
+    priority: jax.Array = column()  # [N, T] float32 metadata priority, rounded *up* to float32 (0 if hidden)
+    priority_rank: jax.Array = (
+        column()
+    )  # [N, T] int32  dense rank of the exact float64 priority among the batch's levels
     priority_levels: jax.Array = column(align="pad")  # [N, R] float32 the batch's distinct priorities (0.0 included),
-                                          #   ascending, rounded up
-    zero_rank: jax.Array = column()       # [N] int32     rank of priority 0.0 (missing, hidden and delta items rank here)
-    utility: jax.Array = column()         # [N, T] float32 u_t (hidden from non-oracle policies by convention)
-    critical: jax.Array = column()        # [N, T] bool   t is in critical_steps
-    t_last: jax.Array = column()          # [N] int32     the last real step's t
-    length: jax.Array = column()          # [N] int32     number of real steps
+    #   ascending, rounded up
+    zero_rank: jax.Array = column()  # [N] int32     rank of priority 0.0 (missing, hidden and delta items rank here)
+    utility: jax.Array = column()  # [N, T] float32 u_t (hidden from non-oracle policies by convention)
+    critical: jax.Array = column()  # [N, T] bool   t is in critical_steps
+    t_last: jax.Array = column()  # [N] int32     the last real step's t
+    length: jax.Array = column()  # [N] int32     number of real steps
     # What an observer reads of a string api "<...>.v<k>.<...>" (wpbjax.learn's gates use them;
     # None where an episode source does not provide them):
     endpoint_index: jax.Array | None = column(default=None)  # [N, T] int32 per-episode index of the api with its
-                                                              #   version segment removed (NONE: no string api)
+    #   version segment removed (NONE: no string api)
     version_number: jax.Array | None = column(default=None)  # [N, T] int32 k of that segment (else an int
-                                                              #   obs["version"], else 0)
+    #   obs["version"], else 0)
     # Facts and versions for the integrity metrics (wpbjax.episodes.facts; None: no fact tables). K = the most
     # facts one step carries; a slot (pos, k) is named by k * T + pos, so padding K renames nothing:
     fact_pair: jax.Array | None = column(align="pad", fill=NONE, default=None)  # [N, T, K] int32 slot of this
-                                          #   slot's (fact, version) first observation (NONE: no fact)
+    #   slot's (fact, version) first observation (NONE: no fact)
     fact_key: jax.Array | None = column(align="pad", fill=NONE, default=None)  # [N, T, K] int32 slot of its
-                                          #   fact's first observation
+    #   fact's first observation
     fact_prev: jax.Array | None = column(align="pad", fill=NONE, default=None)  # [N, T, K] int32 at a version
-                                          #   change, the previous version's pair (NONE otherwise)
+    #   change, the previous version's pair (NONE otherwise)
     fact_latest: jax.Array | None = column(align="pad", fill=False, default=None)  # [N, T, K] bool the pair (at
-                                          #   its first slot) is its fact's latest version
+    #   its first slot) is its fact's latest version
     fact_probes: jax.Array | None = column(align="pad", fill=0, default=None)  # [N, T, K] int32 probe times
-                                          #   finding this pair current (at its first slot)
+    #   finding this pair current (at its first slot)
     transient: jax.Array | None = column(default=None)  # [N, T] bool the step's facts should none of them persist
 
     @property
@@ -110,34 +113,52 @@ class EncodedEpisodes:
     Build one with :meth:`from_columns`.
     """
 
-    arrays: EpisodeBatch                   # numpy leaves; write_cost [N, T, len(TRACKS)] (order of TRACKS)
-    utility64: np.ndarray = column()       # [N, T] float64 exact u_t for scoring and the oracle
-    priority64: np.ndarray = column()      # [N, T] float64 exact metadata priority (0 when missing)
-    n_critical: np.ndarray = column()      # [N] int32 |R| (critical t's, including any not among the steps)
+    arrays: EpisodeBatch  # numpy leaves; write_cost [N, T, len(TRACKS)] (order of TRACKS)
+    utility64: np.ndarray = column()  # [N, T] float64 exact u_t for scoring and the oracle
+    priority64: np.ndarray = column()  # [N, T] float64 exact metadata priority (0 when missing)
+    n_critical: np.ndarray = column()  # [N] int32 |R| (critical t's, including any not among the steps)
     total_drift_events: np.ndarray = column()  # [N] int32
-    episode_id: np.ndarray = column()      # [N] object the labels' episode_id (index in the set when absent)
-    mode: np.ndarray = column()            # [N] object the labels' mode ("" when absent)
+    episode_id: np.ndarray = column()  # [N] object the labels' episode_id (index in the set when absent)
+    mode: np.ndarray = column()  # [N] object the labels' mode ("" when absent)
     field_keys: tuple = dataclasses.field(default=(), metadata={"static": True})  # [F] key of each field slot
     # Probes (reads, wpbjax.episodes.probes; None: none asked). Q = the most probes of an episode, -1 padding:
-    probe_pos: np.ndarray | None = column(align="pad", fill=-1, default=None)    # [N, Q] int32 asked after this
+    probe_pos: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int32 asked after this
     probe_as_of: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int32 ... about the state
-                                                                                 #   after this step
-    probe_fact: np.ndarray | None = column(align="pad", fill=-1, default=None)   # [N, Q] int32 fact number (-1: one
-                                                                                 #   never carried)
-    probe_kind: np.ndarray | None = column(align="pad", fill=-1, default=None)   # [N, Q] int8 CURRENT, AS_OF, ...
+    #   after this step
+    probe_fact: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int32 fact number (-1: one
+    #   never carried)
+    probe_kind: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int8 CURRENT, AS_OF, ...
     fact_names: np.ndarray | None = column(default=None)  # [N] object tuple: each fact's name, by fact number
 
     @classmethod
-    def from_columns(cls, columns: dict, *, utility64, priority64, n_critical, total_drift_events,
-                     episode_id: Sequence, mode: Sequence, field_keys: Sequence) -> EncodedEpisodes:
+    def from_columns(
+        cls,
+        columns: dict,
+        *,
+        utility64,
+        priority64,
+        n_critical,
+        total_drift_events,
+        episode_id: Sequence,
+        mode: Sequence,
+        field_keys: Sequence,
+    ) -> EncodedEpisodes:
         """The one constructor: ``columns`` holds every :class:`EpisodeBatch` field except the ones
         derived here (``utility`` from ``utility64``, the priority ranks from ``priority64``)."""
         valid = columns["valid"]
-        arrays = EpisodeBatch(**columns, utility=np.asarray(utility64).astype(np.float32),
-                              **priority_columns(priority64, valid))
-        return cls(arrays=arrays, utility64=utility64, priority64=priority64, n_critical=n_critical,
-                   total_drift_events=total_drift_events, episode_id=_object_array(episode_id),
-                   mode=_object_array(mode), field_keys=tuple(field_keys))
+        arrays = EpisodeBatch(
+            **columns, utility=np.asarray(utility64).astype(np.float32), **priority_columns(priority64, valid)
+        )
+        return cls(
+            arrays=arrays,
+            utility64=utility64,
+            priority64=priority64,
+            n_critical=n_critical,
+            total_drift_events=total_drift_events,
+            episode_id=_object_array(episode_id),
+            mode=_object_array(mode),
+            field_keys=tuple(field_keys),
+        )
 
     @property
     def n_episodes(self) -> int:
@@ -169,8 +190,10 @@ class EncodedEpisodes:
         batch = dataclasses.replace(batch, write_cost=batch.write_cost[:, :, TRACKS.index(check_track(track))])
         if not sees_priority(track):
             batch = dataclasses.replace(
-                batch, priority=np.zeros_like(batch.priority),
-                priority_rank=np.broadcast_to(batch.zero_rank[:, None], batch.priority_rank.shape).copy())
+                batch,
+                priority=np.zeros_like(batch.priority),
+                priority_rank=np.broadcast_to(batch.zero_rank[:, None], batch.priority_rank.shape).copy(),
+            )
         return batch
 
     def batch(self, track: str, indices=None, devices=None) -> EpisodeBatch:
@@ -202,9 +225,12 @@ def priority_columns(priority64: np.ndarray, valid: np.ndarray) -> dict:
     delta-item priority counts as 0). R = the number of levels is static through the levels' shape."""
     distinct = np.unique(np.concatenate([priority64[valid], [0.0]]))
     n_episodes = len(priority64)
-    return dict(priority=round_up_float32(priority64), priority_rank=np.searchsorted(distinct, priority64).astype(np.int32),
-                priority_levels=np.broadcast_to(round_up_float32(distinct), (n_episodes, len(distinct))).copy(),
-                zero_rank=np.full(n_episodes, np.searchsorted(distinct, 0.0), np.int32))
+    return dict(
+        priority=round_up_float32(priority64),
+        priority_rank=np.searchsorted(distinct, priority64).astype(np.int32),
+        priority_levels=np.broadcast_to(round_up_float32(distinct), (n_episodes, len(distinct))).copy(),
+        zero_rank=np.full(n_episodes, np.searchsorted(distinct, 0.0), np.int32),
+    )
 
 
 def take(tree, indices):
@@ -222,8 +248,10 @@ def concat(parts: Sequence[EncodedEpisodes]) -> EncodedEpisodes:
         raise ValueError("concat: parts must share the step count T (pass n_steps when encoding)")
     keys = tuple(dict.fromkeys(key for part in parts for key in part.field_keys))
     parts = _fill_missing(parts)
-    widths = {name: max([_leaf(part, name).shape[-1] for part in parts if _leaf(part, name) is not None] + [0])
-              for name in _aligned_names("pad")}
+    widths = {
+        name: max([_leaf(part, name).shape[-1] for part in parts if _leaf(part, name) is not None] + [0])
+        for name in _aligned_names("pad")
+    }
     aligned = [_align(part, keys, widths) for part in parts]
     joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *aligned)
     ranks = priority_columns(joined.priority64, joined.arrays.valid)
@@ -244,8 +272,11 @@ def _fill_missing(parts: Sequence[EncodedEpisodes]) -> list:
         for index, value in enumerate(values):
             if value is None:
                 n = parts[index].n_episodes
-                fill = np.full((n,) + given[0].shape[1:-1] + (0,), field.metadata["fill"], given[0].dtype) \
-                    if given[0].ndim > 1 else np.full(n, None, object)
+                fill = (
+                    np.full((n,) + given[0].shape[1:-1] + (0,), field.metadata["fill"], given[0].dtype)
+                    if given[0].ndim > 1
+                    else np.full(n, None, object)
+                )
                 parts[index] = dataclasses.replace(parts[index], **{field.name: fill})
     return parts
 
@@ -261,8 +292,9 @@ def pad_to_buckets(encoded: EncodedEpisodes) -> EncodedEpisodes:
             continue
         extra = (1 << (value.shape[-1] - 1).bit_length()) - value.shape[-1]
         if extra:
-            changes[owner][field.name] = np.pad(value, [(0, 0)] * (value.ndim - 1) + [(0, extra)],
-                                                constant_values=field.metadata["fill"])
+            changes[owner][field.name] = np.pad(
+                value, [(0, 0)] * (value.ndim - 1) + [(0, extra)], constant_values=field.metadata["fill"]
+            )
     return dataclasses.replace(encoded, arrays=dataclasses.replace(encoded.arrays, **changes["arrays"]), **changes[""])
 
 
@@ -293,10 +325,11 @@ def _align(part: EncodedEpisodes, keys: tuple, widths: dict) -> EncodedEpisodes:
             continue
         if align == "fields":
             out = np.full(value.shape[:-1] + (max(len(keys), 1),), fill, value.dtype)
-            out[..., slots] = value[..., :len(slots)]
+            out[..., slots] = value[..., : len(slots)]
         else:
             extra = widths[(owner, field.name)] - value.shape[-1]
             out = np.pad(value, [(0, 0)] * (value.ndim - 1) + [(0, extra)], constant_values=fill)
         changes[owner][field.name] = out
-    return dataclasses.replace(part, arrays=dataclasses.replace(part.arrays, **changes["arrays"]),
-                               field_keys=keys, **changes[""])
+    return dataclasses.replace(
+        part, arrays=dataclasses.replace(part.arrays, **changes["arrays"]), field_keys=keys, **changes[""]
+    )

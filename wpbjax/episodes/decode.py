@@ -4,6 +4,7 @@ The decoder replays each endpoint's param list (push ``p{j}_{version}``, pop, or
 before the endpoint's last drift) and writes the observations the arrays describe; encoding its
 output gives the same sweep rows as the generated arrays (tests/test_jax_gen.py).
 """
+
 from __future__ import annotations
 
 import jax
@@ -26,9 +27,11 @@ from wpbjax.episodes.jax_gen import (
     JaxGenConfig,
 )
 
-FILLER = ("Requests to this endpoint are authenticated with a bearer token. Responses are JSON objects; "
-          "errors carry a code and a message. Pagination uses opaque cursors, and clients should retry "
-          "on rate limiting with exponential backoff. ")
+FILLER = (
+    "Requests to this endpoint are authenticated with a bearer token. Responses are JSON objects; "
+    "errors carry a code and a message. Pagination uses opaque cursors, and clients should retry "
+    "on rate limiting with exponential backoff. "
+)
 
 
 def _date(year: int, code: int) -> str:
@@ -41,7 +44,7 @@ def _api(version: int, endpoint: int) -> str:
 
 def _content(n_chars: int, offset: int) -> str:
     repeated = FILLER * (n_chars // len(FILLER) + 2)
-    return repeated[offset % len(FILLER):][:n_chars]
+    return repeated[offset % len(FILLER) :][:n_chars]
 
 
 def decode_one(config: JaxGenConfig, latent: dict, code: np.ndarray, critical: np.ndarray, episode_id: int) -> dict:
@@ -72,31 +75,45 @@ def decode_one(config: JaxGenConfig, latent: dict, code: np.ndarray, critical: n
             decoy = columns["decoy"][t]
             if decoy == REORDER:
                 listed = listed[1:] + listed[:1]
-            observation = {"api": _api(version, endpoint), "params": listed,
-                           "deprecated": bool(columns["deprecated"][t]),
-                           "version": f"{version}.0" if decoy == VERSION_STRING else version}
+            observation = {
+                "api": _api(version, endpoint),
+                "params": listed,
+                "deprecated": bool(columns["deprecated"][t]),
+                "version": f"{version}.0" if decoy == VERSION_STRING else version,
+            }
             if mode in jax_gen.DECOY_MODES:
                 docs_rev[endpoint] += decoy == DOCS_TOUCH
                 observation["docs_rev"] = docs_rev[endpoint]
         elif kind == DOC:
             section = DOC_SECTIONS[columns["doc_section"][t]]
-            observation = {"section": f"endpoint_{endpoint}/{section}",
-                           "content": _content(columns["doc_chars"][t], columns["date"][t] * 7),
-                           "last_updated": _date(2024, columns["date"][t])}
+            observation = {
+                "section": f"endpoint_{endpoint}/{section}",
+                "content": _content(columns["doc_chars"][t], columns["date"][t] * 7),
+                "last_updated": _date(2024, columns["date"][t]),
+            }
         else:
             assert kind == GUIDE
             version = versions[endpoint]
-            observation = {"old_api": _api(version, endpoint), "new_api": _api(version + 1, endpoint),
-                           "deadline": _date(2025, columns["date"][t])}
+            observation = {
+                "old_api": _api(version, endpoint),
+                "new_api": _api(version + 1, endpoint),
+                "deadline": _date(2025, columns["date"][t]),
+            }
         step_code = int(code[t])
-        steps.append({"metadata": {"mode": mode, "priority": float(PRIORITY[step_code])},
-                      "observation": observation, "t": t})
+        steps.append(
+            {"metadata": {"mode": mode, "priority": float(PRIORITY[step_code])}, "observation": observation, "t": t}
+        )
         utility_by_step[t] = float(UTILITY[step_code])
     critical_steps = np.flatnonzero(critical).tolist()
     n_changes = len(critical_steps) if mode == "docs_migration" else int(np.sum(latent["drift"]))
-    labels = {"episode_id": episode_id, "mode": mode, "critical_steps": critical_steps,
-              "total_drift_events": n_changes, "utility_by_step": utility_by_step,
-              "max_utility": float(sum(utility_by_step.values()))}
+    labels = {
+        "episode_id": episode_id,
+        "mode": mode,
+        "critical_steps": critical_steps,
+        "total_drift_events": n_changes,
+        "utility_by_step": utility_by_step,
+        "max_utility": float(sum(utility_by_step.values())),
+    }
     return {"labels": labels, "steps": steps}
 
 
@@ -105,8 +122,16 @@ def decode_episodes(config: JaxGenConfig, generated: dict, start: int = 0) -> li
     host = jax.tree_util.tree_map(np.asarray, {name: generated[name] for name in ("latent", "code", "critical")})
     n_episodes = host["code"].shape[0]
     # the latent is step-major (episodes on the last axis)
-    return [decode_one(config, {name: value[..., n] for name, value in host["latent"].items()}, host["code"][n],
-                       host["critical"][n], start + n) for n in range(n_episodes)]
+    return [
+        decode_one(
+            config,
+            {name: value[..., n] for name, value in host["latent"].items()},
+            host["code"][n],
+            host["critical"][n],
+            start + n,
+        )
+        for n in range(n_episodes)
+    ]
 
 
 def generate_episodes(config: JaxGenConfig, n_episodes: int, chunk: int = 4096) -> list[dict]:

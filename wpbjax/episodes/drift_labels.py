@@ -29,6 +29,7 @@ breaking. While an endpoint is absent through a glitch its parameters keep their
 that changed across the gap shows as the one change it is). The window is chosen from the data
 (:data:`GLITCH_WINDOW`; README, "Real drift").
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -46,17 +47,32 @@ GLITCH_WINDOW = 1
 # ``expand`` on 86 and 104 endpoints on 2017-12-06 (its string form dropped from the spec's description).
 SPEC_WIDE = 20
 
-BREAKING = frozenset({"endpoint_removed", "endpoint_deprecated", "param_removed", "param_required", "type_changed",
-                      "param_deprecated"})
+BREAKING = frozenset(
+    {"endpoint_removed", "endpoint_deprecated", "param_removed", "param_required", "type_changed", "param_deprecated"}
+)
 ADDITIVE = frozenset({"endpoint_added", "param_added", "param_optional", "type_widened"})
-KINDS = ("endpoint_added", "endpoint_removed", "endpoint_deprecated", "endpoint_undeprecated", "param_added",
-         "param_removed", "param_required", "param_optional", "type_widened", "type_refined", "type_changed",
-         "type_respelled", "param_deprecated", "param_undeprecated", "path_param_fixed")
+KINDS = (
+    "endpoint_added",
+    "endpoint_removed",
+    "endpoint_deprecated",
+    "endpoint_undeprecated",
+    "param_added",
+    "param_removed",
+    "param_required",
+    "param_optional",
+    "type_widened",
+    "type_refined",
+    "type_changed",
+    "type_respelled",
+    "param_deprecated",
+    "param_undeprecated",
+    "path_param_fixed",
+)
 
 
 class Change(NamedTuple):
     kind: str
-    param: str      # "location.name", "" for the endpoint itself
+    param: str  # "location.name", "" for the endpoint itself
     glitch: bool
     detail: str = ""  # a type change's "old -> new"
 
@@ -71,6 +87,7 @@ def is_breaking(change: Change) -> bool:
 
 
 # --- one rule per kind ---------------------------------------------------------------------------------------
+
 
 def presence_change(old_present: bool, new_present: bool, what: str) -> str | None:
     """``{what}_added`` / ``{what}_removed`` when presence flips (``what``: endpoint or param)."""
@@ -138,7 +155,7 @@ def round_trips(events: Sequence[tuple], window: int) -> list[tuple]:
             return found
         _, a, b = best
         found.append((alive[a], alive[b]))
-        del alive[a:b + 1]
+        del alive[a : b + 1]
 
 
 def reverted(events: Sequence[tuple], window: int) -> set:
@@ -147,6 +164,7 @@ def reverted(events: Sequence[tuple], window: int) -> set:
 
 
 # --- an endpoint's timeline -> its labelled changes --------------------------------------------------------
+
 
 def _atom_events(timeline: Sequence[tuple], value_of) -> list[tuple]:
     """[(version, old, new)] of one atom along ``timeline`` ([(version, state)])."""
@@ -185,6 +203,7 @@ def round_trip_lags(timeline: Sequence[tuple]) -> list[tuple]:
 
 def _param_value(key: tuple, field: int | None):
     """The value of one parameter atom in a Surface: presence (field None) or one Param field."""
+
     def value_of(surface):
         param = None if surface is None else _params(surface).get(key)
         if field is None:
@@ -192,6 +211,7 @@ def _param_value(key: tuple, field: int | None):
         if param is None:
             return None
         return param.deprecated if field == -1 else param[field]
+
     return value_of
 
 
@@ -215,8 +235,11 @@ def label_timeline(timeline: Sequence[tuple], window: int = GLITCH_WINDOW) -> li
     deprecated = _atom_glitches(effective, lambda state: bool(state and state.deprecated), window)
     keys = sorted({key for _, state in effective if state is not None for key in _params(state)})
     fields = {"presence": None, "type": 2, "required": 3, "deprecated": -1}
-    atoms = {(key, name): _atom_glitches(effective, _param_value(key, field), window)
-             for key in keys for name, field in fields.items()}
+    atoms = {
+        (key, name): _atom_glitches(effective, _param_value(key, field), window)
+        for key in keys
+        for name, field in fields.items()
+    }
     out, before, before_seen = [], None, None
     for (version, state), (_, seen) in zip(timeline, effective):
         changes = []
@@ -241,9 +264,10 @@ def _param_changes(old: Surface, new: Surface, version: int, atoms: dict) -> lis
         target = f"{key[0]}.{key[1]}"
         found = [("presence", presence_change(before is not None, after is not None, "param"))]
         if after is not None:
-            found += [("required", required_change(bool(before and before.required), after.required)),
-                      ("deprecated", deprecation_change(bool(before and before.deprecated), after.deprecated,
-                                                        "param"))]
+            found += [
+                ("required", required_change(bool(before and before.required), after.required)),
+                ("deprecated", deprecation_change(bool(before and before.deprecated), after.deprecated, "param")),
+            ]
             if before is not None:
                 found.append(("type", type_change(before.type, after.type)))
         if after is not None and before is None:  # a new param: added, and required if it must be sent

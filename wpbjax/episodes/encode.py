@@ -4,6 +4,7 @@ Field values and api values become integer ids under *Python equality* (SEMANTIC
 ``1 == 1.0 == True``, ``[1] == [True]``, dicts by key set and values, NaN equal to nothing.
 Ids are exact (interned, no hashing), so the engine's comparisons are exactly Python's.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -82,8 +83,9 @@ def _memo_key(value) -> tuple:
 _VISIBLE_KEYS = tuple(dict.fromkeys(key for keys in TRACK_VIEW_KEYS.values() for key in keys))
 
 
-def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps: int | None = None,
-                    validate: bool = True) -> EncodedEpisodes:
+def encode_episodes(
+    episodes: Sequence[dict], source: str = "episodes", n_steps: int | None = None, validate: bool = True
+) -> EncodedEpisodes:
     """Encode dict episodes (as loaded from JSONL or generated) into padded arrays.
 
     ``n_steps`` pads to a fixed T (at least the longest episode) so that sets of different
@@ -97,14 +99,23 @@ def encode_episodes(episodes: Sequence[dict], source: str = "episodes", n_steps:
     labels = [_encode_episode(encoder, columns, n, episode, source) for n, episode in enumerate(episodes)]
     columns["api_index"], columns["api_ids"] = _api_tables(columns["api_id"])
     columns["endpoint_index"] = _endpoint_indices(columns.pop("endpoint_key"))
-    columns.update(facts.from_episodes(episodes, source, columns["valid"], columns["endpoint_index"],
-                                       columns["version_number"], columns["length"]))
+    columns.update(
+        facts.from_episodes(
+            episodes, source, columns["valid"], columns["endpoint_index"], columns["version_number"], columns["length"]
+        )
+    )
     cost, utility64, priority64 = columns.pop("write_cost"), columns.pop("utility64"), columns.pop("priority64")
     n_critical, total_drift, episode_ids, modes = zip(*labels)
     encoded = EncodedEpisodes.from_columns(
-        dict(columns, write_cost=cost), utility64=utility64, priority64=priority64,
-        n_critical=np.array(n_critical, np.int32), total_drift_events=np.array(total_drift, np.int32),
-        episode_id=episode_ids, mode=modes, field_keys=sorted(encoder.field_slot, key=encoder.field_slot.get))
+        dict(columns, write_cost=cost),
+        utility64=utility64,
+        priority64=priority64,
+        n_critical=np.array(n_critical, np.int32),
+        total_drift_events=np.array(total_drift, np.int32),
+        episode_id=episode_ids,
+        mode=modes,
+        field_keys=sorted(encoder.field_slot, key=encoder.field_slot.get),
+    )
     return _with_probes(encoded, episodes, source)
 
 
@@ -150,14 +161,23 @@ def _field_slots(episodes: Sequence[dict]) -> dict:
 def _empty_columns(n_episodes: int, n_steps: int, n_fields: int) -> dict:
     """The encoder's output arrays, filled as padding (invalid steps, absent fields, NONE apis)."""
     shape, fields = (n_episodes, n_steps), (n_episodes, n_steps, n_fields)
-    return dict(valid=np.zeros(shape, bool), step_t=np.zeros(shape, np.int32),
-                write_cost=np.zeros(shape + (len(TRACKS),), np.int32), api_id=np.full(shape, NONE, np.int32),
-                api_is_str=np.zeros(shape, bool), field_value=np.full(fields, NULL_VALUE_ID, np.int32),
-                field_present=np.zeros(fields, bool), field_frag_len=np.zeros(fields, np.int32),
-                priority64=np.zeros(shape, np.float64), utility64=np.zeros(shape, np.float64),
-                critical=np.zeros(shape, bool), t_last=np.zeros(n_episodes, np.int32),
-                length=np.zeros(n_episodes, np.int32), version_number=np.zeros(shape, np.int32),
-                endpoint_key=np.full(shape, None, object))  # endpoint strings, indexed per episode at the end
+    return dict(
+        valid=np.zeros(shape, bool),
+        step_t=np.zeros(shape, np.int32),
+        write_cost=np.zeros(shape + (len(TRACKS),), np.int32),
+        api_id=np.full(shape, NONE, np.int32),
+        api_is_str=np.zeros(shape, bool),
+        field_value=np.full(fields, NULL_VALUE_ID, np.int32),
+        field_present=np.zeros(fields, bool),
+        field_frag_len=np.zeros(fields, np.int32),
+        priority64=np.zeros(shape, np.float64),
+        utility64=np.zeros(shape, np.float64),
+        critical=np.zeros(shape, bool),
+        t_last=np.zeros(n_episodes, np.int32),
+        length=np.zeros(n_episodes, np.int32),
+        version_number=np.zeros(shape, np.int32),
+        endpoint_key=np.full(shape, None, object),
+    )  # endpoint strings, indexed per episode at the end
 
 
 class _StepEncoder:
@@ -166,7 +186,7 @@ class _StepEncoder:
     def __init__(self, field_slot: dict):
         self.field_slot = field_slot
         self.values = _ValueIds()
-        self.key_lengths = {key: json_len({key: None}) - len('{: null}') for key in field_slot}
+        self.key_lengths = {key: json_len({key: None}) - len("{: null}") for key in field_slot}
         self.view_memo: dict = {}
         self.field_memo: dict = {}
         self.endpoint_memo: dict = {}
@@ -249,17 +269,32 @@ def _encode_episode(encoder: _StepEncoder, columns: dict, n: int, episode: dict,
         try:
             observation_len, api, api_str, endpoint, version = encoder.observation(observation, i, fields)
         except (TypeError, ValueError) as err:
-            raise EpisodeFormatError(f"{source}: episode {n}, step {i} (t={t}): observation is not "
-                                     f"JSON-serialisable ({err})") from None
+            raise EpisodeFormatError(
+                f"{source}: episode {n}, step {i} (t={t}): observation is not JSON-serialisable ({err})"
+            ) from None
         if endpoint is not None:
             columns["endpoint_key"][n, i] = endpoint
         priority, utility = metadata.get("priority"), utility_by_step.get(str(t))
-        rows.append((t, *(observation_len + view + HEADER_BYTES + INDEX_BYTES for view in encoder.view_lens(metadata)),
-                     api, api_str, 0.0 if priority is None else float(priority),
-                     0.0 if utility is None else float(utility), t in critical_ts, version))
+        rows.append(
+            (
+                t,
+                *(observation_len + view + HEADER_BYTES + INDEX_BYTES for view in encoder.view_lens(metadata)),
+                api,
+                api_str,
+                0.0 if priority is None else float(priority),
+                0.0 if utility is None else float(utility),
+                t in critical_ts,
+                version,
+            )
+        )
     _write_rows(columns, n, rows, fields)
     columns["t_last"][n], columns["length"][n] = steps[-1]["t"], len(steps)
-    return len(critical_ts), labels.get("total_drift_events", 0), labels.get("episode_id", n), str(labels.get("mode", ""))
+    return (
+        len(critical_ts),
+        labels.get("total_drift_events", 0),
+        labels.get("episode_id", n),
+        str(labels.get("mode", "")),
+    )
 
 
 def _write_rows(columns: dict, n: int, rows: list, fields: list) -> None:
@@ -272,9 +307,9 @@ def _write_rows(columns: dict, n: int, rows: list, fields: list) -> None:
         columns["field_frag_len"][n, at_step, slot] = fragment
     n_tracks = len(TRACKS)
     columns["step_t"][n, :count] = by_column[0]
-    columns["write_cost"][n, :count] = np.array(by_column[1:1 + n_tracks]).T
+    columns["write_cost"][n, :count] = np.array(by_column[1 : 1 + n_tracks]).T
     columns["api_id"][n, :count], columns["api_is_str"][n, :count] = by_column[1 + n_tracks], by_column[2 + n_tracks]
-    for name, values in zip(("priority64", "utility64", "critical", "version_number"), by_column[3 + n_tracks:]):
+    for name, values in zip(("priority64", "utility64", "critical", "version_number"), by_column[3 + n_tracks :]):
         columns[name][n, :count] = values
     columns["valid"][n, :count] = True
 
@@ -287,7 +322,7 @@ def _api_tables(api_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     api_ids = np.full((len(api_id), max(max(len(apis) for apis in local_apis), 1)), NONE, np.int32)
     for n, apis in enumerate(local_apis):
         lookup = {api: index for index, api in enumerate(apis)}
-        api_ids[n, :len(apis)] = apis
+        api_ids[n, : len(apis)] = apis
         api_index[n] = [lookup.get(api, NONE) for api in api_id[n].tolist()]
     return api_index, api_ids
 

@@ -27,6 +27,7 @@ other table:
 * ``fact_probes`` [N, T, K] int32 at a pair's first slot: how many probe times find it current
 * ``transient``   [N, T]    bool  the step carries facts, none of which should persist
 """
+
 from __future__ import annotations
 
 import re
@@ -49,7 +50,7 @@ def api_endpoint(api: str) -> tuple[str, int]:
     match = _VERSION_SEGMENT.search(api)
     if match is None:
         return api, 0
-    return api[:match.start()] + "v*" + api[match.end():], int(match.group(1))
+    return api[: match.start()] + "v*" + api[match.end() :], int(match.group(1))
 
 
 def even_probes(length: np.ndarray) -> np.ndarray:
@@ -75,8 +76,14 @@ def _leaders(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, last
 
 
-def fact_tables(fact: np.ndarray, version: np.ndarray, persist: np.ndarray, valid: np.ndarray,
-                length: np.ndarray, extra_probes: np.ndarray | None = None) -> dict:
+def fact_tables(
+    fact: np.ndarray,
+    version: np.ndarray,
+    persist: np.ndarray,
+    valid: np.ndarray,
+    length: np.ndarray,
+    extra_probes: np.ndarray | None = None,
+) -> dict:
     """The encoded fact tables (module note) from raw per-slot facts.
 
     ``fact``: [N, T, K] int per-episode fact number (-1: no fact); ``version``: [N, T, K] int version
@@ -89,15 +96,21 @@ def fact_tables(fact: np.ndarray, version: np.ndarray, persist: np.ndarray, vali
     members = np.flatnonzero(kept)  # row-major over (episode, pos, k): time order within an episode
     if members.size == 0:
         none = np.full(fact.shape, -1, np.int32)
-        return dict(fact_pair=none, fact_key=none.copy(), fact_prev=none.copy(), fact_latest=np.zeros(fact.shape, bool),
-                    fact_probes=np.zeros(fact.shape, np.int32), transient=carried.any(-1) & ~kept.any(-1))
+        return dict(
+            fact_pair=none,
+            fact_key=none.copy(),
+            fact_prev=none.copy(),
+            fact_latest=np.zeros(fact.shape, bool),
+            fact_probes=np.zeros(fact.shape, np.int32),
+            transient=carried.any(-1) & ~kept.any(-1),
+        )
     episode = members // (n_steps * width)
     fact_of = fact.reshape(-1)[members].astype(np.int64)
     version_of = version.reshape(-1)[members].astype(np.int64)
     fact_group = _dense(episode * (fact_of.max(initial=0) + 1) + fact_of)
     span = version_of.max(initial=0) - version_of.min(initial=0) + 1
     pair_group = _dense(fact_group * span + version_of - version_of.min(initial=0))
-    first_pair, _ = _leaders(pair_group)            # indices into ``members``
+    first_pair, _ = _leaders(pair_group)  # indices into ``members``
     first_fact, last_fact = _leaders(fact_group)
     is_first = first_pair == np.arange(len(members))
     # in each fact's time order: the version changes (a pair's first slot after another pair's) and the
@@ -110,6 +123,7 @@ def fact_tables(fact: np.ndarray, version: np.ndarray, persist: np.ndarray, vali
     until = np.where(same_fact, np.r_[position[order][1:], 0], length[episode[order]])
 
     flat = lambda index: members[index]  # noqa: E731 an index into ``members`` -> row-major index
+
     def named(row_major):  # a row-major index into [N, T, K] -> the per-episode slot name k*T + pos
         within = row_major % (n_steps * width)
         return within % width * n_steps + within // width
@@ -124,10 +138,14 @@ def fact_tables(fact: np.ndarray, version: np.ndarray, persist: np.ndarray, vali
     probes_in = _probes_between(position[order], until, episode[order], n_episodes, n_steps, length, extra_probes)
     probes = np.zeros(fact.size, np.int64)
     np.add.at(probes, flat(first_pair[order]), probes_in)
-    return dict(fact_pair=table((members, named(flat(first_pair))), -1, np.int32),
-                fact_key=table((members, named(flat(first_fact))), -1, np.int32), fact_prev=prev,
-                fact_latest=latest, fact_probes=probes.reshape(fact.shape).astype(np.int32),
-                transient=carried.any(-1) & ~kept.any(-1))
+    return dict(
+        fact_pair=table((members, named(flat(first_pair))), -1, np.int32),
+        fact_key=table((members, named(flat(first_fact))), -1, np.int32),
+        fact_prev=prev,
+        fact_latest=latest,
+        fact_probes=probes.reshape(fact.shape).astype(np.int32),
+        transient=carried.any(-1) & ~kept.any(-1),
+    )
 
 
 def _probes_between(start, until, episode, n_episodes, n_steps, length, extra_probes) -> np.ndarray:
@@ -154,22 +172,29 @@ def denominators(batch, indices=None) -> dict:
     select = slice(None) if indices is None else np.asarray(indices)
     pair = batch.fact_pair[select]
     first = pair == slot_names(*pair.shape[1:])
-    return dict(n_facts=(batch.fact_latest[select] & first).sum((1, 2), dtype=np.int64),
-                n_pairs=first.sum((1, 2), dtype=np.int64),
-                n_changes=(batch.fact_prev[select] >= 0).sum((1, 2), dtype=np.int64),
-                n_probes=batch.fact_probes[select].sum((1, 2), dtype=np.int64),
-                n_transient=batch.transient[select].sum(1, dtype=np.int64))
+    return dict(
+        n_facts=(batch.fact_latest[select] & first).sum((1, 2), dtype=np.int64),
+        n_pairs=first.sum((1, 2), dtype=np.int64),
+        n_changes=(batch.fact_prev[select] >= 0).sum((1, 2), dtype=np.int64),
+        n_probes=batch.fact_probes[select].sum((1, 2), dtype=np.int64),
+        n_transient=batch.transient[select].sum(1, dtype=np.int64),
+    )
 
 
-def from_api(endpoint_index: np.ndarray, version_number: np.ndarray, valid: np.ndarray,
-             length: np.ndarray) -> dict:
+def from_api(endpoint_index: np.ndarray, version_number: np.ndarray, valid: np.ndarray, length: np.ndarray) -> dict:
     """The fact tables under the api rule: fact = endpoint, version = its version number (K = 1)."""
     fact = np.where(valid & (endpoint_index >= 0), endpoint_index, -1)[:, :, None]
     return fact_tables(fact, version_number[:, :, None], np.ones(fact.shape, bool), valid, length)
 
 
-def from_episodes(episodes: Sequence[dict], source: str, valid: np.ndarray, endpoint_index: np.ndarray,
-                  version_number: np.ndarray, length: np.ndarray) -> dict:
+def from_episodes(
+    episodes: Sequence[dict],
+    source: str,
+    valid: np.ndarray,
+    endpoint_index: np.ndarray,
+    version_number: np.ndarray,
+    length: np.ndarray,
+) -> dict:
     """The fact tables of dict episodes: the ``facts`` label where an episode has one, else the api rule."""
     labelled = [index for index, episode in enumerate(episodes) if "facts" in episode.get("labels", {})]
     extra = [_probe_positions(episode, f"{source}: episode {index}") for index, episode in enumerate(episodes)]
@@ -195,7 +220,7 @@ def from_episodes(episodes: Sequence[dict], source: str, valid: np.ndarray, endp
     most = max([len(positions) for positions in extra] + [0])
     extra_probes = np.full((len(episodes), most), -1, np.int32)
     for index, positions in enumerate(extra):
-        extra_probes[index, :len(positions)] = positions
+        extra_probes[index, : len(positions)] = positions
     return fact_tables(fact, version, persist, valid, length, extra_probes)
 
 
@@ -220,10 +245,16 @@ def _label_facts(episode: dict, where: str) -> list:
             raise EpisodeFormatError(f"{where}: labels.facts[{str(step['t'])!r}] must be a list")
         parsed = []
         for entry in entries:
-            if (not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], str)
-                    or not isinstance(entry[2], bool)):
-                raise EpisodeFormatError(f"{where}: labels.facts[{str(step['t'])!r}]: each entry must be "
-                                         f"[fact_id (string), version, should_persist (bool)]; got {entry!r}")
+            if (
+                not isinstance(entry, list)
+                or len(entry) != 3
+                or not isinstance(entry[0], str)
+                or not isinstance(entry[2], bool)
+            ):
+                raise EpisodeFormatError(
+                    f"{where}: labels.facts[{str(step['t'])!r}]: each entry must be "
+                    f"[fact_id (string), version, should_persist (bool)]; got {entry!r}"
+                )
             parsed.append(tuple(entry))
         out.append(parsed)
     return out

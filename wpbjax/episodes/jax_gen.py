@@ -29,6 +29,7 @@ Design notes:
 * **Layout.** The scan over steps is step-major (episodes contiguous on the last axis); the latent
   and the arrays derived from it are two jitted functions (XLA fused them worse as one).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,12 +64,12 @@ NO_DECOY, REORDER, DOCS_TOUCH, VERSION_STRING = 0, 1, 2, 3
 # clamp(u/6) as the published generator; the new regimes add a change whose worth is only known
 # in hindsight (priority says "a change", utility says "not needed") and migration guides.
 UTILITY_CODES = (
-    (1.0, 1.0 / 6.0),   # 0 an ordinary step
-    (0.5, 0.5 / 6.0),   # 1 low value: a redundant repeat, a decoy, a documentation page
-    (5.0, 5.0 / 6.0),   # 2 a drift (critical)
-    (6.0, 6.0 / 6.0),   # 3 a drift inside a burst (critical)
-    (1.0, 5.0 / 6.0),   # 4 a change that turned out not to matter (irrelevant or reverted drift)
-    (4.0, 4.0 / 6.0),   # 5 a migration guide (critical)
+    (1.0, 1.0 / 6.0),  # 0 an ordinary step
+    (0.5, 0.5 / 6.0),  # 1 low value: a redundant repeat, a decoy, a documentation page
+    (5.0, 5.0 / 6.0),  # 2 a drift (critical)
+    (6.0, 6.0 / 6.0),  # 3 a drift inside a burst (critical)
+    (1.0, 5.0 / 6.0),  # 4 a change that turned out not to matter (irrelevant or reverted drift)
+    (4.0, 4.0 / 6.0),  # 5 a migration guide (critical)
 )
 UTILITY = np.array([u for u, _ in UTILITY_CODES], np.float64)
 PRIORITY = np.array([p for _, p in UTILITY_CODES], np.float64)
@@ -83,11 +84,11 @@ GOLDEN = 0x9E3779B9
 class JaxGenConfig(DriftConfig):
     """Knobs of the JAX generator: the published ones (:class:`DriftConfig`) plus the new regimes'."""
 
-    horizon: int = 8            # delayed_relevance: a drift matters if its endpoint is used within this many steps
+    horizon: int = 8  # delayed_relevance: a drift matters if its endpoint is used within this many steps
     rollback_prob: float = 0.35  # rollback: chance that an endpoint's next change reverts its last drift
-    decoy_prob: float = 0.25     # decoy: chance that a non-drift step carries a cosmetic change
-    docs_prob: float = 0.2       # docs_migration: chance that a step is a documentation page
-    guide_prob: float = 0.05     # docs_migration: chance that a step is a migration guide
+    decoy_prob: float = 0.25  # decoy: chance that a non-drift step carries a cosmetic change
+    docs_prob: float = 0.2  # docs_migration: chance that a step is a documentation page
+    guide_prob: float = 0.05  # docs_migration: chance that a step is a migration guide
 
     def __post_init__(self):
         if self.mode not in JAX_MODES:
@@ -101,8 +102,15 @@ class JaxGenConfig(DriftConfig):
             raise ValueError(f"seed must fit in int32; got {self.seed}")
         if self.burst_interval < 0 or self.burst_len < 0:
             raise ValueError("burst_interval and burst_len must be >= 0")
-        for name in ("drift_prob", "burst_drift_prob", "redundancy_prob", "rollback_prob", "decoy_prob",
-                     "docs_prob", "guide_prob"):
+        for name in (
+            "drift_prob",
+            "burst_drift_prob",
+            "redundancy_prob",
+            "rollback_prob",
+            "decoy_prob",
+            "docs_prob",
+            "guide_prob",
+        ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1]; got {getattr(self, name)}")
         if self.docs_prob + self.guide_prob > 1.0:
@@ -114,11 +122,21 @@ class JaxGenConfig(DriftConfig):
 
     def knobs(self) -> dict:
         """The traced numbers (a pytree of scalars)."""
-        floats = ("drift_prob", "burst_drift_prob", "redundancy_prob", "rollback_prob", "decoy_prob",
-                  "docs_prob", "guide_prob")
+        floats = (
+            "drift_prob",
+            "burst_drift_prob",
+            "redundancy_prob",
+            "rollback_prob",
+            "decoy_prob",
+            "docs_prob",
+            "guide_prob",
+        )
         knobs = {name: np.float32(getattr(self, name)) for name in floats}
-        knobs.update(burst_interval=np.int32(self.burst_interval), burst_len=np.int32(self.burst_len),
-                     horizon=np.int32(self.horizon))
+        knobs.update(
+            burst_interval=np.int32(self.burst_interval),
+            burst_len=np.int32(self.burst_len),
+            horizon=np.int32(self.horizon),
+        )
         return knobs
 
 
@@ -128,8 +146,16 @@ class JaxGenConfig(DriftConfig):
 # critical fraction, burstiness, bytes per step, endpoints per episode; wpbjax.episodes.stream_stats) by a
 # grid search; each within 4% of the real value at 200 steps (docs/real_drift.md gives the numbers).
 KNOB_SETS = {
-    "stripe_like": dict(mode="stripe_like", api_pool=300, max_params=24, drift_prob=0.03, burst_interval=100,
-                        burst_len=15, burst_drift_prob=1.0, decoy_prob=1.0),
+    "stripe_like": dict(
+        mode="stripe_like",
+        api_pool=300,
+        max_params=24,
+        drift_prob=0.03,
+        burst_interval=100,
+        burst_len=15,
+        burst_drift_prob=1.0,
+        decoy_prob=1.0,
+    ),
 }
 
 
@@ -184,7 +210,7 @@ class Shape:
 
     @property
     def field_keys(self) -> tuple:
-        return ("params", "deprecated", "version", "docs_rev")[:self.n_fields]
+        return ("params", "deprecated", "version", "docs_rev")[: self.n_fields]
 
     @property
     def api_slots(self) -> int:
@@ -212,8 +238,9 @@ def _mix(x):
 def step_words(seeds, n_steps: int, n_words: int, salt: int = 0):
     """[T, W, N] uint32 per-step random words from each episode's two threefry words ``seeds`` [N, 2]
     (episodes on the last axis: the scan over steps then works on contiguous vectors)."""
-    counter = (jnp.arange(n_steps * n_words, dtype=jnp.uint32).reshape(n_steps, n_words, 1) + jnp.uint32(salt)) \
-        * jnp.uint32(GOLDEN)
+    counter = (
+        jnp.arange(n_steps * n_words, dtype=jnp.uint32).reshape(n_steps, n_words, 1) + jnp.uint32(salt)
+    ) * jnp.uint32(GOLDEN)
     return _mix(_mix(counter ^ seeds[:, 1]) ^ seeds[:, 0])
 
 
@@ -247,17 +274,18 @@ def latent(shape: Shape, knobs: dict, seeds, with_ops: bool = True) -> dict:
     n_steps, n_apis = shape.steps, shape.api_pool
     words = step_words(seeds, n_steps, shape.n_words)
     # Endpoint j starts with params p{j}_0 .. p{j}_{n-1}, n uniform in 2..max_params.
-    n_initial = 2 + _below(step_words(seeds, 1, n_apis, salt=n_steps * shape.n_words)[0] >> 16,
-                           shape.max_params - 1)  # [P, N]
+    n_initial = 2 + _below(
+        step_words(seeds, 1, n_apis, salt=n_steps * shape.n_words)[0] >> 16, shape.max_params - 1
+    )  # [P, N]
     col = {name: index for index, name in enumerate(_state_columns(shape))}
     episode_rows = jnp.arange(seeds.shape[0], dtype=jnp.int32) * n_apis
 
     def step(carry, inputs):
         previous, n_changes, table = carry  # [N], [N], [N * P, S]
-        t, w = inputs                       # [], [W, N]
+        t, w = inputs  # [], [W, N]
         draws = _step_draws(shape, knobs, t, w, previous)
         rows = episode_rows + draws["endpoint"]  # [N] row of (episode, endpoint)
-        stored = table[rows].T                    # [S, N] this endpoint's state
+        stored = table[rows].T  # [S, N] this endpoint's state
         new_row, out = _endpoint_update(shape, knobs, col, stored.astype(jnp.int32), draws, n_changes, w)
         changed = draws["drift"] | (out["decoy"] == DOCS_TOUCH)
         new_row = jnp.where(changed[None, :], jnp.stack(new_row).astype(shape.state_dtype), stored)
@@ -288,10 +316,16 @@ def _initial_table(shape: Shape, n_initial) -> jax.Array:
     """[N * P, S] the endpoints' state before the first step (``n_initial``: [P, N])."""
     names = _state_columns(shape)
     endpoints = jnp.arange(shape.api_pool)[:, None]
-    initial = {"version": jnp.ones_like(n_initial), "length": n_initial, "initial_left": n_initial,
-               "slot": jnp.broadcast_to(endpoints, n_initial.shape).astype(jnp.int32), "snap_length": n_initial,
-               "snap_initial_left": n_initial, "revertible": jnp.zeros_like(n_initial),
-               "docs_rev": jnp.zeros_like(n_initial)}
+    initial = {
+        "version": jnp.ones_like(n_initial),
+        "length": n_initial,
+        "initial_left": n_initial,
+        "slot": jnp.broadcast_to(endpoints, n_initial.shape).astype(jnp.int32),
+        "snap_length": n_initial,
+        "snap_initial_left": n_initial,
+        "revertible": jnp.zeros_like(n_initial),
+        "docs_rev": jnp.zeros_like(n_initial),
+    }
     table = jnp.stack([initial.get(name, n_initial) for name in names], axis=-1).astype(shape.state_dtype)  # [P, N, S]
     return jnp.swapaxes(table, 0, 1).reshape(-1, len(names))  # [N * P, S]: one read and one write of a row per step
 
@@ -309,14 +343,27 @@ def _step_draws(shape: Shape, knobs: dict, t, w, previous) -> dict:
         endpoint = jnp.where((t > 0) & (u_repeat < knobs["redundancy_prob"]), previous, fresh)
     kind = jnp.zeros_like(fresh) + API
     if shape.mode == "docs_migration":
-        kind = jnp.where(u_regime < knobs["docs_prob"], DOC,
-                         jnp.where(u_regime < knobs["docs_prob"] + knobs["guide_prob"], GUIDE, API))
-    in_burst = (knobs["burst_interval"] > 0) & (jnp.mod(t, jnp.maximum(knobs["burst_interval"], 1)) < knobs["burst_len"])
-    drift_prob = jnp.where(in_burst, knobs["burst_drift_prob"], knobs["drift_prob"]) if shape.bursty \
-        else knobs["drift_prob"]
+        kind = jnp.where(
+            u_regime < knobs["docs_prob"],
+            DOC,
+            jnp.where(u_regime < knobs["docs_prob"] + knobs["guide_prob"], GUIDE, API),
+        )
+    in_burst = (knobs["burst_interval"] > 0) & (
+        jnp.mod(t, jnp.maximum(knobs["burst_interval"], 1)) < knobs["burst_len"]
+    )
+    drift_prob = (
+        jnp.where(in_burst, knobs["burst_drift_prob"], knobs["drift_prob"]) if shape.bursty else knobs["drift_prob"]
+    )
     drift = (u_drift < drift_prob) & (kind == API)
-    return dict(endpoint=endpoint, kind=kind, drift=drift, coin=coin, u_regime=u_regime, u_deprecated=u_deprecated,
-                in_burst=in_burst)
+    return dict(
+        endpoint=endpoint,
+        kind=kind,
+        drift=drift,
+        coin=coin,
+        u_regime=u_regime,
+        u_deprecated=u_deprecated,
+        in_burst=in_burst,
+    )
 
 
 def _endpoint_update(shape: Shape, knobs: dict, col: dict, row, draws: dict, n_changes, w) -> tuple:
@@ -325,7 +372,7 @@ def _endpoint_update(shape: Shape, knobs: dict, col: dict, row, draws: dict, n_c
     n_classes, drift = shape.version_digit_classes, draws["drift"]
     bounds = jnp.asarray([10**c for c in range(1, n_classes)], jnp.int32)[:, None]  # class <= c: version < 10^c
     version, length, initial_left = row[col["version"]], row[col["length"]], row[col["initial_left"]]
-    below = row[col["slot"] + 1:col["slot"] + n_classes]  # [C-1, N]
+    below = row[col["slot"] + 1 : col["slot"] + n_classes]  # [C-1, N]
     revert = jnp.zeros_like(drift)
     if shape.mode == "rollback":
         revert = drift & (row[col["revertible"]] > 0) & (draws["u_regime"] < knobs["rollback_prob"])
@@ -338,7 +385,7 @@ def _endpoint_update(shape: Shape, knobs: dict, col: dict, row, draws: dict, n_c
     if shape.mode == "rollback":  # a revert restores the list as it was before the endpoint's last drift
         new_length = jnp.where(revert, row[col["snap_length"]], new_length)
         new_initial_left = jnp.where(revert, row[col["snap_initial_left"]], new_initial_left)
-        new_below = jnp.where(revert, row[col["snap_below1"]:col["snap_below1"] + n_classes - 1], new_below)
+        new_below = jnp.where(revert, row[col["snap_below1"] : col["snap_below1"] + n_classes - 1], new_below)
     new_length = jnp.where(drift, new_length, length)
     new_initial_left = jnp.where(drift, new_initial_left, initial_left)
     new_below = jnp.where(drift, new_below, below)
@@ -357,18 +404,33 @@ def _endpoint_update(shape: Shape, knobs: dict, col: dict, row, draws: dict, n_c
         docs_rev = row[col["docs_rev"]] + (decoy == DOCS_TOUCH)
         new_row += [docs_rev]
     op = jnp.where(revert, REVERT, jnp.where(push, PUSH, jnp.where(pop, POP, NO_CHANGE)))
-    return new_row, dict(version=new_version, length=new_length, initial_left=new_initial_left, below=new_below,
-                         slot=slot, op=op, decoy=decoy, docs_rev=docs_rev)
+    return new_row, dict(
+        version=new_version,
+        length=new_length,
+        initial_left=new_initial_left,
+        below=new_below,
+        slot=slot,
+        op=op,
+        decoy=decoy,
+        docs_rev=docs_rev,
+    )
 
 
 def _step_outputs(shape: Shape, draws: dict, out: dict, with_ops: bool) -> dict:
     """The per-step latent the scan stacks: only what this regime varies (the rest is filled in
     after the scan by :func:`_complete`: fewer stores per step)."""
     small = lambda x: x.astype(shape.state_dtype)  # noqa: E731
-    steps = dict(endpoint=draws["endpoint"], drift=draws["drift"], version=small(out["version"]),
-                 length=small(out["length"]), initial_left=small(out["initial_left"]), below=small(out["below"]),
-                 deprecated=draws["drift"] & (draws["u_deprecated"] < DEPRECATED_PROB), slot=small(out["slot"]),
-                 in_burst=draws["in_burst"])
+    steps = dict(
+        endpoint=draws["endpoint"],
+        drift=draws["drift"],
+        version=small(out["version"]),
+        length=small(out["length"]),
+        initial_left=small(out["initial_left"]),
+        below=small(out["below"]),
+        deprecated=draws["drift"] & (draws["u_deprecated"] < DEPRECATED_PROB),
+        slot=small(out["slot"]),
+        in_burst=draws["in_burst"],
+    )
     if shape.mode == "docs_migration":
         steps["kind"] = draws["kind"]
     if with_ops or shape.mode == "rollback":
@@ -403,15 +465,25 @@ def _next_use(steps: dict, n_apis: int) -> dict:
         sel = endpoints == endpoint[None, :]
         pick = lambda table: jnp.sum(jnp.where(sel, table, 0), axis=0, dtype=table.dtype)  # noqa: E731
         out = dict(next_use=pick(carry["t"]), next_use_drifts=pick(carry["drift"]), next_change_op=pick(carry["op"]))
-        new = dict(t=jnp.where(sel, t, carry["t"]), drift=jnp.where(sel, drift, carry["drift"]),
-                   op=jnp.where(sel & drift, op, carry["op"]))
+        new = dict(
+            t=jnp.where(sel, t, carry["t"]),
+            drift=jnp.where(sel, drift, carry["drift"]),
+            op=jnp.where(sel & drift, op, carry["op"]),
+        )
         return new, out
 
     n_steps, n_episodes = steps["endpoint"].shape
-    carry = dict(t=jnp.full((n_apis, n_episodes), np.iinfo(np.int32).max, jnp.int32),
-                 drift=jnp.zeros((n_apis, n_episodes), bool), op=jnp.zeros((n_apis, n_episodes), jnp.int32))
-    _, out = jax.lax.scan(step, carry, (jnp.arange(n_steps, dtype=jnp.int32), steps["endpoint"], steps["drift"],
-                                        steps["op"]), reverse=True)
+    carry = dict(
+        t=jnp.full((n_apis, n_episodes), np.iinfo(np.int32).max, jnp.int32),
+        drift=jnp.zeros((n_apis, n_episodes), bool),
+        op=jnp.zeros((n_apis, n_episodes), jnp.int32),
+    )
+    _, out = jax.lax.scan(
+        step,
+        carry,
+        (jnp.arange(n_steps, dtype=jnp.int32), steps["endpoint"], steps["drift"], steps["op"]),
+        reverse=True,
+    )
     return out
 
 
@@ -464,7 +536,9 @@ def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_late
     """The encoded arrays of a step-major latent (see :func:`encoded_arrays`), computed with ``xp``:
     jax.numpy on device, or numpy for latents replayed on the host from the published generator's
     draws (:mod:`wpbjax.episodes.published_arrays`)."""
-    latent_arrays = {name: value.astype(np.int32) if name in _COUNTERS else value for name, value in latent_arrays.items()}
+    latent_arrays = {
+        name: value.astype(np.int32) if name in _COUNTERS else value for name, value in latent_arrays.items()
+    }
     n_steps, n_apis = shape.steps, shape.api_pool
     is_api = latent_arrays["kind"] == API
     endpoint, version, decoy = latent_arrays["endpoint"], latent_arrays["version"], latent_arrays["decoy"]
@@ -486,13 +560,21 @@ def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_late
 
     api_index = xp.where(is_api, latent_arrays["slot"], NONE)
     episode_major = lambda x: xp.swapaxes(x, 0, 1)  # noqa: E731  [T, N, ...] -> [N, T, ...]
-    out = dict(code=code, critical=critical, write_cost=write_cost.astype(np.int32), api_id=api_id.astype(np.int32),
-               api_index=api_index.astype(np.int32), field_value=field_value.astype(np.int32),
-               field_present=xp.broadcast_to(is_api[..., None], field_value.shape),
-               field_frag_len=field_frag.astype(np.int32))
+    out = dict(
+        code=code,
+        critical=critical,
+        write_cost=write_cost.astype(np.int32),
+        api_id=api_id.astype(np.int32),
+        api_index=api_index.astype(np.int32),
+        field_value=field_value.astype(np.int32),
+        field_present=xp.broadcast_to(is_api[..., None], field_value.shape),
+        field_frag_len=field_frag.astype(np.int32),
+    )
     out = {name: episode_major(value) for name, value in out.items()}
-    out.update(api_ids=_api_ids(xp, shape, is_api, api_index, api_id),
-               n_changes=xp.sum(latent_arrays["drift"], axis=0, dtype=np.int32))
+    out.update(
+        api_ids=_api_ids(xp, shape, is_api, api_index, api_id),
+        n_changes=xp.sum(latent_arrays["drift"], axis=0, dtype=np.int32),
+    )
     if with_latent:
         out["latent"] = latent_arrays
     return out
@@ -505,8 +587,9 @@ def _observation_bytes(xp, shape: Shape, latent_arrays: dict) -> tuple:
     endpoint_digits, version_digits = digits(endpoint), digits(version)
     length, initial_left = latent_arrays["length"], latent_arrays["initial_left"]
     # Σ digits of the params' numbers: initial p{j}_i for i < initial_left, then pushed versions by class.
-    initial_digits = xp.concatenate([xp.zeros(1, np.int32),
-                                      xp.cumsum(digits(xp.arange(shape.max_params, dtype=np.int32)))])
+    initial_digits = xp.concatenate(
+        [xp.zeros(1, np.int32), xp.cumsum(digits(xp.arange(shape.max_params, dtype=np.int32)))]
+    )
     bounds = [initial_left] + [latent_arrays["below"][:, c] for c in range(shape.version_digit_classes - 1)] + [length]
     pushed_digits = sum((c + 1) * (bounds[c + 1] - bounds[c]) for c in range(shape.version_digit_classes))
     number_digits = initial_digits[initial_left] + pushed_digits
@@ -548,16 +631,22 @@ _post_jit = programs.jit(functools.partial(post, jnp), static_argnums=(0, 4))
 @functools.cache
 def metadata_lengths(mode: str) -> np.ndarray:
     """[codes, 2] view-metadata JSON length per utility code and track (host, exact)."""
-    return np.array([[json_len(view_metadata({"mode": mode, "priority": priority}, track)) for track in TRACKS]
-                     for priority in PRIORITY], np.int32)
+    return np.array(
+        [
+            [json_len(view_metadata({"mode": mode, "priority": priority}, track)) for track in TRACKS]
+            for priority in PRIORITY
+        ],
+        np.int32,
+    )
 
 
 def _generate(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool):
     return encoded_arrays(shape, knobs, meta_len, seeds, with_latent)
 
 
-def generate_arrays(config: JaxGenConfig, n_episodes: int, start: int = 0, with_latent: bool = True,
-                    device=None) -> dict:
+def generate_arrays(
+    config: JaxGenConfig, n_episodes: int, start: int = 0, with_latent: bool = True, device=None
+) -> dict:
     """Device arrays of episodes ``start .. start+n_episodes-1``: leaves [N, T, ...] (see :func:`encoded_arrays`).
     Compiles once per (mode, steps, api_pool, max_params, N); every other knob is traced.
     ``device``: where to run (default: the default device). Dispatch is asynchronous, so chunks
@@ -581,23 +670,39 @@ def to_encoded(config: JaxGenConfig, generated: dict, start: int = 0) -> Encoded
     utility64, priority64 = UTILITY[code], PRIORITY[code]
     valid = np.ones((n_episodes, n_steps), bool)
     is_api = host["api_id"] >= 0
-    columns = dict(valid=valid, step_t=np.broadcast_to(np.arange(n_steps, dtype=np.int32), valid.shape).copy(),
-                   write_cost=host["write_cost"], api_id=host["api_id"], api_is_str=is_api, api_index=host["api_index"],
-                   api_ids=np.ascontiguousarray(host["api_ids"][:, :n_slots]), field_value=host["field_value"],
-                   field_present=np.ascontiguousarray(host["field_present"]), field_frag_len=host["field_frag_len"],
-                   critical=host["critical"], t_last=np.full(n_episodes, n_steps - 1, np.int32),
-                   length=np.full(n_episodes, n_steps, np.int32),
-                   # what an observer reads of "api.v{v}.endpoint_{j}" (api_id = v * P + j): endpoint j, version v
-                   endpoint_index=np.where(is_api, host["api_id"] % config.api_pool, NONE).astype(np.int32),
-                   version_number=np.where(is_api, host["api_id"] // config.api_pool, 0).astype(np.int32))
+    columns = dict(
+        valid=valid,
+        step_t=np.broadcast_to(np.arange(n_steps, dtype=np.int32), valid.shape).copy(),
+        write_cost=host["write_cost"],
+        api_id=host["api_id"],
+        api_is_str=is_api,
+        api_index=host["api_index"],
+        api_ids=np.ascontiguousarray(host["api_ids"][:, :n_slots]),
+        field_value=host["field_value"],
+        field_present=np.ascontiguousarray(host["field_present"]),
+        field_frag_len=host["field_frag_len"],
+        critical=host["critical"],
+        t_last=np.full(n_episodes, n_steps - 1, np.int32),
+        length=np.full(n_episodes, n_steps, np.int32),
+        # what an observer reads of "api.v{v}.endpoint_{j}" (api_id = v * P + j): endpoint j, version v
+        endpoint_index=np.where(is_api, host["api_id"] % config.api_pool, NONE).astype(np.int32),
+        version_number=np.where(is_api, host["api_id"] // config.api_pool, 0).astype(np.int32),
+    )
     critical = host["critical"].sum(axis=1).astype(np.int32)
     changes = host["n_changes"].astype(np.int32)
     if config.mode == "docs_migration":  # change events: drifts and migration guides (see docs/generators.md)
         changes = critical
     columns.update(facts.from_api(columns["endpoint_index"], columns["version_number"], valid, columns["length"]))
-    return EncodedEpisodes.from_columns(columns, utility64=utility64, priority64=priority64, n_critical=critical,
-                                        total_drift_events=changes, episode_id=range(start, start + n_episodes),
-                                        mode=[config.mode] * n_episodes, field_keys=config.shape.field_keys)
+    return EncodedEpisodes.from_columns(
+        columns,
+        utility64=utility64,
+        priority64=priority64,
+        n_critical=critical,
+        total_drift_events=changes,
+        episode_id=range(start, start + n_episodes),
+        mode=[config.mode] * n_episodes,
+        field_keys=config.shape.field_keys,
+    )
 
 
 def generate_encoded(configs, n_episodes: int, chunk: int = 4096) -> EncodedEpisodes:
@@ -609,5 +714,7 @@ def generate_encoded(configs, n_episodes: int, chunk: int = 4096) -> EncodedEpis
         for start in range(0, n_episodes, size):
             generated = generate_arrays(config, size, start, with_latent=False)
             count = min(size, n_episodes - start)
-            parts.append(to_encoded(config, jax.tree_util.tree_map(lambda leaf, count=count: leaf[:count], generated), start))
+            parts.append(
+                to_encoded(config, jax.tree_util.tree_map(lambda leaf, count=count: leaf[:count], generated), start)
+            )
     return concat(parts) if len(parts) > 1 else parts[0]

@@ -4,6 +4,7 @@ Loading validates every line (:mod:`wpbjax.episodes.validate`) and raises
 :class:`EpisodeFormatError` naming the file and line, so a malformed input never reaches the
 engine. Files are UTF-8 text, optionally gzip-compressed (recognised by content, e.g. ``.jsonl.gz``).
 """
+
 from __future__ import annotations
 
 import gzip

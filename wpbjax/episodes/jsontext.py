@@ -4,6 +4,7 @@ stores (:mod:`wpbjax.packages.io`) all say the same about bad bytes, bad JSON an
 the parser. ``error``: the ValueError subclass a caller raises (EpisodeFormatError, PackageFormatError);
 ``what``: how a message names the kind of file ("episode file").
 """
+
 from __future__ import annotations
 
 import gzip
@@ -30,8 +31,9 @@ def _open(path: str, error: type[ValueError], what: str):
 
 
 def _not_utf8(where: str, raw: bytes, err: UnicodeDecodeError, what: str) -> str:
-    return (f"{where}: not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1}); "
-            f"a {what} must be UTF-8 text")
+    return (
+        f"{where}: not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1}); a {what} must be UTF-8 text"
+    )
 
 
 def text_lines(path: str | os.PathLike, error: type[ValueError], what: str) -> Iterator[tuple[int, str]]:

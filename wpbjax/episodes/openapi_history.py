@@ -17,6 +17,7 @@ its twin, or, with no twin, skipped as *unreadable* and counted. A file that is 
 YAML OpenAPI / Swagger document is *invalid*: the twin is used when it reads, else it is an error
 (:class:`SpecError`, naming the source, the commit and the file).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -107,13 +108,16 @@ def choose_files(paths: dict, patterns: Sequence[str]) -> tuple[str, tuple] | No
         regex = pattern_regex(pattern)
         matched = sorted(stem for stem in stems if regex.match(stem))
         if matched:
-            files = tuple(SpecFile(stem, tuple((ext, stems[stem][ext]) for ext in FORMATS if ext in stems[stem]))
-                          for stem in matched)
+            files = tuple(
+                SpecFile(stem, tuple((ext, stems[stem][ext]) for ext in FORMATS if ext in stems[stem]))
+                for stem in matched
+            )
             return pattern, files
     return None
 
 
 # --- git ---------------------------------------------------------------------------------------------------
+
 
 def is_git_repository(source: str) -> bool:
     done = subprocess.run(["git", "-C", source, "rev-parse", "--git-dir"], capture_output=True, text=True, check=False)
@@ -134,8 +138,20 @@ def _utc(epoch: int) -> str:
 def git_versions(source: str, patterns: Sequence[str], ref: str = "HEAD") -> list[Version]:
     """The versions of the spec on ``ref``'s first-parent line, oldest first (module note)."""
     pathspecs = [f":(glob){pattern}{extension}" for pattern in patterns for extension in FORMATS]
-    log = _git(source, "log", ref, "--first-parent", "-m", "--root", "--no-renames", "--raw", "--no-abbrev",
-               "--format=%x00%H %ct", "--", *pathspecs)
+    log = _git(
+        source,
+        "log",
+        ref,
+        "--first-parent",
+        "-m",
+        "--root",
+        "--no-renames",
+        "--raw",
+        "--no-abbrev",
+        "--format=%x00%H %ct",
+        "--",
+        *pathspecs,
+    )
     commits = []
     for block in log.split("\x00")[1:]:
         lines = block.strip("\n").split("\n")
@@ -169,8 +185,9 @@ class BlobReader:
     or None for a blob the repository does not hold."""
 
     def __init__(self, source: str):
-        self.process = subprocess.Popen(["git", "-C", source, "cat-file", "--batch"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            ["git", "-C", source, "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
 
     def read(self, blob: str) -> bytes | None:
         self.process.stdin.write(blob.encode() + b"\n")
@@ -198,6 +215,7 @@ def git_licence(source: str, commit: str) -> dict | None:
 
 
 # --- a directory of dated versions -----------------------------------------------------------------------
+
 
 def _dated(name: str) -> str | None:
     match = DATED_NAME.match(name)
@@ -232,8 +250,9 @@ def directory_versions(source: str, patterns: Sequence[str]) -> list[Version]:
 
 
 def has_dated_versions(source: str) -> bool:
-    return os.path.isdir(source) and any(_dated(name) and os.path.isdir(os.path.join(source, name))
-                                         for name in os.listdir(source))
+    return os.path.isdir(source) and any(
+        _dated(name) and os.path.isdir(os.path.join(source, name)) for name in os.listdir(source)
+    )
 
 
 def directory_licence(source: str) -> dict | None:
@@ -246,6 +265,7 @@ def directory_licence(source: str) -> dict | None:
 
 
 # --- parsing ------------------------------------------------------------------------------------------------
+
 
 def parse_document(data: bytes, extension: str) -> dict:
     """A spec file's bytes as a dict (JSON, or YAML through rapidyaml); a ValueError when it is not a JSON /
@@ -343,8 +363,9 @@ def iter_outcomes(source: str, versions: Sequence[Version], is_git: bool) -> Ite
     reader = BlobReader(source) if is_git else None
     try:
         for version in versions:
-            yield read_files(version.files, reader.read if reader else read_file_bytes,
-                             f"{source}: commit {version.commit}")
+            yield read_files(
+                version.files, reader.read if reader else read_file_bytes, f"{source}: commit {version.commit}"
+            )
     finally:
         if reader is not None:
             reader.close()

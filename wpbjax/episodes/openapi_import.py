@@ -16,6 +16,7 @@ is breaking and not a glitch (:mod:`wpbjax.episodes.drift_labels`). Versions are
 of processes (one ``git cat-file --batch`` each); the labels need the whole history (a glitch is known only
 once it is undone), so they are computed after the walk.
 """
+
 from __future__ import annotations
 
 import collections
@@ -46,8 +47,11 @@ def _start_worker(source: str, is_git: bool) -> None:
 def _read_version(version: openapi_history.Version):
     """((surfaces, text-only deprecations) or None, notes) of one version, in a worker."""
     reader = _worker["reader"]
-    outcome = openapi_history.read_files(version.files, reader.read if reader else openapi_history.read_file_bytes,
-                                         f"{_worker['source']}: commit {version.commit}")
+    outcome = openapi_history.read_files(
+        version.files,
+        reader.read if reader else openapi_history.read_file_bytes,
+        f"{_worker['source']}: commit {version.commit}",
+    )
     if outcome.documents is None:
         return None, outcome.notes
     return visible(endpoint_surfaces({stem: document for stem, _, document in outcome.documents})), outcome.notes
@@ -86,6 +90,7 @@ def _bar(total: int, enabled: bool):
 
 # --- versions -> labelled lines --------------------------------------------------------------------------------
 
+
 def find_versions(source: str, patterns: Sequence[str]) -> tuple[list, bool]:
     """(versions, is git) of ``source``; SpecError for a source that is neither a git repository nor a
     directory of dated versions, or that has no version matching a pattern."""
@@ -98,16 +103,19 @@ def find_versions(source: str, patterns: Sequence[str]) -> tuple[list, bool]:
     elif openapi_history.has_dated_versions(source):
         versions = openapi_history.directory_versions(source, patterns)
     else:
-        raise SpecError(f"{source}: not a git repository, nor a directory of dated versions (subdirectories "
-                        "named YYYY-MM-DD...)")
+        raise SpecError(
+            f"{source}: not a git repository, nor a directory of dated versions (subdirectories named YYYY-MM-DD...)"
+        )
     if not versions:
-        raise SpecError(f"{source}: no commit has a file matching --spec {','.join(patterns)} (as .json, .yaml "
-                        "or .yml)")
+        raise SpecError(
+            f"{source}: no commit has a file matching --spec {','.join(patterns)} (as .json, .yaml or .yml)"
+        )
     return versions, is_git
 
 
-def import_history(source: str, patterns: Sequence[str] | str, processes: int = 0,
-                   progress: bool = False) -> tuple[list, dict]:
+def import_history(
+    source: str, patterns: Sequence[str] | str, processes: int = 0, progress: bool = False
+) -> tuple[list, dict]:
     """(lines, sidecar record) of the spec's history in ``source`` (module note); the record's ``counts``
     say how many versions were unreadable and how many were read from a twin."""
     patterns = openapi_history.parse_patterns(patterns)
@@ -131,11 +139,14 @@ def import_history(source: str, patterns: Sequence[str] | str, processes: int = 
         previous = surfaces
     if not readable:
         first = unreadable[0]
-        raise SpecError(f"{source}: commit {first.commit}, file {first.files[0].stem}: no readable version (the "
-                        f"contents of every one of the {len(unreadable)} versions are absent)")
+        raise SpecError(
+            f"{source}: commit {first.commit}, file {first.files[0].stem}: no readable version (the "
+            f"contents of every one of the {len(unreadable)} versions are absent)"
+        )
     lines = label_lines(readable, timelines)
-    meta = _sidecar(source, patterns, is_git, versions, readable, unreadable, fallbacks, text_deprecations,
-                    timelines, lines)
+    meta = _sidecar(
+        source, patterns, is_git, versions, readable, unreadable, fallbacks, text_deprecations, timelines, lines
+    )
     return lines, meta
 
 
@@ -158,45 +169,80 @@ def endpoint_names(keys) -> dict:
     hosts = collections.defaultdict(set)
     for host, method, path in keys:
         hosts[(method, path)].add(host)
-    return {(host, method, path): f"{method} {host}{path}" if len(hosts[(method, path)]) > 1 else f"{method} {path}"
-            for host, method, path in keys}
+    return {
+        (host, method, path): f"{method} {host}{path}" if len(hosts[(method, path)]) > 1 else f"{method} {path}"
+        for host, method, path in keys
+    }
 
 
-def label_lines(readable: Sequence, timelines: dict, window: int = drift_labels.GLITCH_WINDOW,
-                spec_wide: int = drift_labels.SPEC_WIDE) -> list[dict]:
+def label_lines(
+    readable: Sequence,
+    timelines: dict,
+    window: int = drift_labels.GLITCH_WINDOW,
+    spec_wide: int = drift_labels.SPEC_WIDE,
+) -> list[dict]:
     """The history's lines from each endpoint's timeline ({key: [(version, Surface or None)]})."""
     names = endpoint_names(timelines)
     labelled = {key: drift_labels.label_timeline(timeline, window) for key, timeline in timelines.items()}
-    transitions = collections.Counter((version, change.param, change.detail)
-                                      for points in labelled.values() for version, _, changes in points
-                                      for change in changes if change.kind == "type_changed" and not change.glitch)
+    transitions = collections.Counter(
+        (version, change.param, change.detail)
+        for points in labelled.values()
+        for version, _, changes in points
+        for change in changes
+        if change.kind == "type_changed" and not change.glitch
+    )
     respelled = drift_labels.respelled(transitions, spec_wide)
     rows = []
     for key, points in labelled.items():
         last = None
         for version, surface, changes in points:
-            changes = [change._replace(kind="type_respelled") if (version, change.param, change.detail) in respelled
-                       and change.kind == "type_changed" and not change.glitch else change for change in changes]
+            changes = [
+                change._replace(kind="type_respelled")
+                if (version, change.param, change.detail) in respelled
+                and change.kind == "type_changed"
+                and not change.glitch
+                else change
+                for change in changes
+            ]
             shown = surface if surface is not None else last
-            rows.append((version, names[key], _line(readable[version], version, names[key], shown, surface is None,
-                                                    changes)))
+            rows.append(
+                (version, names[key], _line(readable[version], version, names[key], shown, surface is None, changes))
+            )
             last = shown
     rows.sort(key=lambda row: row[:2])
     return [line for _, _, line in rows]
 
 
 def _line(version, index: int, endpoint: str, surface: Surface, removed: bool, changes: Sequence) -> dict:
-    return {"version": index, "date": version.date, "commit": version.commit, "endpoint": endpoint,
-            "params": [] if removed else [{"name": param.name, "in": param.location, "type": param.type,
-                                           "required": param.required, "deprecated": param.deprecated}
-                                          for param in surface.params],
-            "deprecated": bool(surface.deprecated) and not removed, "removed": removed,
-            "changes": [{"kind": change.kind, "param": change.param, "glitch": change.glitch, "detail": change.detail}
-                        for change in changes],
-            "breaking": any(drift_labels.is_breaking(change) for change in changes)}
+    return {
+        "version": index,
+        "date": version.date,
+        "commit": version.commit,
+        "endpoint": endpoint,
+        "params": []
+        if removed
+        else [
+            {
+                "name": param.name,
+                "in": param.location,
+                "type": param.type,
+                "required": param.required,
+                "deprecated": param.deprecated,
+            }
+            for param in surface.params
+        ],
+        "deprecated": bool(surface.deprecated) and not removed,
+        "removed": removed,
+        "changes": [
+            {"kind": change.kind, "param": change.param, "glitch": change.glitch, "detail": change.detail}
+            for change in changes
+        ],
+        "breaking": any(drift_labels.is_breaking(change) for change in changes),
+    }
 
 
 # --- lines -> timelines again (for re-deriving the labels) -------------------------------------------------------
+
 
 def timelines_from_lines(lines: Sequence[dict]) -> tuple[list, dict]:
     """(versions [(commit, date)], {endpoint name: [(version, Surface or None)]}) of a history's lines: what
@@ -205,12 +251,21 @@ def timelines_from_lines(lines: Sequence[dict]) -> tuple[list, dict]:
     timelines = collections.defaultdict(list)
     for line in lines:
         versions[line["version"]] = (line["commit"], line["date"])
-        surface = None if line["removed"] else Surface(
-            bool(line["deprecated"]), False,
-            tuple(Param(param["name"], param["in"], param["type"], param["required"], param["deprecated"], False)
-                  for param in line["params"]))
+        surface = (
+            None
+            if line["removed"]
+            else Surface(
+                bool(line["deprecated"]),
+                False,
+                tuple(
+                    Param(param["name"], param["in"], param["type"], param["required"], param["deprecated"], False)
+                    for param in line["params"]
+                ),
+            )
+        )
         timelines[("", line["endpoint"].split(" ", 1)[0], line["endpoint"].split(" ", 1)[1])].append(
-            (line["version"], surface))
+            (line["version"], surface)
+        )
     return versions, timelines
 
 
@@ -234,40 +289,68 @@ class _Versions:
 
 # --- the sidecar and the files ------------------------------------------------------------------------------------
 
-def _sidecar(source, patterns, is_git, versions, readable, unreadable, fallbacks, text_deprecations, timelines,
-             lines) -> dict:
+
+def _sidecar(
+    source, patterns, is_git, versions, readable, unreadable, fallbacks, text_deprecations, timelines, lines
+) -> dict:
     kinds: dict = collections.Counter()
     for line in lines:
         for change in line["changes"]:
             kinds[change["kind"] + (" (glitch)" if change["glitch"] else "")] += 1
-    licence = (openapi_history.git_licence(source, readable[-1].commit) if is_git
-               else openapi_history.directory_licence(source))
+    licence = (
+        openapi_history.git_licence(source, readable[-1].commit)
+        if is_git
+        else openapi_history.directory_licence(source)
+    )
     origin = None
     if is_git:
         import subprocess
 
-        done = subprocess.run(["git", "-C", source, "config", "--get", "remote.origin.url"], capture_output=True,
-                              text=True, check=False)
+        done = subprocess.run(
+            ["git", "-C", source, "config", "--get", "remote.origin.url"], capture_output=True, text=True, check=False
+        )
         origin = done.stdout.strip() or None
     first = {key for key, timeline in timelines.items() if timeline[0][0] == 0}
     last = {key for key, timeline in timelines.items() if timeline[-1][1] is not None}
     return {
-        "schema": SCHEMA, "importer": {"name": IMPORTER, "version": IMPORTER_VERSION,
-                                       "glitch_window": drift_labels.GLITCH_WINDOW,
-                                       "spec_wide": drift_labels.SPEC_WIDE},
-        "source": os.fspath(source), "origin": origin, "kind": "git" if is_git else "directory", "spec": list(patterns),
-        "commits": {"first": readable[0].commit, "first_date": readable[0].date, "last": readable[-1].commit,
-                    "last_date": readable[-1].date},
+        "schema": SCHEMA,
+        "importer": {
+            "name": IMPORTER,
+            "version": IMPORTER_VERSION,
+            "glitch_window": drift_labels.GLITCH_WINDOW,
+            "spec_wide": drift_labels.SPEC_WIDE,
+        },
+        "source": os.fspath(source),
+        "origin": origin,
+        "kind": "git" if is_git else "directory",
+        "spec": list(patterns),
+        "commits": {
+            "first": readable[0].commit,
+            "first_date": readable[0].date,
+            "last": readable[-1].commit,
+            "last_date": readable[-1].date,
+        },
         "licence": licence,
-        "counts": {"versions": len(versions), "readable": len(readable), "unreadable": len(unreadable),
-                   "unreadable_commits": ([[unreadable[0].commit, unreadable[0].date],
-                                           [unreadable[-1].commit, unreadable[-1].date]] if unreadable else None),
-                   "read_from_twin_missing": fallbacks.get("missing", 0),
-                   "read_from_twin_invalid": fallbacks.get("invalid", 0),
-                   "endpoints_ever": len(timelines), "endpoints_first": len(first), "endpoints_last": len(last),
-                   "lines": len(lines), "breaking_lines": sum(line["breaking"] for line in lines),
-                   "glitch_changes": sum(change["glitch"] for line in lines for change in line["changes"]),
-                   "text_only_deprecations": dict(text_deprecations), "changes": dict(sorted(kinds.items()))},
+        "counts": {
+            "versions": len(versions),
+            "readable": len(readable),
+            "unreadable": len(unreadable),
+            "unreadable_commits": (
+                [[unreadable[0].commit, unreadable[0].date], [unreadable[-1].commit, unreadable[-1].date]]
+                if unreadable
+                else None
+            ),
+            "read_from_twin_missing": fallbacks.get("missing", 0),
+            "read_from_twin_invalid": fallbacks.get("invalid", 0),
+            "endpoints_ever": len(timelines),
+            "endpoints_first": len(first),
+            "endpoints_last": len(last),
+            "lines": len(lines),
+            "breaking_lines": sum(line["breaking"] for line in lines),
+            "glitch_changes": sum(change["glitch"] for line in lines for change in line["changes"]),
+            "text_only_deprecations": dict(text_deprecations),
+            "changes": dict(sorted(kinds.items())),
+        },
     }
 
 

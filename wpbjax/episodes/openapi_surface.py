@@ -17,6 +17,7 @@ each ``Param(name, location, type, required, deprecated_flag, deprecated_text)``
 The host: the operation's, path item's or document's first server (OpenAPI 3), or ``host`` (Swagger 2);
 "" when none is declared.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -28,15 +29,16 @@ METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 BODY_MEDIA = ("application/x-www-form-urlencoded", "application/json", "multipart/form-data")
 # "This endpoint is deprecated", "Deprecated: use ...", "<strong>Deprecated</strong>", "has been deprecated",
 # "[Deprecated]" — but not "replaces the deprecated `foo`" (a word about another field)
-DEPRECATION_TEXT = re.compile(r"(?:\b(?:is|are|been|now)\s+deprecated\b|(?:^|[>\[(.]\s*|\*\*)deprecated\b)",
-                              re.IGNORECASE)
+DEPRECATION_TEXT = re.compile(
+    r"(?:\b(?:is|are|been|now)\s+deprecated\b|(?:^|[>\[(.]\s*|\*\*)deprecated\b)", re.IGNORECASE
+)
 MAX_TYPE_DEPTH = 3
 
 
 class Param(NamedTuple):
     name: str
-    location: str          # path | query | header | cookie | body
-    type: str              # "|"-joined sorted forms
+    location: str  # path | query | header | cookie | body
+    type: str  # "|"-joined sorted forms
     required: bool
     deprecated_flag: bool
     deprecated_text: bool
@@ -49,7 +51,7 @@ class Param(NamedTuple):
 class Surface(NamedTuple):
     deprecated_flag: bool
     deprecated_text: bool
-    params: tuple          # Param, sorted by (location, name)
+    params: tuple  # Param, sorted by (location, name)
 
     @property
     def deprecated(self) -> bool:
@@ -60,8 +62,10 @@ def deprecated_in_text(*texts) -> bool:
     """Whether any of ``texts`` says the thing it describes is deprecated (DEPRECATION_TEXT)."""
     # every match contains the word (its letters have no non-ASCII case twins), and a substring test is far
     # cheaper than the pattern's scan: most descriptions never say it (a sixth of the importer's CPU before)
-    return any(isinstance(text, str) and "deprecated" in text.lower() and DEPRECATION_TEXT.search(text) is not None
-               for text in texts)
+    return any(
+        isinstance(text, str) and "deprecated" in text.lower() and DEPRECATION_TEXT.search(text) is not None
+        for text in texts
+    )
 
 
 class Resolver:
@@ -155,9 +159,16 @@ def _swagger2_param(param: dict, resolver: Resolver) -> list:
     if location == "body":
         return _body_params(param.get("schema", {}), resolver, bool(param.get("required")))
     schema = {key: param[key] for key in ("type", "items", "enum") if key in param}
-    return [Param(str(param.get("name")), "body" if location == "formData" else str(location),
-                  type_of(schema, resolver), bool(param.get("required")) or location == "path",
-                  bool(param.get("deprecated")), deprecated_in_text(param.get("description")))]
+    return [
+        Param(
+            str(param.get("name")),
+            "body" if location == "formData" else str(location),
+            type_of(schema, resolver),
+            bool(param.get("required")) or location == "path",
+            bool(param.get("deprecated")),
+            deprecated_in_text(param.get("description")),
+        )
+    ]
 
 
 def _openapi3_param(param: dict, resolver: Resolver) -> list:
@@ -165,10 +176,18 @@ def _openapi3_param(param: dict, resolver: Resolver) -> list:
     if schema is None and isinstance(param.get("content"), dict) and param["content"]:
         schema = next(iter(param["content"].values())).get("schema", {})
     target, _ = resolver.resolve(schema) if schema is not None else ({}, resolver)
-    return [Param(str(param.get("name")), str(param.get("in")), type_of(schema or {}, resolver),
-                  bool(param.get("required")) or param.get("in") == "path", bool(param.get("deprecated")),
-                  deprecated_in_text(param.get("description"),
-                                     target.get("description") if isinstance(target, dict) else None))]
+    return [
+        Param(
+            str(param.get("name")),
+            str(param.get("in")),
+            type_of(schema or {}, resolver),
+            bool(param.get("required")) or param.get("in") == "path",
+            bool(param.get("deprecated")),
+            deprecated_in_text(
+                param.get("description"), target.get("description") if isinstance(target, dict) else None
+            ),
+        )
+    ]
 
 
 def _properties(schema, resolver: Resolver) -> tuple[dict, set, Resolver]:
@@ -191,8 +210,16 @@ def _body_params(schema, resolver: Resolver, body_required: bool) -> list:
     for name, prop in properties.items():
         target, _ = resolver.resolve(prop)
         target = target if isinstance(target, dict) else {}
-        params.append(Param(str(name), "body", type_of(prop, resolver), body_required and name in required,
-                            bool(target.get("deprecated")), deprecated_in_text(target.get("description"))))
+        params.append(
+            Param(
+                str(name),
+                "body",
+                type_of(prop, resolver),
+                body_required and name in required,
+                bool(target.get("deprecated")),
+                deprecated_in_text(target.get("description")),
+            )
+        )
     return params
 
 
@@ -225,8 +252,9 @@ def endpoint_surfaces(documents: dict) -> dict:
                 if not isinstance(operation, dict):
                     continue
                 host = doc_host if swagger2 else _server_host(operation, item, document)
-                surfaces[(str(host or ""), method.upper(), str(path))] = _surface(operation, item, item_resolver,
-                                                                               swagger2)
+                surfaces[(str(host or ""), method.upper(), str(path))] = _surface(
+                    operation, item, item_resolver, swagger2
+                )
     return surfaces
 
 
@@ -242,9 +270,11 @@ def _surface(operation: dict, item: dict, resolver: Resolver, swagger2: bool) ->
     if not swagger2 and "requestBody" in operation:
         for entry in _request_body(operation["requestBody"], resolver):
             by_key[(entry.location, entry.name)] = entry
-    return Surface(bool(operation.get("deprecated")),
-                   deprecated_in_text(operation.get("summary"), operation.get("description")),
-                   tuple(by_key[key] for key in sorted(by_key)))
+    return Surface(
+        bool(operation.get("deprecated")),
+        deprecated_in_text(operation.get("summary"), operation.get("description")),
+        tuple(by_key[key] for key in sorted(by_key)),
+    )
 
 
 def visible(surfaces: dict) -> tuple[dict, set]:

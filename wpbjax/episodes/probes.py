@@ -19,6 +19,7 @@ number in the episode, see :func:`fact_numbers`; -1: a fact the episode never ca
 (CURRENT, AS_OF, NEVER_SEEN as labelled or generated; the right answer is computed from the facts
 either way). ``fact_names`` ([N] tuples) names each episode's facts, for the retriever's relevance.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,8 +61,10 @@ class ProbeConfig:
             if not (np.isfinite(value) and 0 <= value <= 1):
                 raise ArgumentError(f"{arg('probe_' + name)}: expected a number within [0, 1]; got {value!r}")
         if self.as_of_share + self.never_seen_share > 1:
-            raise ArgumentError(f"{arg('probe_as_of_share')} + {arg('probe_never_seen_share')}: at most 1; got "
-                                f"{self.as_of_share} + {self.never_seen_share}")
+            raise ArgumentError(
+                f"{arg('probe_as_of_share')} + {arg('probe_never_seen_share')}: at most 1; got "
+                f"{self.as_of_share} + {self.never_seen_share}"
+            )
 
 
 # --- Facts by number -----------------------------------------------------------------------------
@@ -75,9 +78,9 @@ def fact_numbers(fact_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     observation's slot name (k*T + pos). ``fact_key``: [n, T, K] -> (number [n, T, K] int32, -1 where
     the slot carries no persisting fact; n_facts [n] int32)."""
     n_episodes = fact_key.shape[0]
-    keys = _by_name(fact_key)                                              # [n, S]
+    keys = _by_name(fact_key)  # [n, S]
     first = keys == np.arange(keys.shape[1])
-    number_of_name = np.cumsum(first, axis=1, dtype=np.int32) - 1           # [n, S]
+    number_of_name = np.cumsum(first, axis=1, dtype=np.int32) - 1  # [n, S]
     rows = np.arange(n_episodes)[:, None, None]
     number = np.where(fact_key >= 0, number_of_name[rows, np.maximum(fact_key, 0)], -1).astype(np.int32)
     return number, first.sum(1, dtype=np.int32)
@@ -128,7 +131,7 @@ def _pad(rows: list, fill: int, dtype) -> np.ndarray:
     width = max([len(row) for row in rows] + [0])
     out = np.full((len(rows), width), fill, dtype)
     for index, row in enumerate(rows):
-        out[index, :len(row)] = row
+        out[index, : len(row)] = row
     return out
 
 
@@ -155,8 +158,9 @@ def from_labels(episodes: Sequence[dict], source: str, names: np.ndarray) -> tup
         for number, probe in enumerate(probes):
             field = f"{where}: labels.probes[{number}]"
             if not isinstance(probe, dict) or not isinstance(probe.get("fact"), str) or probe.get("t") not in position:
-                raise EpisodeFormatError(f"{field}: expected an object with 't' (a step's t) and 'fact' (a string); "
-                                         f"got {probe!r}")
+                raise EpisodeFormatError(
+                    f"{field}: expected an object with 't' (a step's t) and 'fact' (a string); got {probe!r}"
+                )
             kind = probe.get("kind", "as_of" if "as_of" in probe else "current")
             if kind not in KIND_NAMES:
                 raise EpisodeFormatError(f"{field}.kind: one of {', '.join(KIND_NAMES)}; got {kind!r}")
@@ -175,8 +179,12 @@ def from_labels(episodes: Sequence[dict], source: str, names: np.ndarray) -> tup
         extended[index] = tuple(known)
         for out, values in zip((positions, as_ofs, facts, kinds), row):
             out.append(values)
-    arrays = dict(probe_pos=_pad(positions, -1, np.int32), probe_as_of=_pad(as_ofs, -1, np.int32),
-                  probe_fact=_pad(facts, -1, np.int32), probe_kind=_pad(kinds, -1, np.int8))
+    arrays = dict(
+        probe_pos=_pad(positions, -1, np.int32),
+        probe_as_of=_pad(as_ofs, -1, np.int32),
+        probe_fact=_pad(facts, -1, np.int32),
+        probe_kind=_pad(kinds, -1, np.int8),
+    )
     return arrays, extended
 
 
@@ -190,9 +198,12 @@ def _uniform(keys: np.ndarray, n_probes: int, seed: int, stream: int) -> np.ndar
     """[N, Q] uniforms in [0, 1): a counter-based hash (splitmix64) of (seed, episode key, probe, stream),
     so an episode's draws never depend on the others."""
     with np.errstate(over="ignore"):
-        x = (keys[:, None] * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed) * np.uint64(0xD1B54A32D192ED03)
-             + np.arange(n_probes, dtype=np.uint64)[None, :] * np.uint64(0xBF58476D1CE4E5B9)
-             + np.uint64(stream) * np.uint64(0x94D049BB133111EB))
+        x = (
+            keys[:, None] * np.uint64(0x9E3779B97F4A7C15)
+            + np.uint64(seed) * np.uint64(0xD1B54A32D192ED03)
+            + np.arange(n_probes, dtype=np.uint64)[None, :] * np.uint64(0xBF58476D1CE4E5B9)
+            + np.uint64(stream) * np.uint64(0x94D049BB133111EB)
+        )
         x ^= x >> np.uint64(30)
         x *= np.uint64(0xBF58476D1CE4E5B9)
         x ^= x >> np.uint64(27)
@@ -208,8 +219,9 @@ def _nth_true(mask: np.ndarray, nth: np.ndarray) -> np.ndarray:
     return np.where(hit.any(-1), hit.argmax(-1), -1)
 
 
-def generate(fact_key: np.ndarray, valid: np.ndarray, length: np.ndarray, keys: np.ndarray,
-             config: ProbeConfig = ProbeConfig()) -> dict:
+def generate(
+    fact_key: np.ndarray, valid: np.ndarray, length: np.ndarray, keys: np.ndarray, config: ProbeConfig = ProbeConfig()
+) -> dict:
     """The default probe arrays (see :class:`ProbeConfig`) of N episodes from their fact tables
     (``fact_key`` [N, T, K]), ``valid`` [N, T], ``length`` [N] and ``keys`` [N] (:func:`episode_keys`)."""
     n_episodes, n_steps, width = fact_key.shape
@@ -217,40 +229,47 @@ def generate(fact_key: np.ndarray, valid: np.ndarray, length: np.ndarray, keys: 
     n_probes = max(int(counts.max(initial=0)), 0)
     if n_probes == 0:
         empty = np.zeros((n_episodes, 0), np.int32)
-        return dict(probe_pos=empty, probe_as_of=empty.copy(), probe_fact=empty.copy(),
-                    probe_kind=empty.astype(np.int8))
+        return dict(
+            probe_pos=empty, probe_as_of=empty.copy(), probe_fact=empty.copy(), probe_kind=empty.astype(np.int8)
+        )
     draw = lambda stream: _uniform(keys, n_probes, config.seed, stream)  # noqa: E731
     real = np.arange(n_probes)[None, :] < counts[:, None]
     pos = np.sort(np.where(real, (draw(0) * length[:, None]).astype(np.int32), n_steps), axis=1)
     pos = np.where(real, pos, -1)
     choice = draw(1)
-    kind = np.where(choice < config.as_of_share, AS_OF,
-                    np.where(choice < config.as_of_share + config.never_seen_share, NEVER_SEEN, CURRENT))
+    kind = np.where(
+        choice < config.as_of_share,
+        AS_OF,
+        np.where(choice < config.as_of_share + config.never_seen_share, NEVER_SEEN, CURRENT),
+    )
     cutoff = np.where(kind == AS_OF, (draw(2) * (pos + 1)).astype(np.int32), pos)
     number, n_facts = fact_numbers(fact_key)
     # a fact observation up to the cutoff, uniformly: the nth carried slot in time order
-    carried = (number >= 0) & valid[:, :, None]                               # [N, T, K]
-    per_step = carried.sum(2)                                                 # [N, T]
-    running = np.cumsum(per_step.ravel())                                     # over the whole block, episode-major
-    before = np.r_[0, running][np.arange(n_episodes) * n_steps][:, None]      # observations of earlier episodes
+    carried = (number >= 0) & valid[:, :, None]  # [N, T, K]
+    per_step = carried.sum(2)  # [N, T]
+    running = np.cumsum(per_step.ravel())  # over the whole block, episode-major
+    before = np.r_[0, running][np.arange(n_episodes) * n_steps][:, None]  # observations of earlier episodes
     rows = np.arange(n_episodes)[:, None]
     n_seen = np.where(pos >= 0, running.reshape(n_episodes, n_steps)[rows, np.maximum(cutoff, 0)] - before[:, 0:1], 0)
-    target = before + (draw(3) * n_seen).astype(np.int64)                     # a global observation index
-    step = np.minimum(np.searchsorted(running, target, side="right"), running.size - 1)   # its flat (episode, step)
-    within = target - (running[step] - per_step.ravel()[step])                # its rank among that step's facts
+    target = before + (draw(3) * n_seen).astype(np.int64)  # a global observation index
+    step = np.minimum(np.searchsorted(running, target, side="right"), running.size - 1)  # its flat (episode, step)
+    within = target - (running[step] - per_step.ravel()[step])  # its rank among that step's facts
     k = _nth_true(carried.reshape(-1, width)[step], within)
     drawn = np.where(n_seen > 0, number.reshape(-1, width)[step, np.maximum(k, 0)], -1)
-    kind = np.where((kind != NEVER_SEEN) & (n_seen == 0), NEVER_SEEN, kind)   # nothing seen yet: ask anyway
+    kind = np.where((kind != NEVER_SEEN) & (n_seen == 0), NEVER_SEEN, kind)  # nothing seen yet: ask anyway
     cutoff = np.where(kind == NEVER_SEEN, pos, cutoff)
     # never seen: a fact first observed after the probe, uniformly, else -1 (one the episode never carries)
-    first = first_positions(number, n_facts)                                  # [N, F]
+    first = first_positions(number, n_facts)  # [N, F]
     facts_exist = np.arange(first.shape[1])[None, :] < n_facts[:, None]
     unseen = facts_exist[:, None, :] & (first[:, None, :] > pos[:, :, None])  # [N, Q, F]
     later = _nth_true(unseen, (draw(4) * unseen.sum(-1)).astype(np.int64))
     fact = np.where(kind == NEVER_SEEN, later, drawn)
-    return dict(probe_pos=pos.astype(np.int32), probe_as_of=np.where(real, cutoff, -1).astype(np.int32),
-                probe_fact=np.where(real, fact, -1).astype(np.int32),
-                probe_kind=np.where(real, kind, -1).astype(np.int8))
+    return dict(
+        probe_pos=pos.astype(np.int32),
+        probe_as_of=np.where(real, cutoff, -1).astype(np.int32),
+        probe_fact=np.where(real, fact, -1).astype(np.int32),
+        probe_kind=np.where(real, kind, -1).astype(np.int8),
+    )
 
 
 def with_default_probes(encoded, config: ProbeConfig = ProbeConfig()):
@@ -260,8 +279,16 @@ def with_default_probes(encoded, config: ProbeConfig = ProbeConfig()):
     if arrays.fact_key is None:
         raise ValueError("probes: these episodes carry no facts (no string api and no 'facts' label) to ask about")
     keys = episode_keys(encoded.mode, encoded.episode_id)
-    blocks = [generate(arrays.fact_key[lo:lo + BLOCK], arrays.valid[lo:lo + BLOCK], arrays.length[lo:lo + BLOCK],
-                       keys[lo:lo + BLOCK], config) for lo in range(0, encoded.n_episodes, BLOCK)]
+    blocks = [
+        generate(
+            arrays.fact_key[lo : lo + BLOCK],
+            arrays.valid[lo : lo + BLOCK],
+            arrays.length[lo : lo + BLOCK],
+            keys[lo : lo + BLOCK],
+            config,
+        )
+        for lo in range(0, encoded.n_episodes, BLOCK)
+    ]
     made = {name: np.concatenate([block[name] for block in blocks]) for name in PROBE_FIELDS}
     if encoded.probe_pos is not None:
         labelled = (encoded.probe_pos >= 0).any(1)

@@ -7,6 +7,7 @@ version, list length, initial params left, digit-class counts and api slot), and
 arithmetic the JAX generator uses. The arrays equal what the encoder makes of the generated
 JSON, up to the numbering of ids (tests/test_reference_arrays.py), at a tenth of the cost.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,24 +49,54 @@ def latent(config: jax_gen.JaxGenConfig, start: int, count: int) -> dict:
                 else:
                     new_length += 1
                 length[endpoint] = new_length
-                below[endpoint] = tuple(new_length if new_version < bound else min(under, new_length)
-                                        for under, bound in zip(below[endpoint], bounds))
+                below[endpoint] = tuple(
+                    new_length if new_version < bound else min(under, new_length)
+                    for under, bound in zip(below[endpoint], bounds)
+                )
                 slot[endpoint] = n_apis + n_changes
                 n_changes += 1
-            rows.append((endpoint, drift, deprecated, version[endpoint], length[endpoint], initial_left[endpoint],
-                         slot[endpoint], *below[endpoint]))
+            rows.append(
+                (
+                    endpoint,
+                    drift,
+                    deprecated,
+                    version[endpoint],
+                    length[endpoint],
+                    initial_left[endpoint],
+                    slot[endpoint],
+                    *below[endpoint],
+                )
+            )
         table[index] = rows  # one episode's rows at a time: memory stays flat for any set size
     table = table.transpose(2, 1, 0)  # [K, T, N]
     t = np.arange(config.steps)[:, None]
     in_burst = (config.burst_interval > 0) & (t % max(config.burst_interval, 1) < config.burst_len)
     zeros = np.zeros_like(table[0])
-    return dict(endpoint=table[0], drift=table[1].astype(bool), deprecated=table[2].astype(bool), version=table[3],
-                length=table[4], initial_left=table[5], slot=table[6], below=table[7:].transpose(1, 0, 2),
-                in_burst=np.broadcast_to(in_burst, zeros.shape), kind=zeros, op=zeros, decoy=zeros, docs_rev=zeros)
+    return dict(
+        endpoint=table[0],
+        drift=table[1].astype(bool),
+        deprecated=table[2].astype(bool),
+        version=table[3],
+        length=table[4],
+        initial_left=table[5],
+        slot=table[6],
+        below=table[7:].transpose(1, 0, 2),
+        in_burst=np.broadcast_to(in_burst, zeros.shape),
+        kind=zeros,
+        op=zeros,
+        decoy=zeros,
+        docs_rev=zeros,
+    )
 
 
 def generate_encoded(config: jax_gen.JaxGenConfig, start: int, count: int) -> EncodedEpisodes:
     """Episodes ``start .. start+count-1`` of ``config`` (a published mode), encoded."""
-    arrays = jax_gen.post(np, config.shape, config.knobs(), jax_gen.metadata_lengths(config.mode),
-                          latent(config, start, count), with_latent=False)
+    arrays = jax_gen.post(
+        np,
+        config.shape,
+        config.knobs(),
+        jax_gen.metadata_lengths(config.mode),
+        latent(config, start, count),
+        with_latent=False,
+    )
     return jax_gen.to_encoded(config, arrays, start)

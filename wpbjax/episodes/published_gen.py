@@ -3,6 +3,7 @@
 Episode ``i`` of a set uses ``random.Random(seed + i)``; the order of random draws is part of
 the contract, so its JSONL is byte-identical to the published frozen files.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -86,8 +87,12 @@ def generate_episode(config: DriftConfig, episode_id: int) -> dict:
             else:
                 params[endpoint].append(f"p{endpoint}_{versions[endpoint]}")
         api = f"api.v{versions[endpoint]}.endpoint_{endpoint}"
-        observation = {"api": api, "params": list(params[endpoint]), "deprecated": deprecated,
-                       "version": versions[endpoint]}
+        observation = {
+            "api": api,
+            "params": list(params[endpoint]),
+            "deprecated": deprecated,
+            "version": versions[endpoint],
+        }
         if drift:
             utility = 6.0 if bursty and in_burst else 5.0
             critical.append(t)
@@ -102,9 +107,14 @@ def generate_episode(config: DriftConfig, episode_id: int) -> dict:
         utility_by_step[t] = utility
         utilities.append(utility)
 
-    labels = {"episode_id": episode_id, "mode": mode, "critical_steps": critical,
-              "total_drift_events": len(critical), "utility_by_step": utility_by_step,
-              "max_utility": sum(utilities)}
+    labels = {
+        "episode_id": episode_id,
+        "mode": mode,
+        "critical_steps": critical,
+        "total_drift_events": len(critical),
+        "utility_by_step": utility_by_step,
+        "max_utility": sum(utilities),
+    }
     return {"labels": labels, "steps": steps}
 
 
@@ -117,5 +127,7 @@ def generate_episodes(config: DriftConfig, n_episodes: int) -> list[dict]:
 
 def paper_filename(config: DriftConfig, n_episodes: int) -> str:
     """The published file name for a set, e.g. ``episodes__schema=priority_v1__mode=default__...jsonl``."""
-    return (f"episodes__schema=priority_v1__mode={config.mode}__seed={config.seed}"
-            f"__steps={config.steps}__n={n_episodes}.jsonl")
+    return (
+        f"episodes__schema=priority_v1__mode={config.mode}__seed={config.seed}"
+        f"__steps={config.steps}__n={n_episodes}.jsonl"
+    )

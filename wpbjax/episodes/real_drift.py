@@ -20,6 +20,7 @@ Temporal split: ``train`` windows end before :data:`SPLIT_DATE`, ``test`` window
 (a window across it is in neither). A *real spec* names a set for sweeps: ``real:NAME[:STEPS[:STRIDE]][:train|:test]``,
 NAME a shipped history (:data:`SHIPPED`) or a history file's path.
 """
+
 from __future__ import annotations
 
 import functools
@@ -48,7 +49,7 @@ def is_real(spec) -> bool:
 
 def parse_spec(spec: str) -> dict:
     """``real:NAME[:STEPS[:STRIDE]][:train|:test]`` -> {name, path, steps, stride, split}."""
-    parts = spec[len(PREFIX):].split(":")
+    parts = spec[len(PREFIX) :].split(":")
     options: dict = {"steps": None, "stride": None, "split": None}
     while len(parts) > 1 and (parts[-1].isdigit() or parts[-1] in SPLITS):
         last = parts.pop()
@@ -68,8 +69,9 @@ def history_path(name: str, where: str | None = None) -> str:
         return os.path.join(DATA_DIR, SHIPPED[name])
     if os.path.isfile(name):
         return name
-    raise ValueError(f"{where or name}: no shipped real history {name!r} (shipped: {', '.join(SHIPPED)}) and no "
-                     "such history file")
+    raise ValueError(
+        f"{where or name}: no shipped real history {name!r} (shipped: {', '.join(SHIPPED)}) and no such history file"
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -122,12 +124,23 @@ def stream(lines, name: str) -> list[tuple]:
     out, last = [], {}
     for t, line in enumerate(lines):
         endpoint = line["endpoint"]
-        step = {"t": t,
-                "observation": {"api": endpoint, "params": [param["name"] for param in line["params"]],
-                                "required": [param["name"] for param in line["params"] if param["required"]],
-                                "deprecated": bool(line["deprecated"])},
-                "metadata": {"mode": MODE, "priority": priority(last.get(endpoint), line), "source": name,
-                             "date": line["date"], "version": line["version"], "removed": line["removed"]}}
+        step = {
+            "t": t,
+            "observation": {
+                "api": endpoint,
+                "params": [param["name"] for param in line["params"]],
+                "required": [param["name"] for param in line["params"] if param["required"]],
+                "deprecated": bool(line["deprecated"]),
+            },
+            "metadata": {
+                "mode": MODE,
+                "priority": priority(last.get(endpoint), line),
+                "source": name,
+                "date": line["date"],
+                "version": line["version"],
+                "removed": line["removed"],
+            },
+        }
         persist = not line["changes"] or not all(change["glitch"] for change in line["changes"])
         out.append((step, bool(line["breaking"]), utility(line), [endpoint, line["version"], persist]))
         last[endpoint] = line
@@ -142,8 +155,13 @@ def window_starts(n: int, steps: int, stride: int) -> list[int]:
     return starts if starts[-1] == n - steps else starts + [n - steps]
 
 
-def episodes(name: str = "stripe", steps: int = DEFAULT_STEPS, stride: int | None = None, split: str | None = None,
-             split_date: str = SPLIT_DATE) -> list[dict]:
+def episodes(
+    name: str = "stripe",
+    steps: int = DEFAULT_STEPS,
+    stride: int | None = None,
+    split: str | None = None,
+    split_date: str = SPLIT_DATE,
+) -> list[dict]:
     """The windows of a history as dict episodes (module note)."""
     if steps < 1 or (stride is not None and stride < 1):
         raise ValueError(f"steps and stride must be >= 1; got {steps}, {stride}")
@@ -154,7 +172,7 @@ def episodes(name: str = "stripe", steps: int = DEFAULT_STEPS, stride: int | Non
     stride = stride or max(steps // 2, 1)
     out = []
     for start in window_starts(len(steps_all), steps, stride):
-        window = steps_all[start:start + steps]
+        window = steps_all[start : start + steps]
         first, last = window[0][0]["metadata"]["date"], window[-1][0]["metadata"]["date"]
         if (split == "train" and last >= split_date) or (split == "test" and first < split_date):
             continue
@@ -177,19 +195,30 @@ def _episode(window, episode_id: str) -> dict:
     steps = [json.loads(json.dumps(step)) for step, _, _, _ in window]  # fresh dicts: callers may change them
     critical = [step["t"] for step, breaking, _, _ in window if breaking]
     utilities = {str(step["t"]): value for step, _, value, _ in window}
-    return {"labels": {"episode_id": episode_id, "mode": MODE, "critical_steps": critical,
-                       "total_drift_events": len(critical), "utility_by_step": utilities,
-                       "max_utility": sum(utilities.values()),
-                       "facts": {str(step["t"]): [fact] for step, _, _, fact in window}},
-            "steps": steps}
+    return {
+        "labels": {
+            "episode_id": episode_id,
+            "mode": MODE,
+            "critical_steps": critical,
+            "total_drift_events": len(critical),
+            "utility_by_step": utilities,
+            "max_utility": sum(utilities.values()),
+            "facts": {str(step["t"]): [fact] for step, _, _, fact in window},
+        },
+        "steps": steps,
+    }
 
 
 def load_spec(spec: str) -> list[dict]:
     """The dict episodes a real spec names."""
     options = parse_spec(spec)
     try:
-        return episodes(options["path"] if options["name"] not in SHIPPED else options["name"],
-                        steps=options["steps"] or DEFAULT_STEPS, stride=options["stride"], split=options["split"])
+        return episodes(
+            options["path"] if options["name"] not in SHIPPED else options["name"],
+            steps=options["steps"] or DEFAULT_STEPS,
+            stride=options["stride"],
+            split=options["split"],
+        )
     except (KeyError, TypeError) as err:
         raise EpisodeFormatError(f"{spec}: not an imported OpenAPI history ({err})") from None
 

@@ -9,6 +9,7 @@ episodes with ``EpisodeSource.from_dict(meta["episodes"]).load()`` — files are
 their recorded SHA-256 first. Generator engines: ``python`` (the published generator, draw for
 draw; its old name ``reference`` is accepted) and ``jax`` (on device, with the new regimes).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,13 +51,14 @@ def generator_config(engine: str, mode: str, **knobs):
     engine = check_engine(engine)
     known = {field.name for field in dataclasses.fields(JaxGenConfig)} - {"mode"}
     if set(knobs) - known:
-        raise ValueError(f"unknown generator setting {', '.join(sorted(set(knobs) - known))}; "
-                         f"expected some of {', '.join(sorted(known))}")
+        raise ValueError(
+            f"unknown generator setting {', '.join(sorted(set(knobs) - known))}; "
+            f"expected some of {', '.join(sorted(known))}"
+        )
     allowed = JAX_MODES if engine == "jax" else MODES
     if mode not in allowed:
         hint = " (the new regimes need the jax engine)" if mode in JAX_MODES else ""
-        raise ValueError(f"unknown mode {mode!r} for the {engine} engine; expected some of "
-                         f"{', '.join(allowed)}{hint}")
+        raise ValueError(f"unknown mode {mode!r} for the {engine} engine; expected some of {', '.join(allowed)}{hint}")
     cls = config_class(engine)
     fields = {field.name for field in dataclasses.fields(cls)} - {"mode"}
     return cls(mode=mode, **{name: value for name, value in knobs.items() if name in fields})
@@ -68,11 +70,11 @@ class EpisodeSource:
     config in ``configs`` (one set per config) by ``engine``. Build one with :meth:`from_files` or
     :meth:`generated`."""
 
-    files: tuple = ()              # JSONL paths
-    sha256: tuple | None = None    # the files' recorded SHA-256 (checked by load), or None
-    engine: str = "python"         # "python" | "jax"
-    configs: tuple = ()            # DriftConfig / JaxGenConfig per mode
-    n_episodes: int = 0            # generated episodes per config
+    files: tuple = ()  # JSONL paths
+    sha256: tuple | None = None  # the files' recorded SHA-256 (checked by load), or None
+    engine: str = "python"  # "python" | "jax"
+    configs: tuple = ()  # DriftConfig / JaxGenConfig per mode
+    n_episodes: int = 0  # generated episodes per config
 
     def __post_init__(self):
         if bool(self.files) == bool(self.configs):
@@ -87,8 +89,9 @@ class EpisodeSource:
         return cls(files=tuple(os.fspath(path) for path in paths))
 
     @classmethod
-    def generated(cls, modes: Sequence[str] | str = DEFAULT_MODES, n_episodes: int = 10, engine: str = "python",
-                  **knobs) -> EpisodeSource:
+    def generated(
+        cls, modes: Sequence[str] | str = DEFAULT_MODES, n_episodes: int = 10, engine: str = "python", **knobs
+    ) -> EpisodeSource:
         """``n_episodes`` per mode; ``knobs``: ``seed``, ``steps`` and the generator's other fields."""
         modes = [mode for mode in (modes.split(",") if isinstance(modes, str) else modes) if mode]
         if not modes:
@@ -158,9 +161,17 @@ class EpisodeSource:
         sets = [real_drift.load_spec(path) if real_drift.is_real(path) else load_jsonl(path) for path in self.files]
         check_episode_ids(sets, list(self.files))
         n_steps = max(len(episode["steps"]) for episodes in sets for episode in episodes)
-        encoded = concat_encoded([encode_episodes(episodes, source=path, n_steps=n_steps,  # load_jsonl validated
-                                                  validate=real_drift.is_real(path))  # real windows: checked here
-                                  for path, episodes in zip(self.files, sets)])
+        encoded = concat_encoded(
+            [
+                encode_episodes(
+                    episodes,
+                    source=path,
+                    n_steps=n_steps,  # load_jsonl validated
+                    validate=real_drift.is_real(path),
+                )  # real windows: checked here
+                for path, episodes in zip(self.files, sets)
+            ]
+        )
         return encoded, np.repeat(np.arange(len(sets), dtype=np.int64), [len(episodes) for episodes in sets])
 
     def to_dict(self) -> dict:
@@ -169,12 +180,21 @@ class EpisodeSource:
             from wpbjax.episodes import real_drift
             from wpbjax.results_io import sha256
 
-            return {"source": "files", "files": [{"path": path, "sha256": real_drift.spec_sha256(path)}
-                                                 if real_drift.is_real(path) else
-                                                 {"path": os.path.abspath(path), "sha256": sha256(path)}
-                                                 for path in self.files]}
-        return {"source": "generated", "generator": self.engine, "n_episodes": self.n_episodes,
-                "configs": [dataclasses.asdict(config) for config in self.configs]}
+            return {
+                "source": "files",
+                "files": [
+                    {"path": path, "sha256": real_drift.spec_sha256(path)}
+                    if real_drift.is_real(path)
+                    else {"path": os.path.abspath(path), "sha256": sha256(path)}
+                    for path in self.files
+                ],
+            }
+        return {
+            "source": "generated",
+            "generator": self.engine,
+            "n_episodes": self.n_episodes,
+            "configs": [dataclasses.asdict(config) for config in self.configs],
+        }
 
     @classmethod
     def from_dict(cls, record: dict) -> EpisodeSource:
@@ -189,8 +209,14 @@ class EpisodeSource:
         return cls(engine=engine, configs=configs, n_episodes=int(record.get("n_episodes", 0)))
 
 
-def generate(modes: Sequence[str] | str = DEFAULT_MODES, n_episodes: int = 10, steps: int = 200, seed: int = 0,
-             engine: str = "python", **knobs):
+def generate(
+    modes: Sequence[str] | str = DEFAULT_MODES,
+    n_episodes: int = 10,
+    steps: int = 200,
+    seed: int = 0,
+    engine: str = "python",
+    **knobs,
+):
     """``n_episodes`` of each mode, encoded (:class:`wpbjax.episodes.encode.EncodedEpisodes`);
     ``knobs``: the generator's other settings (``drift_prob``, ``api_pool``, ..., docs/generators.md)."""
     return EpisodeSource.generated(modes, n_episodes, engine, steps=steps, seed=seed, **knobs).load()
@@ -201,8 +227,15 @@ def load(paths: Sequence[str | os.PathLike] | str | os.PathLike):
     return EpisodeSource.from_files(paths).load()
 
 
-def write_generated(path: str | os.PathLike, mode: str = "default", n_episodes: int = 10, steps: int = 200,
-                    seed: int = 0, engine: str = "python", **knobs) -> int:
+def write_generated(
+    path: str | os.PathLike,
+    mode: str = "default",
+    n_episodes: int = 10,
+    steps: int = 200,
+    seed: int = 0,
+    engine: str = "python",
+    **knobs,
+) -> int:
     """Write ``n_episodes`` generated episodes of ``mode`` to a JSONL file (the python engine's are
     byte-identical to the published generator's); returns the number written."""
     from wpbjax.episodes.jsonl import save_jsonl

@@ -20,6 +20,7 @@ An *endpoint* is the api with its version segment removed (``EpisodeBatch.endpoi
 synthetic drift ``api.v2.endpoint_3 -> api.v3.endpoint_3`` is a change of one endpoint), the api itself
 where a source has no version segment.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,14 @@ def repeat_flags(arrays) -> tuple[np.ndarray, np.ndarray]:
     n_episodes, n_steps = valid.shape
     endpoint = _endpoint(arrays)
     # one row per step: the observation's identity (api id, then each field's value id and presence)
-    identity = np.concatenate([np.asarray(arrays.api_id)[..., None], np.asarray(arrays.field_value),
-                               np.asarray(arrays.field_present).astype(np.int32)], axis=-1)
+    identity = np.concatenate(
+        [
+            np.asarray(arrays.api_id)[..., None],
+            np.asarray(arrays.field_value),
+            np.asarray(arrays.field_present).astype(np.int32),
+        ],
+        axis=-1,
+    )
     identity = identity.reshape(n_episodes * n_steps, -1)
     episode = np.repeat(np.arange(n_episodes), n_steps)
     flat_endpoint = endpoint.reshape(-1)
@@ -55,7 +62,9 @@ def repeat_flags(arrays) -> tuple[np.ndarray, np.ndarray]:
     # predecessor in the sorted order is the same endpoint's previous observation
     order = rows[np.lexsort((rows, flat_endpoint[rows], episode[rows]))]
     same_group = np.zeros(order.size, bool)
-    same_group[1:] = (episode[order[1:]] == episode[order[:-1]]) & (flat_endpoint[order[1:]] == flat_endpoint[order[:-1]])
+    same_group[1:] = (episode[order[1:]] == episode[order[:-1]]) & (
+        flat_endpoint[order[1:]] == flat_endpoint[order[:-1]]
+    )
     equal = np.zeros(order.size, bool)
     equal[1:] = np.all(identity[order[1:]] == identity[order[:-1]], axis=1)
     seen = np.zeros(n_episodes * n_steps, bool)
@@ -68,8 +77,8 @@ def repeat_flags(arrays) -> tuple[np.ndarray, np.ndarray]:
 def burstiness(critical: np.ndarray, valid: np.ndarray) -> float:
     """B of the gaps between consecutive critical steps within each episode, pooled; NaN with < 2 gaps.
     critical, valid: [N, T] bool (positions count valid steps only, so padding adds no gap)."""
-    position = np.cumsum(valid, axis=1)            # [N, T] the step's number among valid steps
-    episode, step = np.nonzero(critical & valid)     # row-major: episodes in order, steps ascending
+    position = np.cumsum(valid, axis=1)  # [N, T] the step's number among valid steps
+    episode, step = np.nonzero(critical & valid)  # row-major: episodes in order, steps ascending
     where = position[episode, step]
     gaps = np.diff(where)[episode[1:] == episode[:-1]]
     if gaps.size < 2:
@@ -91,9 +100,11 @@ def stream_stats(encoded) -> dict:
     n_episodes = valid.shape[0]
     pairs = np.unique(np.stack([np.nonzero(valid)[0], endpoint[valid]], axis=1), axis=0)
     pairs = pairs[pairs[:, 1] != NONE]
-    return {"drift_rate": float((seen & ~same).sum() / n_steps),
-            "redundancy": float(same.sum() / n_steps),
-            "critical_fraction": float(critical.sum() / n_steps),
-            "burstiness": burstiness(critical, valid),
-            "bytes_per_step": float(cost[valid].astype(np.int64).sum() / n_steps),
-            "endpoints": float(len(pairs) / n_episodes)}
+    return {
+        "drift_rate": float((seen & ~same).sum() / n_steps),
+        "redundancy": float(same.sum() / n_steps),
+        "critical_fraction": float(critical.sum() / n_steps),
+        "burstiness": burstiness(critical, valid),
+        "bytes_per_step": float(cost[valid].astype(np.int64).sum() / n_steps),
+        "endpoints": float(len(pairs) / n_episodes),
+    }

@@ -4,6 +4,7 @@ Structure, finite numbers and labels that name real steps: the encoder and the o
 three, so a bad value stops here with an error naming its source, step and key, never later as a
 JAX traceback or a NaN metric.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -33,16 +34,20 @@ FLOAT32_RANGE = Bounds(-FLOAT32_MAX, FLOAT32_MAX, f"finite and within float32 ra
 INT32_RANGE = Bounds(-INT32_LIMIT + 1, INT32_LIMIT - 1, "an integer that fits in int32 (|x| < 2^31)")
 
 
-def number_problem(value: Any, bounds: Bounds, integer: bool = False, whole_floats: bool = False,
-                   bools: bool = False) -> str | None:
+def number_problem(
+    value: Any, bounds: Bounds, integer: bool = False, whole_floats: bool = False, bools: bool = False
+) -> str | None:
     """What is wrong with ``value`` (from JSON or Python) as a number within ``bounds``, or None if
     nothing is: ``"must be a number, got 'x'"``, ``"must be <bounds.text>, got nan"``. ``integer``: an
     int (or, with ``whole_floats``, a float without fraction, as ``2.0``); ``bools``: True and False
     count as 1 and 0. The one check of every input number (episodes, WRIT scenarios, packages): the
     caller puts the file, line and field in front."""
     kind = "an integer" if integer else "a number"
-    if (isinstance(value, bool) and not bools) or not isinstance(value, (int, float)) \
-            or (integer and isinstance(value, float) and not whole_floats):
+    if (
+        (isinstance(value, bool) and not bools)
+        or not isinstance(value, (int, float))
+        or (integer and isinstance(value, float) and not whole_floats)
+    ):
         return f"must be {kind}, got {value!r}"
     if not bounds.low <= value <= bounds.high:  # NaN fails too; exact for Python ints of any size
         return f"must be {bounds.text}, got {value!r}"
@@ -114,8 +119,9 @@ def _check_utilities(utility: Any, steps_by_t: dict, where: str) -> None:
             raise EpisodeFormatError(f"{here} {problem}")
         magnitude += abs(float(value))
         if magnitude > FLOAT32_MAX:
-            raise EpisodeFormatError(f"{here}: the episode's utilities sum past float32 range "
-                                     f"(|sum| > {FLOAT32_MAX:.4g}) here")
+            raise EpisodeFormatError(
+                f"{here}: the episode's utilities sum past float32 range (|sum| > {FLOAT32_MAX:.4g}) here"
+            )
 
 
 def _check_labels(labels: Any, steps_by_t: dict, where: str) -> None:
@@ -127,15 +133,19 @@ def _check_labels(labels: Any, steps_by_t: dict, where: str) -> None:
         raise EpisodeFormatError(f"{where}: labels 'critical_steps' must be a list of integers")
     absent = [t for t in critical if str(t) not in steps_by_t]
     if absent:
-        raise EpisodeFormatError(f"{where}: labels 'critical_steps' names t = {', '.join(map(str, absent[:5]))}"
-                                 f"{' ...' if len(absent) > 5 else ''}, which the episode has no step for")
+        raise EpisodeFormatError(
+            f"{where}: labels 'critical_steps' names t = {', '.join(map(str, absent[:5]))}"
+            f"{' ...' if len(absent) > 5 else ''}, which the episode has no step for"
+        )
     _check_utilities(labels.get("utility_by_step", {}), steps_by_t, where)
     drift = labels.get("total_drift_events", 0)
     if isinstance(drift, bool) or not isinstance(drift, int) or not 0 <= drift < INT32_LIMIT:
         raise EpisodeFormatError(f"{where}: labels 'total_drift_events' must be an integer in 0..2^31-1, got {drift!r}")
     episode_id = labels.get("episode_id", 0)
-    if not (isinstance(episode_id, str) or (isinstance(episode_id, int) and not isinstance(episode_id, bool)
-                                            and abs(episode_id) < 2**63)):
+    if not (
+        isinstance(episode_id, str)
+        or (isinstance(episode_id, int) and not isinstance(episode_id, bool) and abs(episode_id) < 2**63)
+    ):
         raise EpisodeFormatError(f"{where}: labels 'episode_id' must be a string or an int64, got {episode_id!r}")
 
 
@@ -172,6 +182,8 @@ def check_episode_ids(sets: list, sources: list) -> None:
             if first is None:
                 first = (kind, source, episode_id)
             elif kind != first[0]:
-                raise EpisodeFormatError(f"{source}: episode {index}: labels 'episode_id' {episode_id!r} is {kind} "
-                                         f"but {first[1]}'s first ({first[2]!r}) is {first[0]}; the results' "
-                                         "episode_id column holds one type")
+                raise EpisodeFormatError(
+                    f"{source}: episode {index}: labels 'episode_id' {episode_id!r} is {kind} "
+                    f"but {first[1]}'s first ({first[2]!r}) is {first[0]}; the results' "
+                    "episode_id column holds one type"
+                )

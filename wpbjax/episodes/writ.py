@@ -23,6 +23,7 @@ everything else is optional. A malformed file raises :class:`EpisodeFormatError`
 field (a UTF-8 or JSON error: the file and line); the episode made of it passes the episode checks
 (:mod:`wpbjax.episodes.validate`) before it is returned, so ``import-writ`` refuses what a sweep would.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -67,8 +68,9 @@ def _sessions(scenario: dict, where: str) -> list:
             if key not in session:
                 raise EpisodeFormatError(f"{field}: missing '{key}'")
         if not _is_session_id(session["session_id"]):
-            raise EpisodeFormatError(f"{field}.session_id: must be a string or an integer, got "
-                                     f"{session['session_id']!r}")
+            raise EpisodeFormatError(
+                f"{field}.session_id: must be a string or an integer, got {session['session_id']!r}"
+            )
         if not isinstance(session["messages"], list):
             raise EpisodeFormatError(f"{field}.messages: must be a list")
         _timestamp(session["timestamp"], f"{field}.timestamp")
@@ -76,13 +78,15 @@ def _sessions(scenario: dict, where: str) -> list:
     for index, session in enumerate(sessions):
         other = first.setdefault(session["session_id"], index)
         if other != index:
-            raise EpisodeFormatError(f"{where}: sessions[{index}].session_id: {session['session_id']!r} is "
-                                     f"sessions[{other}]'s too")
+            raise EpisodeFormatError(
+                f"{where}: sessions[{index}].session_id: {session['session_id']!r} is sessions[{other}]'s too"
+            )
     return sessions
 
 
 def _versions(event: dict, field: str, position: dict) -> list:
     """[(step position, value)] of one memory event, in order."""
+
     def at(session, name):
         if not _is_session_id(session) or session not in position:
             raise EpisodeFormatError(f"{field}.{name}: names no session ({session!r})")
@@ -120,8 +124,9 @@ def _facts(scenario: dict, where: str, position: dict) -> dict:
             raise EpisodeFormatError(f"{field}.should_persist: must be true or false")
         for name in ("introduced_in", "updated_in", "retracted_in"):
             if event.get(name) is not None and not _is_session_id(event[name]):
-                raise EpisodeFormatError(f"{field}.{name}: must be a session id (a string or an integer), "
-                                         f"got {event[name]!r}")
+                raise EpisodeFormatError(
+                    f"{field}.{name}: must be a session id (a string or an integer), got {event[name]!r}"
+                )
         persist = persist and event.get("type") != "non_memory" and event.get("retracted_in") is None
         for version, (step, _) in enumerate(_versions(event, field, position)):
             by_step.setdefault(step, []).append([event["id"], version, persist])
@@ -140,12 +145,16 @@ def _ground_truth_sources(scenario: dict, where: str) -> set:
     history = truth.get("value_history") or []
     if not isinstance(history, list):
         raise EpisodeFormatError(f"{where}: ground_truth.value_history: must be a list, got {history!r}")
-    named += [(f"value_history[{index}].source_session", entry.get("source_session"))
-              for index, entry in enumerate(history) if isinstance(entry, dict)]
+    named += [
+        (f"value_history[{index}].source_session", entry.get("source_session"))
+        for index, entry in enumerate(history)
+        if isinstance(entry, dict)
+    ]
     for name, session in named:
         if session is not None and not _is_session_id(session):
-            raise EpisodeFormatError(f"{where}: ground_truth.{name}: must be a session id (a string or an "
-                                     f"integer), got {session!r}")
+            raise EpisodeFormatError(
+                f"{where}: ground_truth.{name}: must be a session id (a string or an integer), got {session!r}"
+            )
     return {session for _, session in named}
 
 
@@ -167,9 +176,13 @@ def _asked_event(scenario: dict, temporal: bool) -> str | None:
     events = [event for event in scenario.get("memory_events") or [] if isinstance(event, dict)]
     if answer is None:
         return None
-    for matches in (lambda event: event.get("value") == answer,
-                    lambda event: temporal and any(isinstance(old, dict) and old.get("value") == answer
-                                                   for old in event.get("previous_values") or [])):
+    for matches in (
+        lambda event: event.get("value") == answer,
+        lambda event: (
+            temporal
+            and any(isinstance(old, dict) and old.get("value") == answer for old in event.get("previous_values") or [])
+        ),
+    ):
         asked = [event["id"] for event in events if matches(event)]
         if len(asked) == 1:
             return asked[0]
@@ -216,13 +229,24 @@ def scenario_episode(scenario: dict, where: str) -> dict:
             priority = 1.0 if session["session_id"] in sources else 0.75
         else:
             priority = 0.0 if carried and not any(persist for _, _, persist in carried) else 0.25
-        steps.append({"metadata": {"mode": MODE, "priority": priority}, "t": pos,
-                      "observation": {"messages": session["messages"], "timestamp": session["timestamp"]}})
+        steps.append(
+            {
+                "metadata": {"mode": MODE, "priority": priority},
+                "t": pos,
+                "observation": {"messages": session["messages"], "timestamp": session["timestamp"]},
+            }
+        )
         utility[str(pos)] = float(introduced.get(pos, 0))
-    labels = {"episode_id": scenario.get("scenario_id", where), "mode": MODE, "critical_steps": sorted(introduced),
-              "total_drift_events": changes, "utility_by_step": utility, "max_utility": sum(utility.values()),
-              "facts": {str(pos): entries for pos, entries in sorted(facts.items())},
-              "probe_steps": _probe_steps(scenario, where, sessions)}
+    labels = {
+        "episode_id": scenario.get("scenario_id", where),
+        "mode": MODE,
+        "critical_steps": sorted(introduced),
+        "total_drift_events": changes,
+        "utility_by_step": utility,
+        "max_utility": sum(utility.values()),
+        "facts": {str(pos): entries for pos, entries in sorted(facts.items())},
+        "probe_steps": _probe_steps(scenario, where, sessions),
+    }
     labels["probes"] = _probes(scenario, where, sessions, labels["probe_steps"])
     scenario_id = scenario.get("scenario_id", where)
     if not isinstance(scenario_id, str) and (isinstance(scenario_id, bool) or not isinstance(scenario_id, int)):

@@ -8,6 +8,7 @@ few thresholds, and compared with the same gate budget-blind (afford ignored). K
 threshold with the best mean F1 gain at 1 KB among those whose gain is >= -``tolerance`` for every
 (mode, budget); the budget-blind gate itself (gain 0) always qualifies.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,9 @@ def calibrate_afford_threshold(weights: dict, track: str, encoded: EncodedEpisod
     batch = encoded.batch(track)
 
     def f1(threshold):
-        return mean_f1_by_mode(rollout.simulate(policy, batch, CALIBRATION_BUDGETS,
-                                                 params={"afford_threshold": threshold}), encoded)
+        return mean_f1_by_mode(
+            rollout.simulate(policy, batch, CALIBRATION_BUDGETS, params={"afford_threshold": threshold}), encoded
+        )
 
     blind = f1(BUDGET_BLIND)
     best, best_gain, table = BUDGET_BLIND, 0.0, []

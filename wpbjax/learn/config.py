@@ -1,5 +1,6 @@
 """The settings of ``wpbjax train`` (:class:`TrainConfig`), in a module of their own so that the
 command line can show their defaults without importing the training code (and optax)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,40 +15,43 @@ class TrainConfig:
 
     track: str = "unprivileged"
     seed: int = 0
-    steps: int = 300            # optimisation steps
-    batch: int = 64             # episodes (each with its own budget) per step
-    pool_per_mode: int = 128    # training episodes per generator mode
-    episode_steps: int = 200    # T of the training episodes
-    hidden: int = 32            # MLP width
-    learning_rate: float = 0.03 # peak; linear warm-up for 10% of the steps, then cosine decay
-    log_every: int = 25         # metrics every k steps
+    steps: int = 300  # optimisation steps
+    batch: int = 64  # episodes (each with its own budget) per step
+    pool_per_mode: int = 128  # training episodes per generator mode
+    episode_steps: int = 200  # T of the training episodes
+    hidden: int = 32  # MLP width
+    learning_rate: float = 0.03  # peak; linear warm-up for 10% of the steps, then cosine decay
+    log_every: int = 25  # metrics every k steps
     min_log2_budget: float = 10.0  # 1 KB
     max_log2_budget: float = 20.0  # 1 MB
     small_log2_budget: float = 12.0  # half of each batch's budgets lie in [1 KB, 4 KB]
-    byte_temperature: float = 32.0   # softness of the soft store's budget edge, bytes
-    weight_decay: float = 0.0        # adamw decay
-    reinforce_weight: float = 0.0    # weight of the self-critical REINFORCE term (exact F1) in the loss
-    hindsight_weight: float = 1.0    # weight of the afford head's hindsight cross-entropy
-    member_weight: float = 5.0       # class weight of hindsight members (see wpbjax.learn.hindsight)
-    calibration_per_mode: int = 64   # held-back episodes per mode to calibrate the afford threshold
-    fidelity_weight: float = 0.0     # weight of 1 - soft update fidelity in the loss (docs/integrity.md)
-    coverage_weight: float = 0.0     # weight of 1 - soft history coverage in the loss
-    f1_weight: float = 1.0           # weight of 1 - soft F1 in the loss (0: a gate trained on reads alone)
-    read_weight: float = 0.0         # weight of 1 - soft read accuracy (default generated probes; docs/reads.md)
-    read_top_k: int = 5              # K of the soft retrieval (wpbjax.learn.soft_reads)
+    byte_temperature: float = 32.0  # softness of the soft store's budget edge, bytes
+    weight_decay: float = 0.0  # adamw decay
+    reinforce_weight: float = 0.0  # weight of the self-critical REINFORCE term (exact F1) in the loss
+    hindsight_weight: float = 1.0  # weight of the afford head's hindsight cross-entropy
+    member_weight: float = 5.0  # class weight of hindsight members (see wpbjax.learn.hindsight)
+    calibration_per_mode: int = 64  # held-back episodes per mode to calibrate the afford threshold
+    fidelity_weight: float = 0.0  # weight of 1 - soft update fidelity in the loss (docs/integrity.md)
+    coverage_weight: float = 0.0  # weight of 1 - soft history coverage in the loss
+    f1_weight: float = 1.0  # weight of 1 - soft F1 in the loss (0: a gate trained on reads alone)
+    read_weight: float = 0.0  # weight of 1 - soft read accuracy (default generated probes; docs/reads.md)
+    read_top_k: int = 5  # K of the soft retrieval (wpbjax.learn.soft_reads)
 
     def __post_init__(self):
         if self.track not in GATE_TRACKS:
             raise ArgumentError(f"{arg('track')} must be one of {', '.join(GATE_TRACKS)}; got {self.track!r}")
         if self.pool_per_mode > 5_000 or self.calibration_per_mode > 5_000:
-            raise ArgumentError(f"{arg('pool_per_mode')} and {arg('calibration_per_mode')} must be <= 5000 "
-                                "(seed blocks stay disjoint)")
+            raise ArgumentError(
+                f"{arg('pool_per_mode')} and {arg('calibration_per_mode')} must be <= 5000 (seed blocks stay disjoint)"
+            )
         for name in ("steps", "batch", "pool_per_mode", "episode_steps", "hidden", "log_every", "calibration_per_mode"):
             if getattr(self, name) < 1:
                 raise ArgumentError(f"{arg(name)} must be >= 1; got {getattr(self, name)}")
         if self.batch > 4 * self.pool_per_mode:
-            raise ArgumentError(f"{arg('batch')} ({self.batch}) cannot exceed the pool (4 modes x "
-                                f"{arg('pool_per_mode')} = {4 * self.pool_per_mode} episodes)")
+            raise ArgumentError(
+                f"{arg('batch')} ({self.batch}) cannot exceed the pool (4 modes x "
+                f"{arg('pool_per_mode')} = {4 * self.pool_per_mode} episodes)"
+            )
         if self.seed < 0:
             raise ArgumentError(f"{arg('seed')} must be >= 0; got {self.seed}")
         if not 1 <= self.read_top_k <= 50:

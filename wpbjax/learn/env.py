@@ -15,6 +15,7 @@
   been taken first. After either, ``step`` leaves the state unchanged and rewards 0 (no auto-reset:
   call ``reset``), so fixed-length vmapped rollouts need no masking.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,21 +35,21 @@ SKIP, WRITE = 0, 1
 
 
 class EnvParams(NamedTuple):
-    budget: jax.Array     # [] int32 bytes
+    budget: jax.Array  # [] int32 bytes
     max_steps: jax.Array  # [] int32 truncation horizon
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class EnvState:
-    episode: jax.Array          # []  int32 index of the episode in the pool
-    pos: jax.Array              # []  int32 the step the next action applies to
+    episode: jax.Array  # []  int32 index of the episode in the pool
+    pos: jax.Array  # []  int32 the step the next action applies to
     store: store_lib.StoreState  # the exact store ([T] arrays)
-    features: FeatureState       # running feature state, steps 0..pos observed
-    observation: jax.Array      # [D] float32 features of step pos
-    hits: jax.Array             # []  int32 critical steps stored
-    retained: jax.Array         # []  int32 steps stored
-    done: jax.Array             # []  bool  terminated or truncated
+    features: FeatureState  # running feature state, steps 0..pos observed
+    observation: jax.Array  # [D] float32 features of step pos
+    hits: jax.Array  # []  int32 critical steps stored
+    retained: jax.Array  # []  int32 steps stored
+    done: jax.Array  # []  bool  terminated or truncated
 
 
 class WriteEnv:
@@ -70,8 +71,16 @@ class WriteEnv:
         return jax.tree_util.tree_map(lambda leaf: leaf[index], self.episodes)
 
     def _observe(self, episode, features, store, pos, budget):
-        gate, features = gate_step(None, self.track, features, episode, pos, budget,
-                                   store_lib.remaining(store, budget), steps_since_write(store.newest, pos))
+        gate, features = gate_step(
+            None,
+            self.track,
+            features,
+            episode,
+            pos,
+            budget,
+            store_lib.remaining(store, budget),
+            steps_since_write(store.newest, pos),
+        )
         return gate.features, features
 
     def reset(self, key, params: EnvParams):
@@ -85,8 +94,16 @@ class WriteEnv:
         store = store_lib.empty(self.episodes.n_steps)
         observation, features = self._observe(episode, init_state(episode), store, 0, params.budget)
         zero = jnp.zeros((), jnp.int32)
-        state = EnvState(episode=index, pos=zero, store=store, features=features, observation=observation,
-                         hits=zero, retained=zero, done=jnp.zeros((), bool))
+        state = EnvState(
+            episode=index,
+            pos=zero,
+            store=store,
+            features=features,
+            observation=observation,
+            hits=zero,
+            retained=zero,
+            done=jnp.zeros((), bool),
+        )
         return observation, state
 
     def step(self, key, state: EnvState, action, params: EnvParams):
@@ -112,8 +129,16 @@ class WriteEnv:
         done = state.done | terminated | truncated
         store = store_lib.flush(store, pos + 1, frozenset({"write"}))
         observation, features = self._observe(episode, state.features, store, next_pos, budget)
-        new_state = EnvState(episode=state.episode, pos=jnp.where(done, pos, next_pos), store=store,
-                             features=features, observation=observation, hits=hits, retained=retained, done=done)
+        new_state = EnvState(
+            episode=state.episode,
+            pos=jnp.where(done, pos, next_pos),
+            store=store,
+            features=features,
+            observation=observation,
+            hits=hits,
+            retained=retained,
+            done=done,
+        )
         # once done, nothing changes any more
         new_state = jax.tree_util.tree_map(lambda old, new: jnp.where(state.done, old, new), state, new_state)
         info = {"f1": f1(new_state.hits, new_state.retained), "bytes_used": new_state.store.used}

@@ -4,6 +4,7 @@ F1-optimal store.
 The F1-optimal store at budget B keeps only critical steps, as many as fit: the k cheapest
 (a prefix of the costs sorted ascending), so F1* = 2k / (k + |R|).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,9 +21,12 @@ HELD_OUT_SEED = 10_000  # held-out evaluation episodes (training uses seeds >= 1
 
 def evaluation_sets(n_episodes: int = 10) -> dict[str, EncodedEpisodes]:
     """The published sets (seed 0, 200 steps) and held-out 500-step sets (seed 10_000), all modes."""
-    return {"published": generate_encoded([DriftConfig(mode=mode, seed=0, steps=200) for mode in MODES], n_episodes),
-            "held_out_500": generate_encoded([DriftConfig(mode=mode, seed=HELD_OUT_SEED, steps=500) for mode in MODES],
-                                             n_episodes)}
+    return {
+        "published": generate_encoded([DriftConfig(mode=mode, seed=0, steps=200) for mode in MODES], n_episodes),
+        "held_out_500": generate_encoded(
+            [DriftConfig(mode=mode, seed=HELD_OUT_SEED, steps=500) for mode in MODES], n_episodes
+        ),
+    }
 
 
 def f1_optimal(encoded: EncodedEpisodes, track: str, budgets) -> np.ndarray:
@@ -52,9 +56,20 @@ def compare(encoded: EncodedEpisodes, gates: dict[str, str], budgets=PAPER_BUDGE
         modes = np.asarray(encoded.mode)
         for index, budget in enumerate(budgets):
             for mode in dict.fromkeys(encoded.mode):
-                frames.append(pd.DataFrame({"track": [track], "mode": [mode], "budget_bytes": [budget],
-                                            "policy": ["f1_optimal"], "f1": [optimal[modes == mode, index].mean()]}))
-        frames.append(table.groupby(["track", "mode", "budget_bytes", "policy"], as_index=False, sort=False)["f1"].mean())
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "track": [track],
+                            "mode": [mode],
+                            "budget_bytes": [budget],
+                            "policy": ["f1_optimal"],
+                            "f1": [optimal[modes == mode, index].mean()],
+                        }
+                    )
+                )
+        frames.append(
+            table.groupby(["track", "mode", "budget_bytes", "policy"], as_index=False, sort=False)["f1"].mean()
+        )
     return pd.concat(frames, ignore_index=True)
 
 

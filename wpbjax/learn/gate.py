@@ -7,6 +7,7 @@ logit driven large by the F1 objective cannot saturate away the gradient that te
 budget trade-off. The hard policy writes iff p > sigmoid(threshold), i.e. logit(p) > threshold
 (default 0: p > 1/2).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,10 +41,12 @@ def init_gate(key, hidden: int = 32) -> dict:
     weights = {}
     for head, head_key in zip(HEADS, jax.random.split(key)):
         key_in, key_out = jax.random.split(head_key)
-        weights[head] = {"w_in": jax.random.normal(key_in, (N_FEATURES, hidden)) / jnp.sqrt(N_FEATURES),
-                         "b_in": jnp.zeros(hidden),
-                         "w_out": jax.random.normal(key_out, (hidden,)) / jnp.sqrt(hidden),
-                         "b_out": jnp.asarray(AFFORD_BIAS if head == "afford" else 0.0)}
+        weights[head] = {
+            "w_in": jax.random.normal(key_in, (N_FEATURES, hidden)) / jnp.sqrt(N_FEATURES),
+            "b_in": jnp.zeros(hidden),
+            "w_out": jax.random.normal(key_out, (hidden,)) / jnp.sqrt(hidden),
+            "b_out": jnp.asarray(AFFORD_BIAS if head == "afford" else 0.0),
+        }
     return weights
 
 
@@ -79,8 +82,8 @@ class GateOutput:
     """What the gate makes of one step."""
 
     features: jax.Array  # [D] float32 the step's features
-    detect: jax.Array    # []  float32 detection logit
-    afford: jax.Array    # []  float32 afford logit
+    detect: jax.Array  # []  float32 detection logit
+    afford: jax.Array  # []  float32 afford logit
 
     @property
     def log_prob(self) -> jax.Array:
@@ -98,8 +101,9 @@ def gate_step(weights: dict, track: str, state: FeatureState, episode, pos, budg
     if weights is None:
         zero = jnp.zeros((), jnp.float32)
         return GateOutput(features=features, detect=zero, afford=zero), state
-    return GateOutput(features=features, detect=detect_logit(weights, features, track),
-                      afford=afford_logit(weights, features, track)), state
+    return GateOutput(
+        features=features, detect=detect_logit(weights, features, track), afford=afford_logit(weights, features, track)
+    ), state
 
 
 def gate_prob(weights: dict, features, track: str) -> jax.Array:
@@ -116,8 +120,9 @@ def save_gate(path: str, weights: dict, track: str, meta: dict | None = None) ->
     """Write weights, track, feature names and ``meta`` (JSON-able: config, loss curve) to ``path``."""
     if track not in GATE_TRACKS:
         raise ValueError(f"track must be one of {', '.join(GATE_TRACKS)}; got {track!r}")
-    save_heads(path, weights, {"format": "wpbjax-gate-v1", "track": track, "features": list(FEATURE_NAMES),
-                               **(meta or {})})
+    save_heads(
+        path, weights, {"format": "wpbjax-gate-v1", "track": track, "features": list(FEATURE_NAMES), **(meta or {})}
+    )
 
 
 def load_gate(path: str) -> tuple[dict, str, dict]:
@@ -126,7 +131,9 @@ def load_gate(path: str) -> tuple[dict, str, dict]:
     if not isinstance(info, dict) or info.get("format") != "wpbjax-gate-v1" or info.get("track") not in GATE_TRACKS:
         raise ValueError(f"learned gate checkpoint {path!r}: not a wpbjax gate (format/track missing)")
     if list(info.get("features", [])) != list(FEATURE_NAMES):
-        raise ValueError(f"learned gate checkpoint {path!r} was trained on features {info.get('features')}; "
-                         f"this version computes {list(FEATURE_NAMES)}")
+        raise ValueError(
+            f"learned gate checkpoint {path!r} was trained on features {info.get('features')}; "
+            f"this version computes {list(FEATURE_NAMES)}"
+        )
     check_head_shapes(weights, {head: N_FEATURES for head in HEADS}, "learned gate checkpoint", path)
     return weights, info["track"], info

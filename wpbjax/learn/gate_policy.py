@@ -7,6 +7,7 @@ unchanged); the gate never merges or expires. The unprivileged gate runs on both
 reads the priority); a privileged gate only there. ``afford_threshold=-1e9`` turns the budget
 trade-off off (a budget-blind detector that writes every step it flags, first come first served).
 """
+
 from __future__ import annotations
 
 import os
@@ -29,15 +30,29 @@ def gate_policy(weights: dict, track: str, name: str = "learned_gate", afford_th
         return init_state(episode)
 
     def act(params, state, store, episode, pos, budget):
-        gate, state = gate_step(weights, track, state, episode, pos, budget, store_lib.remaining(store, budget),
-                                steps_since_write(store.newest, pos))
+        gate, state = gate_step(
+            weights,
+            track,
+            state,
+            episode,
+            pos,
+            budget,
+            store_lib.remaining(store, budget),
+            steps_since_write(store.newest, pos),
+        )
         write = (gate.detect > params["threshold"]) & (gate.afford > params["afford_threshold"])
         return actions.write_if(write), state
 
     tracks = ("privileged",) if privileged else ("unprivileged", "privileged")
-    return Policy(name, act, tracks, {"threshold": 0.0, "afford_threshold": float(afford_threshold)}, init=init,
-                  kinds=frozenset({"write"}),
-                  doc=f"learned {track} write gate: writes iff detect logit > threshold and afford logit > afford_threshold")
+    return Policy(
+        name,
+        act,
+        tracks,
+        {"threshold": 0.0, "afford_threshold": float(afford_threshold)},
+        init=init,
+        kinds=frozenset({"write"}),
+        doc=f"learned {track} write gate: writes iff detect logit > threshold and afford logit > afford_threshold",
+    )
 
 
 def load_gate_policy(path: str) -> Policy:

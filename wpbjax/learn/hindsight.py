@@ -8,6 +8,7 @@ states the gate's own greedy rollouts visit): the afford head learns, from onlin
 probability of membership. At 1 KB that means skipping an expensive critical step while cheaper
 ones are likely to come; with room to spare, or near the end of an episode, it means writing.
 """
+
 from __future__ import annotations
 
 import jax
@@ -48,7 +49,8 @@ def afford_loss(weights: dict, batch: EpisodeBatch, budgets, track: str, member_
     greedy = jax.lax.stop_gradient(weights)
     keys = jax.random.split(jax.random.key(0), batch.valid.shape[0])  # unused by greedy rollouts
     greedy_f1, _, features, remaining = jax.vmap(hard_rollout, in_axes=(None, 0, 0, None, 0, None))(
-        greedy, batch, budgets, track, keys, True)
+        greedy, batch, budgets, track, keys, True
+    )
     targets = jax.vmap(continuation_members)(batch, remaining)
     logits = afford_logit(weights, features, track)
     losses = optax.sigmoid_binary_cross_entropy(logits, targets.astype(jnp.float32))

@@ -7,6 +7,7 @@ rollout of the same episode and budget) is an optional extra term of the trainin
 (``TrainConfig.reinforce_weight``, off by default: on its own it did not teach the budget trade-off
 within the training budget, see docs/learning.md).
 """
+
 from __future__ import annotations
 
 import jax
@@ -33,8 +34,9 @@ def hard_rollout(weights: dict, episode: EpisodeBatch, budget, track: str, key, 
     def step(carry, pos):
         features_state, used, last_stored = carry
         remaining = jnp.maximum(budget - used, 0)
-        gate, features_state = gate_step(weights, track, features_state, episode, pos, budget, remaining,
-                                         steps_since_write(last_stored, pos))
+        gate, features_state = gate_step(
+            weights, track, features_state, episode, pos, budget, remaining, steps_since_write(last_stored, pos)
+        )
         log_p = gate.log_prob
         log_not_p = jnp.log(-jnp.expm1(jnp.minimum(log_p, -1e-7)))
         write = (log_p > jnp.log(0.5)) if greedy else (uniforms[pos] < jnp.exp(log_p))

@@ -8,6 +8,7 @@ Soft F1 = 2 Σ w_t critical_t / (Σ w_t + |R|), the exact F1 formula with expect
 steps W = written steps: the gate never merges or expires). Budget-awareness comes from the
 features (remaining budget, costs) and from a_t: an expensive write now makes later ones not fit.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,21 +29,28 @@ BYTE_TEMPERATURE = 32.0  # bytes: how soft the budget edge is (default; wider ed
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class SoftOutcome:
-    hits: jax.Array      # [] float32 expected |W ∩ R|
-    written: jax.Array   # [] float32 expected |W|
-    used: jax.Array      # [] float32 expected bytes used
+    hits: jax.Array  # [] float32 expected |W ∩ R|
+    written: jax.Array  # [] float32 expected |W|
+    used: jax.Array  # [] float32 expected bytes used
     n_critical: jax.Array  # [] float32 |R| (critical real steps)
-    fidelity: jax.Array    # [] float32 soft update fidelity (wpbjax.learn.soft_integrity; 0 without facts)
-    coverage: jax.Array    # [] float32 soft history coverage
-    reads: jax.Array       # [] float32 soft read accuracy (wpbjax.learn.soft_reads; 0 without probe tables)
+    fidelity: jax.Array  # [] float32 soft update fidelity (wpbjax.learn.soft_integrity; 0 without facts)
+    coverage: jax.Array  # [] float32 soft history coverage
+    reads: jax.Array  # [] float32 soft read accuracy (wpbjax.learn.soft_reads; 0 without probe tables)
 
     @property
     def f1(self) -> jax.Array:
         return f1_from_counts(self.hits, self.written, self.n_critical)
 
 
-def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str,
-                 byte_temperature=BYTE_TEMPERATURE, probes: dict | None = None, read_top_k: int = 5) -> SoftOutcome:
+def soft_rollout(
+    weights: dict,
+    episode: EpisodeBatch,
+    budget,
+    track: str,
+    byte_temperature=BYTE_TEMPERATURE,
+    probes: dict | None = None,
+    read_top_k: int = 5,
+) -> SoftOutcome:
     """Expected counts of the soft gate on one episode (arrays without the N axis) at one budget; with
     ``probes`` (one episode's :func:`wpbjax.learn.soft_reads.probe_tables`) also its soft read accuracy."""
     budget = jnp.asarray(budget, jnp.float32)
@@ -63,22 +71,43 @@ def soft_rollout(weights: dict, episode: EpisodeBatch, budget, track: str,
     (_, used, _), (stored, hits) = jax.lax.scan(step, initial, jnp.arange(episode.valid.shape[0]))
     n_critical = (episode.critical & episode.valid).sum().astype(jnp.float32)
     fidelity, coverage = soft_fidelity_coverage(stored, episode)
-    read = (jnp.zeros((), jnp.float32) if probes is None
-            else soft_read_accuracy(stored, probes, read_top_k))
-    return SoftOutcome(hits=hits.sum(), written=stored.sum(), used=used, n_critical=n_critical, fidelity=fidelity,
-                       coverage=coverage, reads=read)
+    read = jnp.zeros((), jnp.float32) if probes is None else soft_read_accuracy(stored, probes, read_top_k)
+    return SoftOutcome(
+        hits=hits.sum(),
+        written=stored.sum(),
+        used=used,
+        n_critical=n_critical,
+        fidelity=fidelity,
+        coverage=coverage,
+        reads=read,
+    )
 
 
-def soft_f1_loss(weights: dict, batch: EpisodeBatch, budgets, track: str,
-                 byte_temperature=BYTE_TEMPERATURE, fidelity_weight=0.0, coverage_weight=0.0, f1_weight=1.0,
-                 read_weight=0.0, probes: dict | None = None, read_top_k: int = 5) -> jax.Array:
+def soft_f1_loss(
+    weights: dict,
+    batch: EpisodeBatch,
+    budgets,
+    track: str,
+    byte_temperature=BYTE_TEMPERATURE,
+    fidelity_weight=0.0,
+    coverage_weight=0.0,
+    f1_weight=1.0,
+    read_weight=0.0,
+    probes: dict | None = None,
+    read_top_k: int = 5,
+) -> jax.Array:
     """``f1_weight`` x (1 - mean soft F1) over a batch: ``batch`` [N, T] arrays, ``budgets``: [N] (one per
     episode); plus ``fidelity_weight`` x (1 - soft update fidelity) and ``coverage_weight`` x (1 - soft history
     coverage) (write integrity, docs/integrity.md), and ``read_weight`` x (1 - soft read accuracy) over the
     ``probes`` tables ([N, Q, T] and [N, Q], docs/reads.md)."""
+
     def one(episode, budget, episode_probes):
         return soft_rollout(weights, episode, budget, track, byte_temperature, episode_probes, read_top_k)
 
     outcomes = jax.vmap(one)(batch, budgets, probes)
-    return (f1_weight * (1.0 - outcomes.f1.mean()) + fidelity_weight * (1.0 - outcomes.fidelity.mean())
-            + coverage_weight * (1.0 - outcomes.coverage.mean()) + read_weight * (1.0 - outcomes.reads.mean()))
+    return (
+        f1_weight * (1.0 - outcomes.f1.mean())
+        + fidelity_weight * (1.0 - outcomes.fidelity.mean())
+        + coverage_weight * (1.0 - outcomes.coverage.mean())
+        + read_weight * (1.0 - outcomes.reads.mean())
+    )

@@ -5,6 +5,7 @@ The soft gate stores step t with probability w_t (independently, it never expire
 pair is held with probability 1 - Π (1 - w_t) over the steps that carry it, and the expected counts of
 :mod:`wpbjax.integrity`'s definitions follow (ratios of expectations, as soft F1 does).
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp

@@ -14,6 +14,7 @@ right answer is to abstain: Π over every usable s of (1 - r_s)). With every w_s
 read accuracy; in between, the product is an approximation (retrievals compete for the K places, so it
 undercounts an older slot's chance; tests/test_reads_learning.py works one case by hand).
 """
+
 from __future__ import annotations
 
 import jax
@@ -37,15 +38,21 @@ def probe_tables(encoded, track: str, retriever: reads.Retriever = DEFAULT_RETRI
     before = ranked.order <= tables.asked_at[:, :, None]
     version = np.take_along_axis(tables.version, ranked.order, -1)
     truth = tables.truth[:, :, None]
-    return {"order": ranked.order.astype(np.int32), "usable": ranked.usable & before,
-            "right": ranked.usable & before & (version == truth) & (truth >= 0),
-            "before": before, "probe": tables.probe, "abstain": tables.probe & (tables.truth < 0)}
+    return {
+        "order": ranked.order.astype(np.int32),
+        "usable": ranked.usable & before,
+        "right": ranked.usable & before & (version == truth) & (truth >= 0),
+        "before": before,
+        "probe": tables.probe,
+        "abstain": tables.probe & (tables.truth < 0),
+    }
 
 
 def retrieved(present: jax.Array, top_k: int) -> jax.Array:
     """[Q, T] probability that each ranked slot is retrieved, from ``present`` [Q, T] (each slot's probability of
     being present, in each probe's ranking order): present x P(fewer than ``top_k`` present slots before it)."""
-    def step(before, present_here):                     # before: [Q, K] P(j present slots so far), j < K
+
+    def step(before, present_here):  # before: [Q, K] P(j present slots so far), j < K
         chance = present_here * before.sum(-1)
         shifted = jnp.concatenate([jnp.zeros_like(before[:, :1]), before[:, :-1]], -1)
         return before * (1.0 - present_here[:, None]) + shifted * present_here[:, None], chance
@@ -58,7 +65,7 @@ def retrieved(present: jax.Array, top_k: int) -> jax.Array:
 def soft_read_accuracy(stored: jax.Array, tables: dict, top_k: int) -> jax.Array:
     """[] expected share of right answers over one episode's probes; ``stored``: [T] store probabilities,
     ``tables``: one episode's :func:`probe_tables` ([Q, T] and [Q]); 0 where the episode has no probe."""
-    present = jnp.where(tables["before"], stored[tables["order"]], 0.0)               # [Q, T] in ranked order
+    present = jnp.where(tables["before"], stored[tables["order"]], 0.0)  # [Q, T] in ranked order
     chance = retrieved(present, top_k)
     usable = tables["usable"]
     # newest first: the reader takes the newest retrieved usable item, so order each probe's slots by step
@@ -66,7 +73,7 @@ def soft_read_accuracy(stored: jax.Array, tables: dict, top_k: int) -> jax.Array
     chance_new = jnp.take_along_axis(jnp.where(usable, chance, 0.0), newest_first, -1)
     right_new = jnp.take_along_axis(tables["right"], newest_first, -1)
     missed = jnp.log(jnp.maximum(1.0 - chance_new, _LOG_FLOOR))
-    newer_missed = jnp.cumsum(missed, -1) - missed                                     # every newer usable slot missed
+    newer_missed = jnp.cumsum(missed, -1) - missed  # every newer usable slot missed
     answered_right = (chance_new * right_new * jnp.exp(newer_missed)).sum(-1)
     abstained = jnp.exp(missed.sum(-1))
     right = jnp.where(tables["abstain"], abstained, answered_right) * tables["probe"]

@@ -8,6 +8,7 @@ seeds 0..9 nor the held-out 10_000.. ones. Each optimisation step draws a batch 
 one budget per episode, log-uniform over the paper's range (half of them below 4 KB, where the
 budget trade-off matters). Deterministic given the seed (one ``jax.random.key``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,16 +36,20 @@ TRAIN_SEED_BASE = 100_000  # training episode seeds start here (evaluation: 0..9
 def training_episodes(config: TrainConfig) -> EncodedEpisodes:
     """The training pool: ``pool_per_mode`` episodes of each mode, seeds disjoint from evaluation."""
     base = TRAIN_SEED_BASE + 100_000 * config.seed
-    configs = [DriftConfig(mode=mode, seed=base + 10_000 * number, steps=config.episode_steps)
-               for number, mode in enumerate(MODES)]
+    configs = [
+        DriftConfig(mode=mode, seed=base + 10_000 * number, steps=config.episode_steps)
+        for number, mode in enumerate(MODES)
+    ]
     return generate_encoded(configs, config.pool_per_mode)
 
 
 def calibration_episodes(config: TrainConfig, per_mode: int = 64) -> EncodedEpisodes:
     """Held-back training-seed episodes for :mod:`wpbjax.learn.calibrate` (disjoint from the pool)."""
     base = TRAIN_SEED_BASE + 100_000 * config.seed + 5_000
-    configs = [DriftConfig(mode=mode, seed=base + 10_000 * number, steps=config.episode_steps)
-               for number, mode in enumerate(MODES)]
+    configs = [
+        DriftConfig(mode=mode, seed=base + 10_000 * number, steps=config.episode_steps)
+        for number, mode in enumerate(MODES)
+    ]
     return generate_encoded(configs, per_mode)
 
 
@@ -55,13 +60,21 @@ def train_gate(config: TrainConfig = TrainConfig(), log: Callable[[str], None] |
 
     started = time.perf_counter()
     weights, history = train(config, log=log)
-    threshold, table = calibrate_afford_threshold(weights, config.track,
-                                                  calibration_episodes(config, config.calibration_per_mode))
+    threshold, table = calibrate_afford_threshold(
+        weights, config.track, calibration_episodes(config, config.calibration_per_mode)
+    )
     if log is not None:
-        log(f"wpbjax train: afford threshold {threshold:g} (calibrated on {4 * config.calibration_per_mode} "
-            f"held-back episodes)")
-    return {"weights": weights, "history": history, "afford_threshold": threshold, "calibration": table,
-            "seconds": round(time.perf_counter() - started, 1)}
+        log(
+            f"wpbjax train: afford threshold {threshold:g} (calibrated on {4 * config.calibration_per_mode} "
+            f"held-back episodes)"
+        )
+    return {
+        "weights": weights,
+        "history": history,
+        "afford_threshold": threshold,
+        "calibration": table,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def sample_budgets(key, n: int, config: TrainConfig) -> jax.Array:
@@ -74,8 +87,9 @@ def sample_budgets(key, n: int, config: TrainConfig) -> jax.Array:
 
 
 def optimizer(config: TrainConfig) -> optax.GradientTransformation:
-    schedule = optax.warmup_cosine_decay_schedule(0.0, config.learning_rate, max(config.steps // 10, 1),
-                                                  config.steps, config.learning_rate * 0.05)
+    schedule = optax.warmup_cosine_decay_schedule(
+        0.0, config.learning_rate, max(config.steps // 10, 1), config.steps, config.learning_rate * 0.05
+    )
     return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, weight_decay=config.weight_decay))
 
 
@@ -88,9 +102,19 @@ def _total_loss(config: TrainConfig, weights, batch, budgets, key, probes=None):
     # The detection head learns from the soft objective; the afford head from hindsight targets on
     # exact rollouts (its soft gradient pushes it to "always afford", see wpbjax.learn.hindsight).
     soft_weights = {"detect": weights["detect"], "afford": jax.lax.stop_gradient(weights["afford"])}
-    soft = soft_f1_loss(soft_weights, batch, budgets, config.track, config.byte_temperature,
-                        config.fidelity_weight, config.coverage_weight, config.f1_weight, config.read_weight,
-                        probes, config.read_top_k)
+    soft = soft_f1_loss(
+        soft_weights,
+        batch,
+        budgets,
+        config.track,
+        config.byte_temperature,
+        config.fidelity_weight,
+        config.coverage_weight,
+        config.f1_weight,
+        config.read_weight,
+        probes,
+        config.read_top_k,
+    )
     hindsight, greedy_f1 = afford_loss(weights, batch, budgets, config.track, config.member_weight)
     total = soft + config.hindsight_weight * hindsight
     if config.reinforce_weight:  # optional: REINFORCE on the exact F1 (off by default, see docs/learning.md)
@@ -114,8 +138,9 @@ def _update(config: TrainConfig, weights, opt_state, key, batch_all, probes_all=
     return optax.apply_updates(weights, updates), opt_state, jnp.stack([soft, exact])
 
 
-def train(config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = None,
-          log: Callable[[str], None] | None = None) -> tuple[dict, list[dict]]:
+def train(
+    config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = None, log: Callable[[str], None] | None = None
+) -> tuple[dict, list[dict]]:
     """Train a gate. Returns ``(weights, history)``; history has one dict per logged step
     (``step``; ``soft_loss`` = 1 - mean soft F1 and ``exact_loss`` = 1 - mean exact F1 of the hard
     greedy gate (afford threshold 0) on the batches, both averaged over the steps since the last log;
@@ -128,8 +153,9 @@ def train(config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = No
         from wpbjax.episodes.probes import with_default_probes
         from wpbjax.learn.soft_reads import probe_tables
 
-        probes_all = {name: jnp.asarray(value) for name, value in
-                      probe_tables(with_default_probes(pool), config.track).items()}
+        probes_all = {
+            name: jnp.asarray(value) for name, value in probe_tables(with_default_probes(pool), config.track).items()
+        }
     tx = optimizer(config)
     key = jax.random.key(config.seed)
     key, init_key = jax.random.split(key)
@@ -145,9 +171,12 @@ def train(config: TrainConfig = TrainConfig(), pool: EncodedEpisodes | None = No
             soft, hard = np.mean(jax.device_get(recent), axis=0).tolist()
             recent = []
             seconds = time.perf_counter() - started
-            history.append({"step": step, "soft_loss": round(soft, 5), "exact_loss": round(hard, 5),
-                            "seconds": round(seconds, 2)})
+            history.append(
+                {"step": step, "soft_loss": round(soft, 5), "exact_loss": round(hard, 5), "seconds": round(seconds, 2)}
+            )
             if log is not None:
-                log(f"wpbjax train: step {step}/{config.steps} soft loss {soft:.4f} exact loss {hard:.4f} "
-                    f"({seconds:.0f} s)")
+                log(
+                    f"wpbjax train: step {step}/{config.steps} soft loss {soft:.4f} exact loss {hard:.4f} "
+                    f"({seconds:.0f} s)"
+                )
     return jax.device_get(weights), history

@@ -13,6 +13,7 @@ set of remaining candidates is at most the sum of their single gains. The search
 optimum when it completes; past ``node_limit`` nodes it gives up (SearchLimit), and
 wpbjax.packages.opt hands the cell to the MILP or reports it uncertified.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,13 +40,13 @@ class _Package:
         self.group = np.array([g for g, _ in rows], np.int64)
         self.cand = np.array([c for _, c in rows], np.int64)
         self.cov, self.cost = cov[self.group, self.cand], cost[self.group, self.cand].astype(np.int64)
-        self.depth = np.array([self.order.index(g) for g in self.group], np.int64)   # position of each row's group
+        self.depth = np.array([self.order.index(g) for g in self.group], np.int64)  # position of each row's group
         # rows of depth i: start[i]:start[i+1]
         self.start = np.searchsorted(self.depth, np.arange(len(self.order) + 1))
         group_max = np.zeros((len(self.order) + 1, cov.shape[-1]))
         for i in range(len(self.order) - 1, -1, -1):
-            group_max[i] = group_max[i + 1] + self.cov[self.start[i]:self.start[i + 1]].max(axis=0)
-        self.suffix_cover = group_max                                                # [depth, R]
+            group_max[i] = group_max[i + 1] + self.cov[self.start[i] : self.start[i + 1]].max(axis=0)
+        self.suffix_cover = group_max  # [depth, R]
 
     def value(self, totals):
         return float(value_from_totals(self.weight, totals, self.h))
@@ -69,8 +70,9 @@ def _knapsack_bound(gain: np.ndarray, cost: np.ndarray, capacity: int) -> float:
     return total
 
 
-def branch_and_bound(batch: PackageBatch, p: int, budget: int, h: str = "min",
-                     node_limit: int = 200_000) -> tuple[float, np.ndarray, int]:
+def branch_and_bound(
+    batch: PackageBatch, p: int, budget: int, h: str = "min", node_limit: int = 200_000
+) -> tuple[float, np.ndarray, int]:
     """(OPT value, chosen [G] int32, nodes visited) of package p at one budget."""
     pkg = _Package(batch, p, h)
     best = [0.0, np.full(pkg.n_groups, -1, np.int32)]
@@ -83,7 +85,7 @@ def branch_and_bound(batch: PackageBatch, p: int, budget: int, h: str = "min",
             raise SearchLimit(f"branch and bound passed {node_limit} nodes (package {p}, budget {budget})")
         if current > best[0] + TIE:
             best[0], best[1] = current, chosen.copy()
-        if depth == len(pkg.order) or used >= budget and not np.any(pkg.cost[pkg.start[depth]:] == 0):
+        if depth == len(pkg.order) or used >= budget and not np.any(pkg.cost[pkg.start[depth] :] == 0):
             return
         rows = slice(pkg.start[depth], None)
         room = budget - used
@@ -96,7 +98,7 @@ def branch_and_bound(batch: PackageBatch, p: int, budget: int, h: str = "min",
             return
         here = np.arange(pkg.start[depth + 1] - pkg.start[depth])
         for k in here[np.argsort(-gains[here], kind="stable")]:
-            if not fits[k] or gains[k] <= TIE:   # a zero-gain candidate never beats skipping the group
+            if not fits[k] or gains[k] <= TIE:  # a zero-gain candidate never beats skipping the group
                 continue
             row = pkg.start[depth] + k
             g = pkg.group[row]

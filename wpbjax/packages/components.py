@@ -12,15 +12,16 @@ size: every update joins its fact's group and nothing else, 24 joint options at 
 Shapes: P packages, G groups, C candidates, R units, K components, O_k joint options of component
 k, B1 = max budget + 1.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from wpbjax.packages.model import PackageBatch, h_function
 
-OPTION_LIMIT = 4_096              # joint options of the largest component
-PROGRAM_LIMIT = 20_000_000        # options of all components x (max budget + 1), per package
-_CHUNK_CELLS = 20_000_000         # packages x options x budgets per dynamic-program step (memory)
+OPTION_LIMIT = 4_096  # joint options of the largest component
+PROGRAM_LIMIT = 20_000_000  # options of all components x (max budget + 1), per package
+_CHUNK_CELLS = 20_000_000  # packages x options x budgets per dynamic-program step (memory)
 
 
 def components(batch: PackageBatch) -> list[np.ndarray]:
@@ -29,7 +30,7 @@ def components(batch: PackageBatch) -> list[np.ndarray]:
     touches = ((np.asarray(batch.coverage) > 0) & (np.asarray(batch.weight)[:, None, None, :] > 0)).any(axis=(0, 2))
     has_candidate = np.asarray(batch.valid).any(axis=(0, 2))
     label = np.arange(touches.shape[0])
-    for unit in range(touches.shape[1]):           # union by unit: every group covering it joins the first
+    for unit in range(touches.shape[1]):  # union by unit: every group covering it joins the first
         groups = np.flatnonzero(touches[:, unit])
         if len(groups) > 1:
             roots = np.unique(_root(label, groups))
@@ -55,8 +56,9 @@ def fits(batch: PackageBatch, budgets) -> bool:
     """Whether the decomposition is small enough: every component within OPTION_LIMIT joint options,
     and the program within PROGRAM_LIMIT cells a package (options of all components x budgets)."""
     counts = option_counts(batch)
-    return bool(counts.max(initial=0) <= OPTION_LIMIT
-                and counts.sum() * (max(int(b) for b in budgets) + 1) <= PROGRAM_LIMIT)
+    return bool(
+        counts.max(initial=0) <= OPTION_LIMIT and counts.sum() * (max(int(b) for b in budgets) + 1) <= PROGRAM_LIMIT
+    )
 
 
 def solve(batch: PackageBatch, budgets, h: str = "min") -> np.ndarray:
@@ -68,7 +70,7 @@ def solve(batch: PackageBatch, budgets, h: str = "min") -> np.ndarray:
     n_pkg, n_groups, _ = batch.cost.shape
     width = max(budgets) + 1
     valid = np.asarray(batch.valid)
-    shapes = []                                   # per component: groups [m], options [O, m] (-1 skip), units [U]
+    shapes = []  # per component: groups [m], options [O, m] (-1 skip), units [U]
     for groups in components(batch):
         options = valid[:, groups].sum(axis=2).max(axis=0) + 1
         grids = np.meshgrid(*[np.arange(n) - 1 for n in options], indexing="ij")
@@ -80,23 +82,25 @@ def solve(batch: PackageBatch, budgets, h: str = "min") -> np.ndarray:
     chosen = np.full((n_pkg, len(budgets), n_groups), -1, np.int32)
     for start in range(0, n_pkg, chunk):
         rows = slice(start, min(n_pkg, start + chunk))
-        parts = [(groups, table, *_options(batch, rows, groups, table, units, h, width))
-                 for groups, table, units in shapes]
+        parts = [
+            (groups, table, *_options(batch, rows, groups, table, units, h, width)) for groups, table, units in shapes
+        ]
         chosen[rows] = _knapsack(parts, rows.stop - start, budgets, width, n_groups)
     return chosen
 
 
-def _options(batch: PackageBatch, rows: slice, groups: np.ndarray, table: np.ndarray, units: np.ndarray,
-             h: str, width: int) -> tuple[np.ndarray, np.ndarray]:
+def _options(
+    batch: PackageBatch, rows: slice, groups: np.ndarray, table: np.ndarray, units: np.ndarray, h: str, width: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Cost and value of a component's joint options for packages ``rows``: ([p, O] int64, [p, O] float64);
     an option that picks a padding candidate of some package costs ``width`` (never affordable)."""
-    picked = table >= 0                                                                   # [O, m]
+    picked = table >= 0  # [O, m]
     pick = np.maximum(table, 0)
     slots = np.arange(len(groups))[None, :]
     ok = np.where(picked, np.asarray(batch.valid)[rows][:, groups][:, slots, pick], True).all(axis=2)
     cost = np.where(picked, np.asarray(batch.cost)[rows][:, groups][:, slots, pick], 0).sum(axis=2)
-    cover = np.asarray(batch.coverage)[rows][:, groups][..., units][:, slots, pick]       # [p, O, m, U]
-    totals = np.where(picked[None, :, :, None], cover, 0.0).sum(axis=2)                   # [p, O, U]
+    cover = np.asarray(batch.coverage)[rows][:, groups][..., units][:, slots, pick]  # [p, O, m, U]
+    totals = np.where(picked[None, :, :, None], cover, 0.0).sum(axis=2)  # [p, O, U]
     value = np.einsum("pou,pu->po", h_function(h)(totals), np.asarray(batch.weight)[rows][:, units])
     return np.where(ok, cost, width), value
 
@@ -111,10 +115,10 @@ def _knapsack(parts, n_pkg: int, budgets, width: int, n_groups: int) -> np.ndarr
     best = np.zeros((n_pkg, width))
     taken = []
     for _, _, cost, value in parts:
-        before = budget_axis[None, None, :] - cost[:, :, None]                            # [p, O, B1]
+        before = budget_axis[None, None, :] - cost[:, :, None]  # [p, O, B1]
         reach = np.take_along_axis(best[:, None, :], np.maximum(before, 0), axis=2)
         total = np.where(before >= 0, reach + value[:, :, None], -np.inf)
-        pick = np.argmax(total, axis=1)                                                   # [p, B1]
+        pick = np.argmax(total, axis=1)  # [p, B1]
         best = np.take_along_axis(total, pick[:, None, :], axis=1)[:, 0]
         taken.append(pick)
     chosen = np.full((n_pkg, len(budgets), n_groups), -1, np.int32)

@@ -1,4 +1,5 @@
 """Named package distributions: memaudit_small and the artifact's stress distributions."""
+
 from __future__ import annotations
 
 from wpbjax.packages.catalog import DISTRIBUTIONS, STRESS
@@ -12,5 +13,6 @@ def generate(name: str, seeds, normal_count: int = 3, update_count: int = 2) -> 
         return memaudit_small(seeds, normal_count, update_count)
     if name in STRESS:
         from wpbjax.packages import stress
+
         return stress.generate(name, seeds, normal_count, update_count)
     raise ValueError(f"unknown distribution {name!r}; choose from {', '.join(DISTRIBUTIONS)}")

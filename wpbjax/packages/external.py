@@ -18,6 +18,7 @@ Store file (JSONL, one memory per line, the artifact's candidate fields): ``memo
 (``{unit_id: a}`` or a list of ``{"unit_id": ..., "fidelity"|"coverage": a}`` over the package's
 units), optional ``representation_type`` and ``time_index`` (default: line order; newer = larger).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,21 +43,34 @@ from wpbjax.packages.model import (
 )
 
 ROWS = ("as_written", "recency_pruned", "upper_pruned")
-COLUMNS = ["package", "budget", "selection", "value", "cost", "memories", "package_opt", "union_opt",
-           "ratio_to_union", "ratio_to_package", "store_value", "store_cost", "store_memories",
-           "union_opt_certified_by"]
+COLUMNS = [
+    "package",
+    "budget",
+    "selection",
+    "value",
+    "cost",
+    "memories",
+    "package_opt",
+    "union_opt",
+    "ratio_to_union",
+    "ratio_to_package",
+    "store_value",
+    "store_cost",
+    "store_memories",
+    "union_opt_certified_by",
+]
 
 
 @dataclasses.dataclass(frozen=True)
 class ExternalStore:
     """M memories written by another system, aligned to one package's units."""
 
-    memory_ids: tuple[str, ...]   # [M]
-    cost: np.ndarray              # [M] int32
-    coverage: np.ndarray          # [M, R] float64 (the package's unit order)
-    kind: np.ndarray              # [M] int32 (KINDS id of representation_type; "other" if unknown)
-    time: np.ndarray              # [M] int64 (newer = larger)
-    source: str = "store"         # the file it was read from (errors name it)
+    memory_ids: tuple[str, ...]  # [M]
+    cost: np.ndarray  # [M] int32
+    coverage: np.ndarray  # [M, R] float64 (the package's unit order)
+    kind: np.ndarray  # [M] int32 (KINDS id of representation_type; "other" if unknown)
+    time: np.ndarray  # [M] int64 (newer = larger)
+    source: str = "store"  # the file it was read from (errors name it)
 
 
 def read_store(path: str | os.PathLike, unit_ids) -> ExternalStore:
@@ -88,8 +102,14 @@ def read_store(path: str | os.PathLike, unit_ids) -> ExternalStore:
         times.append(_number(record.get("time_index", len(times)), path, line, "time_index", TIME_RANGE, integer=True))
     if not ids:
         _fail(path, 0, "no memories")
-    return ExternalStore(tuple(ids), np.asarray(costs, np.int32), np.asarray(rows, np.float64),
-                         np.asarray(kinds, np.int32), np.asarray(times, np.int64), os.fspath(path))
+    return ExternalStore(
+        tuple(ids),
+        np.asarray(costs, np.int32),
+        np.asarray(rows, np.float64),
+        np.asarray(kinds, np.int32),
+        np.asarray(times, np.int64),
+        os.fspath(path),
+    )
 
 
 def union_batch(batch: PackageBatch, store: ExternalStore) -> tuple[PackageBatch, np.ndarray]:
@@ -114,9 +134,15 @@ def union_batch(batch: PackageBatch, store: ExternalStore) -> tuple[PackageBatch
     def join(a, b):
         return np.concatenate([np.asarray(a), b], axis=1)
 
-    union = dataclasses.replace(batch, cost=join(batch.cost, cost_x), valid=join(batch.valid, valid_x),
-                                kind=join(batch.kind, kind_x), coverage=join(batch.coverage, coverage_x),
-                                rank=join(batch.rank, rank_x), time=join(batch.time, time_x))
+    union = dataclasses.replace(
+        batch,
+        cost=join(batch.cost, cost_x),
+        valid=join(batch.valid, valid_x),
+        kind=join(batch.kind, kind_x),
+        coverage=join(batch.coverage, coverage_x),
+        rank=join(batch.rank, rank_x),
+        time=join(batch.time, time_x),
+    )
     external = np.zeros((1, n_groups + m, n_cand), bool)
     external[0, n_groups:, 0] = True
     return union, external
@@ -149,8 +175,10 @@ def score_store(pset: PackageSet, store: ExternalStore, budgets, h: str = "min")
     union, external = union_batch(batch, store)
     worth = float(value_bound(union)[0])
     if not worth <= FLOAT32_MAX:
-        raise PackageFormatError(f"{store.source}: the package's unit weights times its and the store's coverage sum "
-                                 f"to {worth:.4g}, past float32 range ({FLOAT32_MAX:.4g}): a store's value would overflow")
+        raise PackageFormatError(
+            f"{store.source}: the package's unit weights times its and the store's coverage sum "
+            f"to {worth:.4g}, past float32 range ({FLOAT32_MAX:.4g}): a store's value would overflow"
+        )
     n_groups = batch.cost.shape[1]
     package_opt = solve(batch, budgets, h).value[0]
     union_result = solve(union, budgets, h)
@@ -163,18 +191,30 @@ def score_store(pset: PackageSet, store: ExternalStore, budgets, h: str = "min")
     for b, budget in enumerate(budgets):
         pruned = np.full_like(everything, -1)
         pruned[0, n_groups:] = np.where(recency_pruned(store, budget), 0, -1)
-        selections = {"as_written": everything if store_cost <= budget else None, "recency_pruned": pruned,
-                      "upper_pruned": upper.chosen[:, b]}
+        selections = {
+            "as_written": everything if store_cost <= budget else None,
+            "recency_pruned": pruned,
+            "upper_pruned": upper.chosen[:, b],
+        }
         for selection in ROWS:
             chosen = selections[selection]
             picked = np.nan if chosen is None else float(value(union, chosen, h)[0])
-            rows.append({"package": name, "budget": budget, "selection": selection, "value": picked,
-                         "cost": np.nan if chosen is None else int(cost(union, chosen)[0]),
-                         "memories": 0 if chosen is None else int((chosen[0] >= 0).sum()),
-                         "package_opt": float(package_opt[b]), "union_opt": float(union_result.value[0, b]),
-                         "store_value": store_value, "store_cost": store_cost,
-                         "store_memories": len(store.memory_ids),
-                         "union_opt_certified_by": str(union_result.method[0, b])})
+            rows.append(
+                {
+                    "package": name,
+                    "budget": budget,
+                    "selection": selection,
+                    "value": picked,
+                    "cost": np.nan if chosen is None else int(cost(union, chosen)[0]),
+                    "memories": 0 if chosen is None else int((chosen[0] >= 0).sum()),
+                    "package_opt": float(package_opt[b]),
+                    "union_opt": float(union_result.value[0, b]),
+                    "store_value": store_value,
+                    "store_cost": store_cost,
+                    "store_memories": len(store.memory_ids),
+                    "union_opt_certified_by": str(union_result.method[0, b]),
+                }
+            )
     table = pd.DataFrame(rows)
     table["ratio_to_union"] = _ratio(table["value"].to_numpy(), table["union_opt"].to_numpy())
     table["ratio_to_package"] = _ratio(table["value"].to_numpy(), table["package_opt"].to_numpy())

@@ -1,4 +1,5 @@
 """The artifact's stable hash of candidate ids (reservoir_raw's order), per string or vectorized."""
+
 from __future__ import annotations
 
 import numpy as np

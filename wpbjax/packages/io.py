@@ -14,6 +14,7 @@ Files are UTF-8 (optionally gzip-compressed). Malformed input raises :class:`Pac
 naming the file, line and field (instance.json: the file and field), as does a number outside what
 the solvers compute exactly (:data:`wpbjax.packages.model.MAX_COST` and the other ranges there).
 """
+
 from __future__ import annotations
 
 import json
@@ -132,8 +133,16 @@ def _candidates(directory: Path) -> list[dict]:
         kind = row.get("representation_type", row.get("type", "other"))
         time_index = _number(row.get("time_index", 0), path, line, "time_index", TIME_RANGE, integer=True)
         coverage = _coverage(row["coverage"], path, line) if "coverage" in row else {}
-        rows.append({"id": cid, "group": group, "kind": str(kind), "cost": _cost(row, path, line),
-                     "time": time_index, "coverage": coverage})
+        rows.append(
+            {
+                "id": cid,
+                "group": group,
+                "kind": str(kind),
+                "cost": _cost(row, path, line),
+                "time": time_index,
+                "coverage": coverage,
+            }
+        )
     if not rows:
         _fail(path, 0, "no candidates")
     return rows
@@ -191,10 +200,19 @@ def _units(directory: Path, candidates: list[dict]):
     if not weights:  # the artifact's default: weight 1 for every covered unit
         weights = {u: 1.0 for u in sorted({u for c in candidates for u in c["coverage"]})}
     if not weights:
-        _fail(directory, 0, "no evidence units: no candidate covers a unit (coverage_matrix.jsonl or the "
-                            "candidates' 'coverage') and instance.json gives no 'unit_weights'")
+        _fail(
+            directory,
+            0,
+            "no evidence units: no candidate covers a unit (coverage_matrix.jsonl or the "
+            "candidates' 'coverage') and instance.json gives no 'unit_weights'",
+        )
     seed = instance.get("seed")
-    return weights, invalidation, str(instance.get("instance_id", directory.name)), seed if isinstance(seed, int) else None
+    return (
+        weights,
+        invalidation,
+        str(instance.get("instance_id", directory.name)),
+        seed if isinstance(seed, int) else None,
+    )
 
 
 def read_package(directory) -> tuple[dict, list[list[dict]]]:
@@ -216,15 +234,24 @@ def assemble(candidates: list[dict], weights: dict, invalidation, instance_id: s
         groups.setdefault(cand["group"], []).append(cand)
     order = sorted(groups, key=lambda g: (min(c["time"] for c in groups[g]), g))
     ordered = [sorted(groups[g], key=lambda c: (c["cost"], c["id"])) for g in order]
-    header = {"instance_id": instance_id, "seed": seed, "weights": dict(weights),
-              "invalidation": set(invalidation), "group_ids": order}
+    header = {
+        "instance_id": instance_id,
+        "seed": seed,
+        "weights": dict(weights),
+        "invalidation": set(invalidation),
+        "group_ids": order,
+    }
     return header, ordered
 
 
 def package_files(directories) -> list[str]:
     """The files in the package ``directories`` (what reading them may open: an output must be none)."""
-    return [os.path.join(directory, name) for directory in map(os.fspath, directories) if os.path.isdir(directory)
-            for name in os.listdir(directory)]
+    return [
+        os.path.join(directory, name)
+        for directory in map(os.fspath, directories)
+        if os.path.isdir(directory)
+        for name in os.listdir(directory)
+    ]
 
 
 def read_packages(directories) -> PackageSet:
@@ -238,9 +265,11 @@ def read_packages(directories) -> PackageSet:
     bound = value_bound(pset.batch)
     for directory, worth in zip(directories, bound):
         if not worth <= FLOAT32_MAX:
-            raise PackageFormatError(f"{directory}: unit weights times coverage sum to {worth:.4g} (sum_r w_r "
-                                     f"max(1, sum_u a_ur)), past float32 range ({FLOAT32_MAX:.4g}): a store's "
-                                     "value would overflow")
+            raise PackageFormatError(
+                f"{directory}: unit weights times coverage sum to {worth:.4g} (sum_r w_r "
+                f"max(1, sum_u a_ur)), past float32 range ({FLOAT32_MAX:.4g}): a store's "
+                "value would overflow"
+            )
     return pset
 
 
@@ -258,8 +287,8 @@ def stack(packages) -> PackageSet:
     for p, (header, groups) in enumerate(packages):
         units = list(header["weights"])
         unit_index = {u: r for r, u in enumerate(units)}
-        weight[p, :len(units)] = [header["weights"][u] for u in units]
-        invalidation[p, :len(units)] = [u in header["invalidation"] for u in units]
+        weight[p, : len(units)] = [header["weights"][u] for u in units]
+        invalidation[p, : len(units)] = [u in header["invalidation"] for u in units]
         rank_of = {cid: i for i, cid in enumerate(sorted(c["id"] for g in groups for c in g))}
         for g, cands in enumerate(groups):
             for c, cand in enumerate(cands):
@@ -268,11 +297,26 @@ def stack(packages) -> PackageSet:
                 for unit, a in cand["coverage"].items():
                     if unit in unit_index:  # units without weight add nothing to F
                         coverage[p, g, c, unit_index[unit]] = a
-        metas.append((header["instance_id"], tuple(header["group_ids"]),
-                      tuple(tuple(c["id"] for c in g) for g in groups), tuple(units), header["seed"]))
+        metas.append(
+            (
+                header["instance_id"],
+                tuple(header["group_ids"]),
+                tuple(tuple(c["id"] for c in g) for g in groups),
+                tuple(units),
+                header["seed"],
+            )
+        )
     meta = PackageMeta(*[tuple(m[i] for m in metas) for i in range(5)])
-    batch = PackageBatch(cost=cost, valid=valid, kind=kind, coverage=coverage, weight=weight,
-                         invalidation=invalidation, rank=rank, time=time)
+    batch = PackageBatch(
+        cost=cost,
+        valid=valid,
+        kind=kind,
+        coverage=coverage,
+        weight=weight,
+        invalidation=invalidation,
+        rank=rank,
+        time=time,
+    )
     return PackageSet(batch, meta, hash_ids(meta.candidate_ids, shape))
 
 
@@ -294,24 +338,52 @@ def write_package(pset: PackageSet, p: int, directory, distribution: str = "") -
     for g, cands in enumerate(meta.candidate_ids[p]):
         for c, cid in enumerate(cands):
             rep = KINDS[int(batch.kind[p, g, c])]
-            candidates.append({"candidate_id": cid, "experience_id": meta.group_ids[p][g],
-                               "representation_type": rep, "cost": int(batch.cost[p, g, c]),
-                               "time_index": int(batch.time[p, g, c])})
-            cells.extend({"candidate_id": cid, "unit_id": units[r], "coverage": float(batch.coverage[p, g, c, r])}
-                         for r in range(len(units)) if batch.coverage[p, g, c, r] > 0)
+            candidates.append(
+                {
+                    "candidate_id": cid,
+                    "experience_id": meta.group_ids[p][g],
+                    "representation_type": rep,
+                    "cost": int(batch.cost[p, g, c]),
+                    "time_index": int(batch.time[p, g, c]),
+                }
+            )
+            cells.extend(
+                {"candidate_id": cid, "unit_id": units[r], "coverage": float(batch.coverage[p, g, c, r])}
+                for r in range(len(units))
+                if batch.coverage[p, g, c, r] > 0
+            )
     candidates.sort(key=lambda row: row["candidate_id"])
     cells.sort(key=lambda row: (row["candidate_id"], row["unit_id"]))
     _write_jsonl(directory / "candidate_memories.jsonl", candidates)
     _write_jsonl(directory / "coverage_matrix.jsonl", cells)
     invalid = [u for r, u in enumerate(units) if batch.invalidation[p, r]]
-    _write_jsonl(directory / "evidence_units.jsonl",
-                 ({"unit_id": u, "unit_weight": float(batch.weight[p, r]),
-                   "kind": "invalidation" if batch.invalidation[p, r] else "evidence"} for r, u in enumerate(units)))
+    _write_jsonl(
+        directory / "evidence_units.jsonl",
+        (
+            {
+                "unit_id": u,
+                "unit_weight": float(batch.weight[p, r]),
+                "kind": "invalidation" if batch.invalidation[p, r] else "evidence",
+            }
+            for r, u in enumerate(units)
+        ),
+    )
     seed = meta.seeds[p] if meta.seeds else None
-    (directory / "instance.json").write_text(json.dumps({
-        "instance_id": meta.package_ids[p], "seed": seed, "distribution": distribution,
-        "unit_weights": {u: float(batch.weight[p, r]) for r, u in enumerate(units)},
-        "invalidation_units": invalid, "candidate_count": len(candidates)}, indent=2) + "\n", encoding="utf-8")
+    (directory / "instance.json").write_text(
+        json.dumps(
+            {
+                "instance_id": meta.package_ids[p],
+                "seed": seed,
+                "distribution": distribution,
+                "unit_weights": {u: float(batch.weight[p, r]) for r, u in enumerate(units)},
+                "invalidation_units": invalid,
+                "candidate_count": len(candidates),
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     return directory
 
 

@@ -7,6 +7,7 @@ k in {0, 1, 2}) come from a ``jax.random`` key instead of Python's ``random.Rand
 the artifact's packages, the same distribution. Reservoir order hashes the artifact's ids with
 the package index as the seed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,12 +38,22 @@ def random_packages(key, n_packages: int, normal_count: int = 3, update_count: i
     the same for every package are broadcast views (dense coverage of 500 groups would not fit)."""
     with jax.enable_x64(True):
         static = _static_arrays(normal_count, update_count)
-        cost, weight = (np.asarray(a) for a in _draw(key, n_packages, static[0], static[4],
-                                                     _placement(normal_count, update_count)))
-    shared = build_batch(np, np.zeros((1, normal_count), np.int64), np.zeros((1, normal_count), np.int32),
-                         np.zeros((1, update_count, 2), np.int64), normal_count, update_count)
-    batch = dataclasses.replace(jax.tree_util.tree_map(
-        lambda a: np.broadcast_to(a, (n_packages,) + a.shape[1:]), shared), cost=cost, weight=weight)
+        cost, weight = (
+            np.asarray(a) for a in _draw(key, n_packages, static[0], static[4], _placement(normal_count, update_count))
+        )
+    shared = build_batch(
+        np,
+        np.zeros((1, normal_count), np.int64),
+        np.zeros((1, normal_count), np.int32),
+        np.zeros((1, update_count, 2), np.int64),
+        normal_count,
+        update_count,
+    )
+    batch = dataclasses.replace(
+        jax.tree_util.tree_map(lambda a: np.broadcast_to(a, (n_packages,) + a.shape[1:]), shared),
+        cost=cost,
+        weight=weight,
+    )
     reservoir = reservoir_keys(range(n_packages), normal_count, update_count)
     meta = PackageMeta(tuple(f"random_{i}" for i in range(n_packages)), (), (), (), tuple(range(n_packages)))
     return PackageSet(batch, meta, reservoir)

@@ -12,6 +12,7 @@ to a softmax; the hard writer is what the exact scorer sees.
 Shapes: one package's arrays are ``cost: [G, C]``, ``coverage: [G, C, R]``, ``weight: [R]``; the
 writer's ``chosen: [P, nB, G] int32`` holds a candidate index per group, -1 for discard.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,10 +24,27 @@ import numpy as np
 from wpbjax.checkpoints import LAYERS, check_head_shapes, load_heads, save_heads  # noqa: F401 (learned.LAYERS)
 
 FORMAT = "wpbjax-package-writer-v1"
-CANDIDATE_FEATURES = ("gain", "singleton", "density", "gain_share", "density_share", "already_covered",
-                      "cost_over_budget", "cost_over_left")
-STATE_FEATURES = ("left_share", "log2_groups_left", "last_group", "log2_budget", "log2_left", "seen_value_share", "best_gain",
-                  "best_density", "group_size")
+CANDIDATE_FEATURES = (
+    "gain",
+    "singleton",
+    "density",
+    "gain_share",
+    "density_share",
+    "already_covered",
+    "cost_over_budget",
+    "cost_over_left",
+)
+STATE_FEATURES = (
+    "left_share",
+    "log2_groups_left",
+    "last_group",
+    "log2_budget",
+    "log2_left",
+    "seen_value_share",
+    "best_gain",
+    "best_density",
+    "group_size",
+)
 HEADS = ("candidate", "discard")
 
 
@@ -56,10 +74,12 @@ def init_writer(key, n_kinds: int, hidden: int = 32) -> dict:
         w_in = jax.random.normal(key_in, (width, hidden)) / jnp.sqrt(width)
         if head == "candidate":
             w_in = w_in.at[:n_kinds].set(0.0)
-        params[head] = {"w_in": w_in,
-                        "b_in": jnp.zeros(hidden),
-                        "w_out": jax.random.normal(key_out, (hidden,)) / jnp.sqrt(hidden),
-                        "b_out": jnp.zeros(())}
+        params[head] = {
+            "w_in": w_in,
+            "b_in": jnp.zeros(hidden),
+            "w_out": jax.random.normal(key_out, (hidden,)) / jnp.sqrt(hidden),
+            "b_out": jnp.zeros(()),
+        }
     return params
 
 
@@ -79,23 +99,39 @@ def group_features(weight, totals, seen, left, budget, groups_left, cost, valid,
     candidate's cost the budget left covers, clipped to [0, 1] (1 or 0 on a hard store)."""
     cost = cost.astype(jnp.float32)
     before = h(totals)
-    gain = ((h(totals + coverage) - before) * weight).sum(-1)            # [C] marginal value
-    singleton = (h(coverage) * weight).sum(-1)                           # [C] F({u})
+    gain = ((h(totals + coverage) - before) * weight).sum(-1)  # [C] marginal value
+    singleton = (h(coverage) * weight).sum(-1)  # [C] F({u})
     density = gain / jnp.maximum(cost, 1.0)
     affordable = valid * jnp.clip(left - cost + 1.0, 0.0, 1.0)
     best_gain = jnp.max(gain * affordable, initial=0.0)
     best_density = jnp.max(density * affordable, initial=0.0)
-    candidate = jnp.stack([
-        gain, singleton, density,
-        gain / jnp.maximum(best_gain, 1e-6), density / jnp.maximum(best_density, 1e-6),
-        1.0 - gain / jnp.maximum(singleton, 1e-6),
-        cost / jnp.maximum(budget, 1.0), jnp.minimum(cost / jnp.maximum(left, 0.5), 4.0)], -1)
+    candidate = jnp.stack(
+        [
+            gain,
+            singleton,
+            density,
+            gain / jnp.maximum(best_gain, 1e-6),
+            density / jnp.maximum(best_density, 1e-6),
+            1.0 - gain / jnp.maximum(singleton, 1e-6),
+            cost / jnp.maximum(budget, 1.0),
+            jnp.minimum(cost / jnp.maximum(left, 0.5), 4.0),
+        ],
+        -1,
+    )
     seen_weight = jnp.maximum((weight * seen).sum(), 1e-6)
-    state = jnp.stack([
-        left / jnp.maximum(budget, 1.0), jnp.log2(groups_left + 1.0), (groups_left == 0).astype(jnp.float32),
-        jnp.log2(jnp.maximum(budget, 1.0)),
-        jnp.log2(jnp.maximum(left, 0.0) + 1.0), (before * weight).sum() / seen_weight,
-        best_gain, best_density, valid.sum() / 8.0])
+    state = jnp.stack(
+        [
+            left / jnp.maximum(budget, 1.0),
+            jnp.log2(groups_left + 1.0),
+            (groups_left == 0).astype(jnp.float32),
+            jnp.log2(jnp.maximum(budget, 1.0)),
+            jnp.log2(jnp.maximum(left, 0.0) + 1.0),
+            (before * weight).sum() / seen_weight,
+            best_gain,
+            best_density,
+            valid.sum() / 8.0,
+        ]
+    )
     broadcast = jnp.broadcast_to(state, (cost.shape[0], state.shape[0]))
     return jnp.concatenate([kind_onehot, candidate, broadcast], -1), state, affordable
 
@@ -115,12 +151,15 @@ def package_arrays(batch, n_kinds: int) -> dict:
     ``onehot [G, C, K]``, ``coverage [G, C, R]``, ``weight [R]``, ``groups_after [G]`` (groups with a
     candidate that arrive after this one)."""
     valid = np.asarray(batch.valid)
-    nonempty = valid.any(-1).astype(np.int32)                       # [P, G]
-    return {"cost": jnp.asarray(np.asarray(batch.cost), jnp.int32), "valid": jnp.asarray(valid, jnp.float32),
-            "onehot": kind_onehot(jnp.asarray(np.asarray(batch.kind)), n_kinds),
-            "coverage": jnp.asarray(np.asarray(batch.coverage), jnp.float32),
-            "weight": jnp.asarray(np.asarray(batch.weight), jnp.float32),
-            "groups_after": jnp.asarray(np.cumsum(nonempty[:, ::-1], -1)[:, ::-1] - nonempty, jnp.float32)}
+    nonempty = valid.any(-1).astype(np.int32)  # [P, G]
+    return {
+        "cost": jnp.asarray(np.asarray(batch.cost), jnp.int32),
+        "valid": jnp.asarray(valid, jnp.float32),
+        "onehot": kind_onehot(jnp.asarray(np.asarray(batch.kind)), n_kinds),
+        "coverage": jnp.asarray(np.asarray(batch.coverage), jnp.float32),
+        "weight": jnp.asarray(np.asarray(batch.weight), jnp.float32),
+        "groups_after": jnp.asarray(np.cumsum(nonempty[:, ::-1], -1)[:, ::-1] - nonempty, jnp.float32),
+    }
 
 
 def hard_rollout(params: dict, package: dict, budget, h_name: str = "min") -> jax.Array:
@@ -131,8 +170,9 @@ def hard_rollout(params: dict, package: dict, budget, h_name: str = "min") -> ja
         totals, seen, left = carry
         groups_left, cost, valid, onehot, coverage = group
         seen = jnp.maximum(seen, ((coverage * valid[:, None]) > 0).any(0))
-        inputs, state, _ = group_features(package["weight"], totals, seen, left, budget, groups_left, cost, valid,
-                                          onehot, coverage, h)
+        inputs, state, _ = group_features(
+            package["weight"], totals, seen, left, budget, groups_left, cost, valid, onehot, coverage, h
+        )
         allowed = jnp.concatenate([jnp.ones(1, bool), (valid > 0) & (cost <= left)])
         pick = jnp.argmax(jnp.where(allowed, group_logits(params, inputs, state), -jnp.inf)) - 1
         take = pick >= 0
@@ -163,11 +203,13 @@ def run_writer(params: dict, batch, budgets, n_kinds: int, h: str = "min", chunk
     size = min(chunk, n_packages)
     parts = []
     for start in range(0, n_packages, size):
-        part = jax.tree_util.tree_map(lambda leaf, start=start: leaf[start:start + size], arrays)
+        part = jax.tree_util.tree_map(lambda leaf, start=start: leaf[start : start + size], arrays)
         short = size - int(part["cost"].shape[0])
         if short:
-            part = jax.tree_util.tree_map(lambda leaf, short=short: jnp.concatenate([leaf, jnp.zeros_like(leaf[:short])]), part)
-        parts.append(np.asarray(_run(params, part, budgets, h))[:size - short])
+            part = jax.tree_util.tree_map(
+                lambda leaf, short=short: jnp.concatenate([leaf, jnp.zeros_like(leaf[:short])]), part
+            )
+        parts.append(np.asarray(_run(params, part, budgets, h))[: size - short])
     return np.concatenate(parts).astype(np.int32)
 
 
@@ -194,14 +236,28 @@ class _KindView:
     """``batch`` with its kind ids replaced by the writer's (``package_arrays`` reads only these fields)."""
 
     def __init__(self, batch, kind):
-        self.cost, self.valid, self.coverage, self.weight, self.kind = (batch.cost, batch.valid, batch.coverage,
-                                                                        batch.weight, kind)
+        self.cost, self.valid, self.coverage, self.weight, self.kind = (
+            batch.cost,
+            batch.valid,
+            batch.coverage,
+            batch.weight,
+            kind,
+        )
 
 
 def save_writer(path: str, params: dict, kinds: tuple[str, ...], meta: dict | None = None) -> None:
     """Weights, the kind names the one-hot was built from, feature names and ``meta`` (config, history)."""
-    save_heads(path, params, {"format": FORMAT, "kinds": list(kinds), "candidate_features": list(CANDIDATE_FEATURES),
-                              "state_features": list(STATE_FEATURES), **(meta or {})})
+    save_heads(
+        path,
+        params,
+        {
+            "format": FORMAT,
+            "kinds": list(kinds),
+            "candidate_features": list(CANDIDATE_FEATURES),
+            "state_features": list(STATE_FEATURES),
+            **(meta or {}),
+        },
+    )
 
 
 def load_writer(path: str) -> tuple[dict, dict]:
@@ -210,9 +266,9 @@ def load_writer(path: str) -> tuple[dict, dict]:
     params, info = load_heads(path, HEADS, label, "wpbjax packages train")
     if not isinstance(info, dict) or info.get("format") != FORMAT or not isinstance(info.get("kinds"), list):
         raise ValueError(f"{label} {path!r}: not a wpbjax package writer (format {FORMAT} expected)")
-    if (info.get("candidate_features") != list(CANDIDATE_FEATURES)
-            or info.get("state_features") != list(STATE_FEATURES)):
-        raise ValueError(f"{label} {path!r} was trained on other features; retrain it with this version's "
-                         "`wpbjax packages train`")
+    if info.get("candidate_features") != list(CANDIDATE_FEATURES) or info.get("state_features") != list(STATE_FEATURES):
+        raise ValueError(
+            f"{label} {path!r} was trained on other features; retrain it with this version's `wpbjax packages train`"
+        )
     check_head_shapes(params, n_inputs(len(info["kinds"])), label, path)
     return params, info

@@ -9,6 +9,7 @@ pair counts as its ratio does in the report; OPT is a training label only, the w
 ``tau`` anneals geometrically so the soft rollout approaches the hard one; the kept weights are
 the ones whose *hard* rollouts scored best on held-back training packages.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,29 +35,33 @@ class WriterTrainConfig:
 
     seed: int = 0
     distributions: tuple = ("memaudit_small",)
-    shapes: tuple = ((3, 2),)   # (normal_count, update_count) of the training packages
-    packages: int = 1500        # training packages per (distribution, shape), seeds from TRAIN_SEED_BASE
-    check_packages: int = 300   # held-back training-range packages per (distribution, shape): pick the kept weights
+    shapes: tuple = ((3, 2),)  # (normal_count, update_count) of the training packages
+    packages: int = 1500  # training packages per (distribution, shape), seeds from TRAIN_SEED_BASE
+    check_packages: int = 300  # held-back training-range packages per (distribution, shape): pick the kept weights
     budgets: tuple = (1, 2, 3, 4, 6, 8, 12, 16)
     h: str = "min"
     steps: int = 1000
-    batch: int = 256            # (package, budget) pairs per step
+    batch: int = 256  # (package, budget) pairs per step
     hidden: int = 32
     learning_rate: float = 0.01
-    tau_start: float = 1.0      # softmax temperature at step 0 ...
-    tau_end: float = 0.05       # ... and at the last step (geometric in between)
+    tau_start: float = 1.0  # softmax temperature at step 0 ...
+    tau_end: float = 0.05  # ... and at the last step (geometric in between)
     overspend_penalty: float = 2.0  # per unit of expected cost above the budget, relative to OPT
-    eval_every: int = 100       # hard rollouts on the held-back packages every k steps
+    eval_every: int = 100  # hard rollouts on the held-back packages every k steps
     relaxation: str = "expected"  # "expected" store, "straight_through" Gumbel samples, or "both" (mean)
-    init: str = ""              # start from this writer checkpoint (fine-tuning) instead of random weights
+    init: str = ""  # start from this writer checkpoint (fine-tuning) instead of random weights
 
     def __post_init__(self):
         if self.packages > 50_000 or self.check_packages > 50_000:
-            raise ArgumentError(f"{arg('packages')} and {arg('check_packages')} must be <= 50000 (seed blocks stay disjoint)")
+            raise ArgumentError(
+                f"{arg('packages')} and {arg('check_packages')} must be <= 50000 (seed blocks stay disjoint)"
+            )
         if not self.distributions:
             raise ArgumentError(f"{arg('distributions')} must name at least one distribution")
         if not self.shapes or any(len(shape) != 2 or min(shape) < 0 or sum(shape) < 1 for shape in self.shapes):
-            raise ArgumentError(f"{arg('shapes')} must be NORMALxUPDATE pairs of counts >= 0 (not both 0); got {self.shapes}")
+            raise ArgumentError(
+                f"{arg('shapes')} must be NORMALxUPDATE pairs of counts >= 0 (not both 0); got {self.shapes}"
+            )
         if not self.budgets or min(self.budgets) < 1:
             raise ArgumentError(f"{arg('budgets')} must be integers >= 1; got {self.budgets}")
         if self.relaxation not in RELAXATIONS:
@@ -79,15 +84,19 @@ def soft_rollout(params: dict, package: dict, budget, tau, h_name: str = "min", 
     gradient flows through the softmax probabilities."""
     h = h_function(h_name)
     n_groups = package["cost"].shape[0]
-    noise = (jnp.zeros((n_groups, package["cost"].shape[1] + 1)) if key is None
-             else jax.random.gumbel(key, (n_groups, package["cost"].shape[1] + 1)))
+    noise = (
+        jnp.zeros((n_groups, package["cost"].shape[1] + 1))
+        if key is None
+        else jax.random.gumbel(key, (n_groups, package["cost"].shape[1] + 1))
+    )
 
     def step(carry, group):
         totals, seen, left = carry
         groups_left, cost, valid, onehot, coverage, gumbel = group
         seen = jnp.maximum(seen, ((coverage * valid[:, None]) > 0).any(0))
-        inputs, state, affordable = group_features(package["weight"], totals, seen, left, budget, groups_left, cost,
-                                                   valid, onehot, coverage, h)
+        inputs, state, affordable = group_features(
+            package["weight"], totals, seen, left, budget, groups_left, cost, valid, onehot, coverage, h
+        )
         mask = jnp.concatenate([jnp.ones(1), affordable])
         logits = jnp.where(mask > 0, group_logits(params, inputs, state) + jnp.log(jnp.maximum(mask, 1e-6)), -1e9)
         probs = jax.nn.softmax((logits + gumbel * (key is not None)) / tau)
@@ -97,8 +106,7 @@ def soft_rollout(params: dict, package: dict, budget, tau, h_name: str = "min", 
         left = left - probs[1:] @ cost.astype(jnp.float32)
         return (totals, seen, left), None
 
-    groups = (package["groups_after"], package["cost"], package["valid"], package["onehot"], package["coverage"],
-              noise)
+    groups = (package["groups_after"], package["cost"], package["valid"], package["onehot"], package["coverage"], noise)
     zeros = jnp.zeros_like(package["weight"])
     (totals, _, left), _ = jax.lax.scan(step, (zeros, zeros, jnp.asarray(budget, jnp.float32)), groups)
     return (h(totals) * package["weight"]).sum(), jnp.maximum(-left, 0.0)
@@ -114,8 +122,9 @@ def relaxed_loss(params, arrays, budgets, opt, tau, penalty, h_name="min", key=N
         value, overspend = jax.vmap(rollout, in_axes=(None, 0, 0, None))(params, arrays, budgets, tau)
     else:
         keys = jax.random.split(key, budgets.shape[0])
-        value, overspend = jax.vmap(lambda p, a, b, t, k: rollout(p, a, b, t, key=k),
-                                    in_axes=(None, 0, 0, None, 0))(params, arrays, budgets, tau, keys)
+        value, overspend = jax.vmap(lambda p, a, b, t, k: rollout(p, a, b, t, key=k), in_axes=(None, 0, 0, None, 0))(
+            params, arrays, budgets, tau, keys
+        )
     scored = opt > 0
     ratio = jnp.where(scored, value / jnp.where(scored, opt, 1.0), 0.0)
     n = jnp.maximum(scored.sum(), 1)
@@ -137,8 +146,9 @@ def hard_values(params, arrays, budgets, h_name="min"):
 
 
 def _optimizer(config: WriterTrainConfig):
-    schedule = optax.warmup_cosine_decay_schedule(0.0, config.learning_rate, max(config.steps // 10, 1),
-                                                  config.steps, config.learning_rate * 0.05)
+    schedule = optax.warmup_cosine_decay_schedule(
+        0.0, config.learning_rate, max(config.steps // 10, 1), config.steps, config.learning_rate * 0.05
+    )
     return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
 
 
@@ -151,13 +161,21 @@ def _update(params, opt_state, key, pool, tau, *, config, h_name):
     def take(leaf):
         return leaf[picks]
 
-    batch = (params, jax.tree_util.tree_map(take, arrays), budgets[picks], opt[picks], tau, config.overspend_penalty,
-             h_name)
+    batch = (
+        params,
+        jax.tree_util.tree_map(take, arrays),
+        budgets[picks],
+        opt[picks],
+        tau,
+        config.overspend_penalty,
+        h_name,
+    )
     if config.relaxation == "expected":
         loss_fn = relaxed_loss
     elif config.relaxation == "straight_through":
         loss_fn = functools.partial(relaxed_loss, key=key_sample)
     else:  # both: the expected store's smooth signal and the sampled stores' unbiased one
+
         def loss_fn(*args):
             return 0.5 * (relaxed_loss(*args) + relaxed_loss(*args, key=key_sample))
 
@@ -187,13 +205,21 @@ def _initial(config: WriterTrainConfig, n_kinds: int) -> dict:
 
     params, info = load_writer(config.init)
     if info["kinds"] != list(KINDS)[:n_kinds] or params["candidate"]["b_in"].shape != (config.hidden,):
-        raise ArgumentError(f"{arg('init')} {config.init}: built with other kinds or {arg('hidden')} "
-                            f"{params['candidate']['b_in'].shape[0]}")
+        raise ArgumentError(
+            f"{arg('init')} {config.init}: built with other kinds or {arg('hidden')} "
+            f"{params['candidate']['b_in'].shape[0]}"
+        )
     return params
 
 
-def train(config: WriterTrainConfig, train_pool, check_pool, n_kinds: int, h_name: str = "min",
-          log: Callable[[str], None] | None = None) -> tuple[dict, list[dict]]:
+def train(
+    config: WriterTrainConfig,
+    train_pool,
+    check_pool,
+    n_kinds: int,
+    h_name: str = "min",
+    log: Callable[[str], None] | None = None,
+) -> tuple[dict, list[dict]]:
     """Train on ``train_pool`` and keep the weights with the best mean hard ratio on ``check_pool``
     (each ``(arrays, budgets, opt)`` from :func:`pairs`). Returns ``(params, history)``."""
     started = time.perf_counter()
@@ -215,20 +241,28 @@ def train(config: WriterTrainConfig, train_pool, check_pool, n_kinds: int, h_nam
     for step in range(1, config.steps + 1):
         tau = config.tau_start * (config.tau_end / config.tau_start) ** ((step - 1) / max(config.steps - 1, 1))
         key, step_key = jax.random.split(key)
-        params, opt_state, loss = _update(params, opt_state, step_key, train_pool, jnp.float32(tau),
-                                          config=static, h_name=h_name)
+        params, opt_state, loss = _update(
+            params, opt_state, step_key, train_pool, jnp.float32(tau), config=static, h_name=h_name
+        )
         recent.append(loss)
         if step % config.eval_every == 0 or step == config.steps:
             hard = check(params)
             if hard > best[0]:
                 best = (hard, params, step)
-            row = {"step": step, "tau": round(tau, 4), "soft_ratio": round(-float(np.mean(jax.device_get(recent))), 5),
-                   "hard_ratio": round(hard, 5), "seconds": round(time.perf_counter() - started, 2)}
+            row = {
+                "step": step,
+                "tau": round(tau, 4),
+                "soft_ratio": round(-float(np.mean(jax.device_get(recent))), 5),
+                "hard_ratio": round(hard, 5),
+                "seconds": round(time.perf_counter() - started, 2),
+            }
             recent = []
             history.append(row)
             if log is not None:
-                log(f"packages train: step {step}/{config.steps} tau {tau:.3f} soft ratio {row['soft_ratio']:.4f} "
-                    f"hard ratio on held-back packages {hard:.4f} ({row['seconds']:.0f} s)")
+                log(
+                    f"packages train: step {step}/{config.steps} tau {tau:.3f} soft ratio {row['soft_ratio']:.4f} "
+                    f"hard ratio on held-back packages {hard:.4f} ({row['seconds']:.0f} s)"
+                )
     history.append({"kept_step": best[2], "kept_hard_ratio": round(best[0], 5)})
     return jax.device_get(best[1]), history
 
@@ -279,10 +313,11 @@ def train_writer(config: WriterTrainConfig = WriterTrainConfig(), log: Callable[
             train_pools.append(labelled_pairs(train_set, config, len(KINDS)))
             check_pools.append(labelled_pairs(check_set, config, len(KINDS)))
     if log is not None:
-        log(f"packages train: {config.packages} + {config.check_packages} packages per distribution "
+        log(
+            f"packages train: {config.packages} + {config.check_packages} packages per distribution "
             f"({', '.join(config.distributions)}) and shape ({', '.join(f'{n}x{u}' for n, u in config.shapes)}) "
             f"labelled with OPT at budgets "
-            f"{','.join(map(str, config.budgets))} ({time.perf_counter() - started:.0f} s)")
+            f"{','.join(map(str, config.budgets))} ({time.perf_counter() - started:.0f} s)"
+        )
     params, history = train(config, join_pools(train_pools), join_pools(check_pools), len(KINDS), config.h, log)
-    return {"params": params, "kinds": KINDS, "history": history,
-            "seconds": round(time.perf_counter() - started, 1)}
+    return {"params": params, "kinds": KINDS, "history": history, "seconds": round(time.perf_counter() - started, 1)}

@@ -8,6 +8,7 @@ same for every seed, so the few integers are drawn on the host and the arrays ar
 
 Defaults (3 facts, 2 updates): 7 groups, 25 candidates, 11 units.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,10 +27,10 @@ STALE_WEIGHT = 0.15
 
 @dataclasses.dataclass(frozen=True)
 class _Candidate:
-    suffix: str            # candidate id without the "s{seed}_" prefix
+    suffix: str  # candidate id without the "s{seed}_" prefix
     kind: str
     cost: int
-    coverage: dict         # unit suffix -> fidelity
+    coverage: dict  # unit suffix -> fidelity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,9 +38,9 @@ class Template:
     """The seed-independent shape of memaudit_small for given counts (groups in arrival order)."""
 
     groups: tuple[tuple[str, tuple[_Candidate, ...]], ...]  # (group suffix, candidates in (cost, id) order)
-    units: tuple[str, ...]                                   # unit suffixes in the artifact's dict order
-    fact_slots: tuple[tuple[int, int, int], ...]            # per fact: (unit index, group, raw candidate index)
-    update_units: tuple[tuple[int, int], ...]                # per update: (current unit, invalidation unit)
+    units: tuple[str, ...]  # unit suffixes in the artifact's dict order
+    fact_slots: tuple[tuple[int, int, int], ...]  # per fact: (unit index, group, raw candidate index)
+    update_units: tuple[tuple[int, int], ...]  # per update: (current unit, invalidation unit)
 
 
 def _fact_group(index: int) -> tuple[str, list[_Candidate]]:
@@ -53,22 +54,31 @@ def _fact_group(index: int) -> tuple[str, list[_Candidate]]:
 
 
 def _update_groups(index: int) -> list[tuple[str, list[_Candidate]]]:
-    stale, current, invalid = (f"stale:pref:{index}:old", f"current:pref:{index}:new",
-                               f"invalid:pref:{index}:old_after_update")
+    stale, current, invalid = (
+        f"stale:pref:{index}:old",
+        f"current:pref:{index}:new",
+        f"invalid:pref:{index}:old_after_update",
+    )
     old, upd = f"pref_{index}_old", f"pref_{index}_update"
     return [
-        (old, [
-            _Candidate(f"{old}_raw_span", "raw_span", 4, {stale: 1.0}),
-            _Candidate(f"{old}_atomic_fact", "atomic_fact", 2, {stale: 1.0}),
-            _Candidate(f"{old}_summary", "summary", 3, {stale: 0.75}),
-        ]),
-        (upd, [
-            _Candidate(f"{upd}_raw_span", "raw_span", 6, {current: 1.0, invalid: 0.45, stale: 0.2}),
-            _Candidate(f"{upd}_atomic_fact", "atomic_fact", 2, {current: 1.0}),
-            _Candidate(f"{upd}_tombstone", "tombstone", 1, {invalid: 1.0}),
-            _Candidate(f"{upd}_compound_update", "compound_update", 3, {current: 1.0, invalid: 1.0}),
-            _Candidate(f"{upd}_summary", "summary", 4, {current: 0.75, invalid: 0.75, stale: 0.1}),
-        ]),
+        (
+            old,
+            [
+                _Candidate(f"{old}_raw_span", "raw_span", 4, {stale: 1.0}),
+                _Candidate(f"{old}_atomic_fact", "atomic_fact", 2, {stale: 1.0}),
+                _Candidate(f"{old}_summary", "summary", 3, {stale: 0.75}),
+            ],
+        ),
+        (
+            upd,
+            [
+                _Candidate(f"{upd}_raw_span", "raw_span", 6, {current: 1.0, invalid: 0.45, stale: 0.2}),
+                _Candidate(f"{upd}_atomic_fact", "atomic_fact", 2, {current: 1.0}),
+                _Candidate(f"{upd}_tombstone", "tombstone", 1, {invalid: 1.0}),
+                _Candidate(f"{upd}_compound_update", "compound_update", 3, {current: 1.0, invalid: 1.0}),
+                _Candidate(f"{upd}_summary", "summary", 4, {current: 0.75, invalid: 0.75, stale: 0.1}),
+            ],
+        ),
     ]
 
 
@@ -81,8 +91,7 @@ def template(normal_count: int = 3, update_count: int = 2) -> Template:
         units.setdefault(f"context:{index // 2}")
         groups.append(_fact_group(index))
     for index in range(update_count):
-        for name in (f"stale:pref:{index}:old", f"current:pref:{index}:new",
-                     f"invalid:pref:{index}:old_after_update"):
+        for name in (f"stale:pref:{index}:old", f"current:pref:{index}:new", f"invalid:pref:{index}:old_after_update"):
             units.setdefault(name)
         groups.extend(_update_groups(index))
     unit_list = tuple(units)
@@ -133,8 +142,12 @@ def _static_arrays(normal_count: int, update_count: int):
             rank[g, c] = ids.index(cand.suffix)
             for unit, fidelity in cand.coverage.items():
                 coverage[g, c, unit_index[unit]] = fidelity
-    weight = np.array([CONTEXT_WEIGHT if u.startswith("context:") else STALE_WEIGHT if u.startswith("stale:")
-                       else 0.0 for u in tpl.units])
+    weight = np.array(
+        [
+            CONTEXT_WEIGHT if u.startswith("context:") else STALE_WEIGHT if u.startswith("stale:") else 0.0
+            for u in tpl.units
+        ]
+    )
     invalidation = np.array([u.startswith("invalid:") for u in tpl.units])
     time = np.where(valid, np.arange(n_groups, dtype=np.int32)[:, None], 0).astype(np.int32)
     return cost, valid, kind, coverage, weight, invalidation, rank, time
@@ -207,14 +220,23 @@ def build_batch(xp, fact_pick, raw_extra, update_pick, normal_count: int, update
     """memaudit_small arrays from the draws (``xp`` = numpy or jax.numpy; shapes [S, N], [S, N], [S, U, 2])."""
     cost0, valid, kind, coverage, weight0, invalidation, rank, time = _static_arrays(normal_count, update_count)
     n = fact_pick.shape[0]
-    cost, weight = drawn_arrays(xp, fact_pick, raw_extra, update_pick, cost0, weight0,
-                                _placement(normal_count, update_count))
+    cost, weight = drawn_arrays(
+        xp, fact_pick, raw_extra, update_pick, cost0, weight0, _placement(normal_count, update_count)
+    )
 
     def tile(a):
         return xp.broadcast_to(xp.asarray(a)[None], (n,) + a.shape)
 
-    return PackageBatch(cost=cost, valid=tile(valid), kind=tile(kind), coverage=tile(coverage), weight=weight,
-                        invalidation=tile(invalidation), rank=tile(rank), time=tile(time))
+    return PackageBatch(
+        cost=cost,
+        valid=tile(valid),
+        kind=tile(kind),
+        coverage=tile(coverage),
+        weight=weight,
+        invalidation=tile(invalidation),
+        rank=tile(rank),
+        time=tile(time),
+    )
 
 
 def _meta(seeds: list[int], tpl: Template) -> PackageMeta:
@@ -225,8 +247,7 @@ def _meta(seeds: list[int], tpl: Template) -> PackageMeta:
     return PackageMeta(
         package_ids=tuple(f"synthetic_seed_{s}" for s in seeds),
         group_ids=tuple(tuple(f"s{s}_{exp}" for exp, _ in tpl.groups) for s in seeds),
-        candidate_ids=tuple(tuple(tuple(f"s{s}_{c.suffix}" for c in cands) for _, cands in tpl.groups)
-                            for s in seeds),
+        candidate_ids=tuple(tuple(tuple(f"s{s}_{c.suffix}" for c in cands) for _, cands in tpl.groups) for s in seeds),
         unit_ids=tuple(tuple(unit_name(s, u) for u in tpl.units) for s in seeds),
         seeds=tuple(seeds),
     )

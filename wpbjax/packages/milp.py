@@ -20,16 +20,17 @@ moves). The store x is re-scored exactly (float64, the artifact's order) and che
 HiGHS stops at an absolute gap of 1e-6, far below the smallest difference between two stores'
 values in the shipped distributions.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from wpbjax.packages.model import PackageBatch, value_from_totals
 
-AGREEMENT = 1e-6       # |OPT_other - OPT_milp| allowed (HiGHS's default absolute MIP gap)
-H_MODELLED = ("min", "linear", "log1p")   # h the program certifies (log1p by outer approximation)
+AGREEMENT = 1e-6  # |OPT_other - OPT_milp| allowed (HiGHS's default absolute MIP gap)
+H_MODELLED = ("min", "linear", "log1p")  # h the program certifies (log1p by outer approximation)
 _LOG1P_POINTS = (0.0, 0.5, 1.0, 2.0, 4.0)  # first tangents of log1p
-_MAX_ROUNDS = 200                          # outer-approximation rounds per cell before giving up
+_MAX_ROUNDS = 200  # outer-approximation rounds per cell before giving up
 
 
 class MilpFailed(RuntimeError):
@@ -42,11 +43,12 @@ def _tangents(h: str, points) -> tuple[np.ndarray, np.ndarray]:
     if h == "log1p":
         slope = 1.0 / (1.0 + points)
         return slope, np.log1p(points) - slope * points
-    return np.ones_like(points), np.zeros_like(points)      # min (with y <= 1) and linear: y <= z
+    return np.ones_like(points), np.zeros_like(points)  # min (with y <= 1) and linear: y <= z
 
 
-def solve_package(batch: PackageBatch, p: int, budgets, h: str = "min",
-                  time_limit: float = 60.0) -> tuple[np.ndarray, np.ndarray]:
+def solve_package(
+    batch: PackageBatch, p: int, budgets, h: str = "min", time_limit: float = 60.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Package p at every budget from one build: (F of each store [B] float64, chosen [B, G] int32).
 
     Raises MilpFailed where HiGHS does not prove optimality."""
@@ -62,7 +64,7 @@ def solve_package(batch: PackageBatch, p: int, budgets, h: str = "min",
     valid = np.asarray(batch.valid[p])
     n_groups = valid.shape[0]
     g_idx, c_idx = np.nonzero(valid)
-    cov = np.asarray(batch.coverage[p])[g_idx, c_idx]                    # [K, R]
+    cov = np.asarray(batch.coverage[p])[g_idx, c_idx]  # [K, R]
     cand_cost = np.asarray(batch.cost[p])[g_idx, c_idx].astype(np.float64)
     n_cand, n_units = cov.shape
     objective = np.concatenate([np.zeros(n_cand), -weight])
@@ -73,12 +75,13 @@ def solve_package(batch: PackageBatch, p: int, budgets, h: str = "min",
     cut_unit = np.repeat(np.arange(n_units), len(points))
     cut_point = np.tile(np.asarray(points, np.float64), n_units)
 
-    cov_t = csr_matrix(cov.T)                                             # [R, K]
+    cov_t = csr_matrix(cov.T)  # [R, K]
 
     def cut_rows():
         slope, intercept = _tangents(h, cut_point)
-        y_part = csr_matrix((np.ones(len(cut_unit)), (np.arange(len(cut_unit)), cut_unit)),
-                            shape=(len(cut_unit), n_units))
+        y_part = csr_matrix(
+            (np.ones(len(cut_unit)), (np.arange(len(cut_unit)), cut_unit)), shape=(len(cut_unit), n_units)
+        )
         return hstack([diags(-slope) @ cov_t[cut_unit], y_part]).tocsr(), intercept
 
     integrality = np.concatenate([np.ones(n_cand), np.zeros(n_units)])
@@ -91,8 +94,13 @@ def solve_package(batch: PackageBatch, p: int, budgets, h: str = "min",
         for _ in range(_MAX_ROUNDS):
             matrix = vstack([cuts, budget_row, group_rows]).tocsr()
             upper = np.concatenate([intercept, [budget], np.ones(n_groups)])
-            result = milp(objective, constraints=LinearConstraint(matrix, -np.inf, upper),
-                          integrality=integrality, bounds=bounds, options=options)
+            result = milp(
+                objective,
+                constraints=LinearConstraint(matrix, -np.inf, upper),
+                integrality=integrality,
+                bounds=bounds,
+                options=options,
+            )
             if result.status != 0 or result.x is None:
                 raise MilpFailed(f"MILP did not prove optimality (package {p}, budget {budget}): {result.message}")
             picked = np.rint(result.x[:n_cand]).astype(bool)
@@ -111,27 +119,31 @@ def solve_package(batch: PackageBatch, p: int, budgets, h: str = "min",
             totals = cov[picked].sum(axis=0)
             known = np.abs(cut_point[None, :] - totals[:, None]) <= 1e-9
             new = np.flatnonzero((weight > 0) & ~(known & (cut_unit[None, :] == np.arange(n_units)[:, None])).any(1))
-            if len(new) == 0:      # exact at this store already: only numerical trouble leaves a gap
-                raise MilpFailed(f"outer approximation stalled (package {p}, budget {budget}): "
-                                 f"store {values[b]!r} below the bound {bound!r}")
+            if len(new) == 0:  # exact at this store already: only numerical trouble leaves a gap
+                raise MilpFailed(
+                    f"outer approximation stalled (package {p}, budget {budget}): "
+                    f"store {values[b]!r} below the bound {bound!r}"
+                )
             cut_unit, cut_point = np.concatenate([cut_unit, new]), np.concatenate([cut_point, totals[new]])
             cuts, intercept = cut_rows()
         else:
-            raise MilpFailed(f"outer approximation did not close in {_MAX_ROUNDS} rounds "
-                             f"(package {p}, budget {budget})")
+            raise MilpFailed(
+                f"outer approximation did not close in {_MAX_ROUNDS} rounds (package {p}, budget {budget})"
+            )
     return values, chosen
 
 
 def _store_value(batch: PackageBatch, p: int, chosen: np.ndarray, h: str) -> float:
     totals = np.zeros(batch.weight.shape[1])
-    for g in range(len(chosen)):           # group order, as F is scored everywhere
+    for g in range(len(chosen)):  # group order, as F is scored everywhere
         if chosen[g] >= 0:
             totals = totals + batch.coverage[p, g, chosen[g]]
     return float(value_from_totals(batch.weight[p], totals, h))
 
 
-def solve_one(batch: PackageBatch, p: int, budget: int, time_limit: float = 60.0,
-              h: str = "min") -> tuple[float, np.ndarray]:
+def solve_one(
+    batch: PackageBatch, p: int, budget: int, time_limit: float = 60.0, h: str = "min"
+) -> tuple[float, np.ndarray]:
     """Package p at one budget: (F of the MILP's store, chosen [G] int32)."""
     values, chosen = solve_package(batch, p, [budget], h, time_limit)
     return float(values[0]), chosen[0]
@@ -151,7 +163,9 @@ def cross_check(batch: PackageBatch, budgets, value: np.ndarray, method: np.ndar
         milp_values, _ = solve_package(batch, p, [int(budgets[b]) for b in todo], h)
         for b, milp_value in zip(todo, milp_values, strict=True):
             if abs(milp_value - value[p, b]) > AGREEMENT:
-                raise AssertionError(f"OPT disagreement at package {p}, budget {budgets[b]}: "
-                                     f"{method[p, b]} {value[p, b]!r} vs MILP {milp_value!r}")
+                raise AssertionError(
+                    f"OPT disagreement at package {p}, budget {budgets[b]}: "
+                    f"{method[p, b]} {value[p, b]!r} vs MILP {milp_value!r}"
+                )
             if not str(method[p, b]).endswith("+milp"):
                 method[p, b] = f"{method[p, b]}+milp"

@@ -13,6 +13,7 @@ Exactness: values are float64 numpy. ``F`` sums ``w_r h(t_r)`` one unit after an
 package's unit order (as the artifact does), so equal stores give bit-equal values and the
 1e-12 tie rules of the artifact carry over. Nothing here turns on ``jax_enable_x64``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,9 +43,9 @@ KINDS: tuple[str, ...] = (
     "other",
 )
 KIND_ID: dict[str, int] = {name: index for index, name in enumerate(KINDS)}
-RAW_KINDS = ("raw", "raw_span")                      # recency_raw / reservoir_raw keep only these
-TOMBSTONE_KINDS = ("tombstone", "compound_update")   # removed by the no_tombstone ablations
-TIE = 1e-12                                          # the artifact's tie tolerance on values
+RAW_KINDS = ("raw", "raw_span")  # recency_raw / reservoir_raw keep only these
+TOMBSTONE_KINDS = ("tombstone", "compound_update")  # removed by the no_tombstone ablations
+TIE = 1e-12  # the artifact's tie tolerance on values
 
 # What a package's numbers may be (refused at load, naming file, line and field, beyond these):
 # costs and budgets are whole numbers up to 2^24, exact in float32 (the learned writer's budget
@@ -75,15 +76,15 @@ def kind_mask(kind: np.ndarray, names) -> np.ndarray:
 class PackageBatch:
     """P packages, padded to G groups x C candidates x R units; a JAX pytree of arrays."""
 
-    cost: np.ndarray          # [P, G, C] int32   candidate cost c_u (0 on padding)
-    valid: np.ndarray         # [P, G, C] bool    real candidate
-    kind: np.ndarray          # [P, G, C] int32   index into KINDS (-1 on padding)
-    coverage: np.ndarray      # [P, G, C, R] float64  a_ur (0 on padding)
-    weight: np.ndarray        # [P, R] float64    unit weight w_r (0 on padding units)
+    cost: np.ndarray  # [P, G, C] int32   candidate cost c_u (0 on padding)
+    valid: np.ndarray  # [P, G, C] bool    real candidate
+    kind: np.ndarray  # [P, G, C] int32   index into KINDS (-1 on padding)
+    coverage: np.ndarray  # [P, G, C, R] float64  a_ur (0 on padding)
+    weight: np.ndarray  # [P, R] float64    unit weight w_r (0 on padding units)
     invalidation: np.ndarray  # [P, R] bool       unit is an invalidation unit
-    rank: np.ndarray          # [P, G, C] int32   rank of the candidate id among the package's ids
-                              #                   (the artifact breaks exact ties by id; -1 padding)
-    time: np.ndarray          # [P, G, C] int32   arrival time index of the candidate
+    rank: np.ndarray  # [P, G, C] int32   rank of the candidate id among the package's ids
+    #                   (the artifact breaks exact ties by id; -1 padding)
+    time: np.ndarray  # [P, G, C] int32   arrival time index of the candidate
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -100,7 +101,7 @@ class PackageBatch:
         The kept candidates move to the front of their group, in their order (padding last).
         """
         keep = np.asarray(keep) & np.asarray(self.valid)
-        order = np.argsort(~keep, axis=2, kind="stable")             # kept first, stable
+        order = np.argsort(~keep, axis=2, kind="stable")  # kept first, stable
 
         def pack(a, fill):
             a = np.take_along_axis(np.asarray(a), order.reshape(order.shape + (1,) * (np.ndim(a) - 3)), axis=2)
@@ -108,20 +109,25 @@ class PackageBatch:
             return np.where(kept, a, fill).astype(np.asarray(a).dtype)
 
         return dataclasses.replace(
-            self, valid=np.take_along_axis(keep, order, axis=2), cost=pack(self.cost, 0),
-            kind=pack(self.kind, -1), coverage=pack(self.coverage, 0.0), rank=pack(self.rank, -1),
-            time=pack(self.time, 0))
+            self,
+            valid=np.take_along_axis(keep, order, axis=2),
+            cost=pack(self.cost, 0),
+            kind=pack(self.kind, -1),
+            coverage=pack(self.coverage, 0.0),
+            rank=pack(self.rank, -1),
+            time=pack(self.time, 0),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
 class PackageMeta:
     """Host-only names of a batch's packages, candidates and units (for I/O and reports)."""
 
-    package_ids: tuple[str, ...]                      # [P]
-    group_ids: tuple[tuple[str, ...], ...]            # [P][G_p]
+    package_ids: tuple[str, ...]  # [P]
+    group_ids: tuple[tuple[str, ...], ...]  # [P][G_p]
     candidate_ids: tuple[tuple[tuple[str, ...], ...], ...]  # [P][G_p][C_g]
-    unit_ids: tuple[tuple[str, ...], ...]             # [P][R_p]
-    seeds: tuple[int | None, ...] = ()                # [P] generator seed where known
+    unit_ids: tuple[tuple[str, ...], ...]  # [P][R_p]
+    seeds: tuple[int | None, ...] = ()  # [P] generator seed where known
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,8 +136,8 @@ class PackageSet:
 
     batch: PackageBatch
     meta: PackageMeta
-    reservoir_key: np.ndarray | None = None   # [P, G, C] int64 stable hash of each candidate id
-                                              # (reservoir_raw's order; wpbjax.packages.ids)
+    reservoir_key: np.ndarray | None = None  # [P, G, C] int64 stable hash of each candidate id
+    # (reservoir_raw's order; wpbjax.packages.ids)
 
 
 def _h_min(z):
@@ -200,7 +206,7 @@ def cost(batch: PackageBatch, chosen: np.ndarray) -> np.ndarray:
 def value_bound(batch: PackageBatch) -> np.ndarray:
     """An upper bound on F of any store, for every h: ``sum_r w_r max(1, sum_u a_ur)`` over all
     candidates (h(z) <= max(1, z) for min, log1p and linear): [P] float64 (inf if it overflows)."""
-    totals = np.asarray(batch.coverage, np.float64).sum(axis=(1, 2))               # [P, R]
+    totals = np.asarray(batch.coverage, np.float64).sum(axis=(1, 2))  # [P, R]
     with np.errstate(over="ignore", invalid="ignore"):
         return ordered_unit_sum(batch.weight, np.maximum(1.0, totals))
 

@@ -22,6 +22,7 @@ artifact's search order (``exact_solve``: skip first, then candidates by falling
 cost, id), so brute force picks the artifact's store. A value is never a heuristic's: where no
 method certifies it, ``solve`` raises ``OptNotCertified``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,14 +32,14 @@ import numpy as np
 from wpbjax.packages import bnb, components, milp
 from wpbjax.packages.model import TIE, PackageBatch, coverage_totals, h_function, value_from_totals
 
-BRUTE_FORCE_LIMIT = 300_000   # assignments per package enumerated at once
+BRUTE_FORCE_LIMIT = 300_000  # assignments per package enumerated at once
 # Branch and bound closes packages of up to ~12 groups in a few hundred nodes (~1-5 ms a cell, faster
 # than HiGHS's ~10 ms); from ~14 groups the MILP is faster, and at 26 or more the search often needs
 # tens of thousands of nodes (0.3 ms each in Python) where the MILP takes 10 ms at any size.
-SEARCH_GROUPS = 12            # the most groups branch and bound is tried on first
-SEARCH_NODES = 2_000          # its node budget there before the MILP takes the cell
+SEARCH_GROUPS = 12  # the most groups branch and bound is tried on first
+SEARCH_NODES = 2_000  # its node budget there before the MILP takes the cell
 METHODS = ("auto", "brute_force", "components", "branch_and_bound", "milp")
-_CHUNK_CELLS = 4_000_000      # packages x assignments per chunk (memory)
+_CHUNK_CELLS = 4_000_000  # packages x assignments per chunk (memory)
 
 
 class OptNotCertified(RuntimeError):
@@ -47,9 +48,9 @@ class OptNotCertified(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class OptResult:
-    value: np.ndarray    # [P, B] float64  F of the optimal store
-    chosen: np.ndarray   # [P, B, G] int32 the optimal store (candidate per group, -1 none)
-    method: np.ndarray   # [P, B] object   "brute_force" | "branch_and_bound" | "milp"
+    value: np.ndarray  # [P, B] float64  F of the optimal store
+    chosen: np.ndarray  # [P, B, G] int32 the optimal store (candidate per group, -1 none)
+    method: np.ndarray  # [P, B] object   "brute_force" | "branch_and_bound" | "milp"
 
 
 def n_options(batch: PackageBatch) -> np.ndarray:
@@ -85,8 +86,10 @@ def search_position(batch: PackageBatch, h: str = "min") -> np.ndarray:
 
 
 def _shared_structure(batch: PackageBatch) -> bool:
-    return bool(np.array_equal(np.broadcast_to(batch.coverage[:1], batch.coverage.shape), batch.coverage)
-                and np.array_equal(np.broadcast_to(batch.valid[:1], batch.valid.shape), batch.valid))
+    return bool(
+        np.array_equal(np.broadcast_to(batch.coverage[:1], batch.coverage.shape), batch.coverage)
+        and np.array_equal(np.broadcast_to(batch.valid[:1], batch.valid.shape), batch.valid)
+    )
 
 
 def _pick(values, costs, order_key, budgets, prefix):
@@ -94,7 +97,7 @@ def _pick(values, costs, order_key, budgets, prefix):
     (budget b looks only at the first ``prefix[b]`` assignments, the others cost more)."""
     best = np.empty((values.shape[0], len(budgets)), np.int64)
     for b, budget in enumerate(budgets):
-        values_b, costs_b, order_b = (a[:, :prefix[b]] for a in (values, costs, order_key))
+        values_b, costs_b, order_b = (a[:, : prefix[b]] for a in (values, costs, order_key))
         feasible = costs_b <= budget
         top = np.where(feasible, values_b, -np.inf).max(axis=1, keepdims=True)
         near = feasible & (values_b >= top - TIE)
@@ -113,11 +116,12 @@ def brute_force(batch: PackageBatch, budgets, h: str = "min") -> OptResult:
     budgets = [int(b) for b in budgets]
     options = n_options(batch)
     if np.prod(options, dtype=np.float64) > BRUTE_FORCE_LIMIT:
-        raise OptNotCertified(f"{int(np.prod(options, dtype=np.float64))} assignments exceed the "
-                              f"brute-force limit {BRUTE_FORCE_LIMIT}")
+        raise OptNotCertified(
+            f"{int(np.prod(options, dtype=np.float64))} assignments exceed the brute-force limit {BRUTE_FORCE_LIMIT}"
+        )
     n_pkg, n_groups, n_cand = batch.cost.shape
-    table = assignments(options)                                      # [A, G]
-    onehot = _onehot(table, n_cand)                                   # [A, G*C] float64
+    table = assignments(options)  # [A, G]
+    onehot = _onehot(table, n_cand)  # [A, G*C] float64
     # Only assignments some package can afford within the largest budget, cheapest first, so
     # each budget scans a prefix (most of the 36,864 memaudit_small assignments cost > 16).
     min_cost = onehot @ np.where(batch.valid, batch.cost, 0).min(axis=0).reshape(-1).astype(np.float64)
@@ -128,14 +132,15 @@ def brute_force(batch: PackageBatch, budgets, h: str = "min") -> OptResult:
     radix = np.cumprod(np.concatenate([options[1:], [1]])[::-1])[::-1]
     order_weight = (search_position(batch, h) * radix[None, :, None]).reshape(n_pkg, -1).astype(np.float64)
     hfun = h_function(h)
-    shared_sat = hfun(onehot @ batch.coverage[0].reshape(-1, batch.weight.shape[1])) \
-        if _shared_structure(batch) else None                         # [A, R]
+    shared_sat = (
+        hfun(onehot @ batch.coverage[0].reshape(-1, batch.weight.shape[1])) if _shared_structure(batch) else None
+    )  # [A, R]
     chunk = max(1, _CHUNK_CELLS // max(1, len(table)))
     chosen = np.empty((n_pkg, len(budgets), n_groups), np.int32)
     for start in range(0, n_pkg, chunk):
         rows = slice(start, min(n_pkg, start + chunk))
         if shared_sat is not None:
-            values = batch.weight[rows] @ shared_sat.T                # [p, A]
+            values = batch.weight[rows] @ shared_sat.T  # [p, A]
         else:
             cov = batch.coverage[rows].reshape(rows.stop - start, -1, batch.weight.shape[1])
             values = np.einsum("par,pr->pa", hfun(np.einsum("ak,pkr->par", onehot, cov)), batch.weight[rows])
@@ -176,8 +181,14 @@ def choose_method(batch: PackageBatch, budgets, h: str = "min") -> str:
     return "branch_and_bound"
 
 
-def solve(batch: PackageBatch, budgets, h: str = "min", verify: str | None = None,
-          node_limit: int = 200_000, method: str = "auto") -> OptResult:
+def solve(
+    batch: PackageBatch,
+    budgets,
+    h: str = "min",
+    verify: str | None = None,
+    node_limit: int = 200_000,
+    method: str = "auto",
+) -> OptResult:
     """Certified OPT for every package and budget.
 
     ``method="auto"`` chooses by size (:func:`choose_method`): brute force where small, the
@@ -188,7 +199,7 @@ def solve(batch: PackageBatch, budgets, h: str = "min", verify: str | None = Non
     cross-checks every cell another method certified against the MILP and raises on any
     disagreement beyond 1e-6. Raises OptNotCertified where no method certifies a cell."""
     budgets = [int(b) for b in budgets]
-    h_function(h)                                 # an unknown h fails here, whichever method runs
+    h_function(h)  # an unknown h fails here, whichever method runs
     if any(b < 0 for b in budgets):
         raise ValueError(f"budgets must be >= 0, got {budgets}")
     if method not in METHODS:
@@ -211,8 +222,7 @@ def solve(batch: PackageBatch, budgets, h: str = "min", verify: str | None = Non
     return result
 
 
-def _solve_per_package(batch: PackageBatch, budgets, h: str, first: str, node_limit: int,
-                       fallback: bool) -> OptResult:
+def _solve_per_package(batch: PackageBatch, budgets, h: str, first: str, node_limit: int, fallback: bool) -> OptResult:
     """Branch and bound cell by cell (the MILP for the cells it gives up on, if ``fallback``), or
     the MILP, one program per package reused across its budgets."""
     n_pkg, n_groups = batch.cost.shape[:2]
@@ -243,5 +253,14 @@ def rescore(batch: PackageBatch, chosen: np.ndarray, h: str = "min") -> np.ndarr
     return value_from_totals(batch.weight, coverage_totals(batch, chosen), h)
 
 
-__all__ = ["OptResult", "OptNotCertified", "solve", "choose_method", "brute_force", "assignments", "singleton_values",
-           "search_position", "rescore"]
+__all__ = [
+    "OptResult",
+    "OptNotCertified",
+    "solve",
+    "choose_method",
+    "brute_force",
+    "assignments",
+    "singleton_values",
+    "search_position",
+    "rescore",
+]

@@ -5,6 +5,7 @@ Each package is a handful of hand-shaped groups; a few weights are drawn from
 artifact's clamps of ``normal_count`` / ``update_count``. Built per seed on the host (the
 packages are tiny), then stacked into one PackageSet.
 """
+
 from __future__ import annotations
 
 import random
@@ -28,9 +29,16 @@ class _Builder:
         self.prefix, self.candidates, self.weights, self.invalidation = prefix, [], {}, []
 
     def add(self, exp: str, variant: str, kind: str, cost: int, coverage: dict, time: int) -> None:
-        self.candidates.append({"id": f"{self.prefix}:{exp}:{variant}", "group": f"{self.prefix}:{exp}",
-                                "kind": kind, "cost": cost, "time": time,
-                                "coverage": {u: a for u, a in coverage.items() if a > 0}})
+        self.candidates.append(
+            {
+                "id": f"{self.prefix}:{exp}:{variant}",
+                "group": f"{self.prefix}:{exp}",
+                "kind": kind,
+                "cost": cost,
+                "time": time,
+                "coverage": {u: a for u, a in coverage.items() if a > 0},
+            }
+        )
 
     def done(self, seed: int):
         return assemble(self.candidates, self.weights, self.invalidation, self.prefix, seed)
@@ -100,7 +108,11 @@ def summary_tradeoff(seed, normal_count=3, update_count=2):
     rng, count = _rng(seed, 37), _clamp(normal_count + update_count, 3, 5)
     b = _Builder(f"summary_tradeoff_s{seed}")
     for i in range(count):
-        primary, secondary, context = (f"{b.prefix}:primary:{i}", f"{b.prefix}:secondary:{i}", f"{b.prefix}:context:{i}")
+        primary, secondary, context = (
+            f"{b.prefix}:primary:{i}",
+            f"{b.prefix}:secondary:{i}",
+            f"{b.prefix}:context:{i}",
+        )
         b.weights[primary] = 1.35 + 0.15 * rng.randrange(3)
         b.weights[secondary] = 1.0 + 0.1 * rng.randrange(2)
         b.weights[context] = 0.35
@@ -134,7 +146,9 @@ def temporal_interval(seed, normal_count=3, update_count=2):
     intervals, closures = _clamp(normal_count + update_count, 3, 5), _clamp(update_count, 1, 3)
     b = _Builder(f"temporal_interval_s{seed}")
     for i in range(intervals):
-        label, start, end, duration = (f"{b.prefix}:interval:{i}:{part}" for part in ("label", "start", "end", "duration"))
+        label, start, end, duration = (
+            f"{b.prefix}:interval:{i}:{part}" for part in ("label", "start", "end", "duration")
+        )
         b.weights.update({label: 0.9, start: 0.75, end: 0.85, duration: 0.55})
         exp = f"interval_{i}"
         b.add(exp, "label_fact", "atomic_fact", 2, {label: 1.0}, i)
@@ -161,8 +175,11 @@ def abstention_hard(seed, normal_count=3, update_count=2):
     for i in range(count):
         exp = f"question_{i}"
         if i % 2 == 0:
-            abstain, conflict, unsupported = (f"{b.prefix}:abstain:{i}", f"{b.prefix}:conflict:{i}",
-                                              f"{b.prefix}:unsupported_answer:{i}")
+            abstain, conflict, unsupported = (
+                f"{b.prefix}:abstain:{i}",
+                f"{b.prefix}:conflict:{i}",
+                f"{b.prefix}:unsupported_answer:{i}",
+            )
             b.weights[abstain] = 2.0 + 0.15 * rng.randrange(3)
             b.weights[conflict] = 0.9
             b.weights[unsupported] = 0.05
@@ -172,8 +189,11 @@ def abstention_hard(seed, normal_count=3, update_count=2):
             b.add(exp, "raw_conflict", "raw_span", 4, {abstain: 0.9, conflict: 1.0, unsupported: 0.1}, i)
             b.add(exp, "ambiguous_summary", "summary", 3, {abstain: 0.65, conflict: 0.7}, i)
         else:
-            answer, evidence, abstain = (f"{b.prefix}:answer:{i}", f"{b.prefix}:evidence:{i}",
-                                         f"{b.prefix}:unneeded_abstain:{i}")
+            answer, evidence, abstain = (
+                f"{b.prefix}:answer:{i}",
+                f"{b.prefix}:evidence:{i}",
+                f"{b.prefix}:unneeded_abstain:{i}",
+            )
             b.weights[answer] = 1.75 + 0.15 * rng.randrange(2)
             b.weights[evidence] = 0.55
             b.weights[abstain] = 0.2
@@ -184,8 +204,18 @@ def abstention_hard(seed, normal_count=3, update_count=2):
     return b.done(seed)
 
 
-GENERATORS = {f.__name__: f for f in (density_trap, update_chain, scope_shift, summary_tradeoff, redundancy_heavy,
-                                       temporal_interval, abstention_hard)}
+GENERATORS = {
+    f.__name__: f
+    for f in (
+        density_trap,
+        update_chain,
+        scope_shift,
+        summary_tradeoff,
+        redundancy_heavy,
+        temporal_interval,
+        abstention_hard,
+    )
+}
 
 
 def generate(name: str, seeds, normal_count: int = 3, update_count: int = 2) -> PackageSet:

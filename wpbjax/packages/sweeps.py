@@ -1,9 +1,10 @@
 """Package sweeps: one row per (distribution, seed, budget, method), scored exactly against OPT.
 
-    from wpbjax.packages import sweeps
-    table = sweeps.run_distribution("memaudit_small", seeds=range(500), budgets=[1, 2, 4, 8, 16])
-    sweeps.summary(table)          # mean ratio by method x budget with 95% bootstrap intervals
+from wpbjax.packages import sweeps
+table = sweeps.run_distribution("memaudit_small", seeds=range(500), budgets=[1, 2, 4, 8, 16])
+sweeps.summary(table)          # mean ratio by method x budget with 95% bootstrap intervals
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -28,14 +29,25 @@ from wpbjax.packages.model import (
     value,
 )
 
-COLUMNS = ["distribution", "package", "seed", "budget", "method", "value", "opt", "ratio", "cost",
-           "invalidation_covered", "opt_certified_by"]
+COLUMNS = [
+    "distribution",
+    "package",
+    "seed",
+    "budget",
+    "method",
+    "value",
+    "opt",
+    "ratio",
+    "cost",
+    "invalidation_covered",
+    "opt_certified_by",
+]
 # Bytes per row of a sweep's table (one row per package x budget x method), measured on memaudit_small
 # (6,000 to 16,000 seeds x 5 budgets x 8 methods): ~100 in CSV (stress distributions' longer names
 # and values: up to ~130), a few in parquet, and ~470 more of peak host memory per row while the
 # table is built and written (beyond a chunk's fixed ~350 MB). Size checks use these up front.
-ROW_BYTES = (130, 30)     # (CSV, parquet) on disk
-ROW_MEMORY_BYTES = 500    # host memory
+ROW_BYTES = (130, 30)  # (CSV, parquet) on disk
+ROW_MEMORY_BYTES = 500  # host memory
 
 
 def check_methods(methods) -> list[str]:
@@ -44,11 +56,13 @@ def check_methods(methods) -> list[str]:
     refuse_repeats(arg("methods"), methods, ArgumentError)
     unknown = [m for m in methods if m not in METHODS and not m.startswith(LEARNED_PREFIX)]
     if unknown:
-        raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)} "
-                         f"or {LEARNED_PREFIX}PATH (a writer from `wpbjax packages train`)")
+        raise ValueError(
+            f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)} "
+            f"or {LEARNED_PREFIX}PATH (a writer from `wpbjax packages train`)"
+        )
     for method in methods:
-        if method.startswith(LEARNED_PREFIX) and not os.path.isfile(method[len(LEARNED_PREFIX):]):
-            raise ValueError(f"method {method}: no such learned writer file {method[len(LEARNED_PREFIX):]!r}")
+        if method.startswith(LEARNED_PREFIX) and not os.path.isfile(method[len(LEARNED_PREFIX) :]):
+            raise ValueError(f"method {method}: no such learned writer file {method[len(LEARNED_PREFIX) :]!r}")
     return methods
 
 
@@ -68,12 +82,19 @@ def _store(method: str, pset: PackageSet, budgets, h: str, verify: str | None):
         return batch, result.chosen, result.method
     if method.startswith(LEARNED_PREFIX):
         from wpbjax.packages import learned
-        return (*learned.write(method[len(LEARNED_PREFIX):], batch, budgets, h), None)
+
+        return (*learned.write(method[len(LEARNED_PREFIX) :], batch, budgets, h), None)
     return (*writers.write(method, batch, budgets, h, reservoir_key=pset.reservoir_key), None)
 
 
-def stores(pset: PackageSet, budgets, methods, h: str = "min", verify: str | None = None,
-           opt_result: opt_mod.OptResult | None = None) -> dict:
+def stores(
+    pset: PackageSet,
+    budgets,
+    methods,
+    h: str = "min",
+    verify: str | None = None,
+    opt_result: opt_mod.OptResult | None = None,
+) -> dict:
     """Every method's stores: {method: (batch it chose from, chosen [P, B, G], certified_by or None)}.
 
     Methods run on a thread per core: XLA compiles and runs, and numpy enumerates, without the
@@ -87,13 +108,12 @@ def stores(pset: PackageSet, budgets, methods, h: str = "min", verify: str | Non
     return out
 
 
-def score(pset: PackageSet, budgets, methods, store_map: dict, h: str = "min",
-          distribution: str = "") -> pd.DataFrame:
+def score(pset: PackageSet, budgets, methods, store_map: dict, h: str = "min", distribution: str = "") -> pd.DataFrame:
     """The rows of every (package, budget, method), package-major like the artifact."""
     budgets = [int(b) for b in budgets]
     n_pkg = pset.batch.cost.shape[0]
     opt_batch, opt_chosen, certified = store_map["opt"]
-    optimum = np.stack([value(opt_batch, opt_chosen[:, b], h) for b in range(len(budgets))], 1)   # [P, B]
+    optimum = np.stack([value(opt_batch, opt_chosen[:, b], h) for b in range(len(budgets))], 1)  # [P, B]
     frames = []
     for method in methods:
         batch, chosen, _ = store_map[method]
@@ -102,27 +122,42 @@ def score(pset: PackageSet, budgets, methods, store_map: dict, h: str = "min",
             values = value(batch, chosen[:, b], h)
             if np.any(values > optimum[:, b] + 1e-9):
                 raise AssertionError(f"{method} beats the certified OPT at budget {budget}: OPT is wrong")
-            frames.append(pd.DataFrame({
-                "package_index": np.arange(n_pkg), "budget": budget, "method": method, "value": values,
-                "opt": optimum[:, b], "ratio": ratio(values, optimum[:, b]), "cost": cost(batch, chosen[:, b]),
-                "invalidation_covered": invalidation_covered(batch, chosen[:, b]),
-                "opt_certified_by": certified[:, b]}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "package_index": np.arange(n_pkg),
+                        "budget": budget,
+                        "method": method,
+                        "value": values,
+                        "opt": optimum[:, b],
+                        "ratio": ratio(values, optimum[:, b]),
+                        "cost": cost(batch, chosen[:, b]),
+                        "invalidation_covered": invalidation_covered(batch, chosen[:, b]),
+                        "opt_certified_by": certified[:, b],
+                    }
+                )
+            )
     table = pd.concat(frames, ignore_index=True)
     order = {m: i for i, m in enumerate(methods)}
-    table = table.sort_values(["package_index", "budget", "method"], key=lambda col: col.map(order)
-                              if col.name == "method" else col, kind="stable").reset_index(drop=True)
+    table = table.sort_values(
+        ["package_index", "budget", "method"],
+        key=lambda col: col.map(order) if col.name == "method" else col,
+        kind="stable",
+    ).reset_index(drop=True)
     meta, index = pset.meta, table.pop("package_index").to_numpy()
     seeds = np.array([-1 if x is None else x for x in meta.seeds] if len(meta.seeds) == n_pkg else [-1] * n_pkg)
-    names = np.array(meta.package_ids if len(meta.package_ids) == n_pkg
-                     else [f"{distribution}_{i}" for i in range(n_pkg)])
+    names = np.array(
+        meta.package_ids if len(meta.package_ids) == n_pkg else [f"{distribution}_{i}" for i in range(n_pkg)]
+    )
     table.insert(0, "seed", seeds[index])
     table.insert(0, "package", names[index])
     table.insert(0, "distribution", distribution)
     return table[COLUMNS]
 
 
-def run(pset: PackageSet, budgets, methods=PAPER_METHODS, h: str = "min", distribution: str = "",
-        verify: str | None = None) -> pd.DataFrame:
+def run(
+    pset: PackageSet, budgets, methods=PAPER_METHODS, h: str = "min", distribution: str = "", verify: str | None = None
+) -> pd.DataFrame:
     """Rows of a package set: every method's store scored by F and by the certified OPT. Budgets,
     methods and package ids must not repeat (a repeat would give duplicate rows)."""
     methods, budgets = check_methods(methods), check_budgets(budgets)
@@ -132,9 +167,18 @@ def run(pset: PackageSet, budgets, methods=PAPER_METHODS, h: str = "min", distri
     return score(pset, budgets, methods, store_map, h, distribution)
 
 
-def run_distribution(distribution: str, seeds, budgets, methods=PAPER_METHODS, h: str = "min",
-                     normal_count: int = 3, update_count: int = 2, verify: str | None = None,
-                     chunk: int = 2000, progress=None) -> pd.DataFrame:
+def run_distribution(
+    distribution: str,
+    seeds,
+    budgets,
+    methods=PAPER_METHODS,
+    h: str = "min",
+    normal_count: int = 3,
+    update_count: int = 2,
+    verify: str | None = None,
+    chunk: int = 2000,
+    progress=None,
+) -> pd.DataFrame:
     """Generate and sweep a named distribution (memaudit_small or a stress one) in chunks of seeds."""
     from wpbjax.packages.distributions import generate
 
@@ -144,7 +188,7 @@ def run_distribution(distribution: str, seeds, budgets, methods=PAPER_METHODS, h
     refuse_repeats(arg("seeds"), seeds, ArgumentError)
     frames, start_time = [], time.perf_counter()
     for start in range(0, len(seeds), chunk):
-        part = seeds[start:start + chunk]
+        part = seeds[start : start + chunk]
         pset = generate(distribution, part, normal_count=normal_count, update_count=update_count)
         frames.append(run(pset, budgets, methods, h, distribution, verify))
         if progress is not None:
@@ -167,10 +211,20 @@ def summary(table: pd.DataFrame, n_boot: int = 1000) -> pd.DataFrame:
     rows = []
     for (dist, method, budget), part in table.groupby(["distribution", "method", "budget"], sort=False):
         low, high = bootstrap_interval(part["ratio"].to_numpy(), n_boot)
-        rows.append({"distribution": dist, "method": method, "budget": budget, "n": len(part),
-                     "mean_ratio": part["ratio"].mean(), "ci_low": low, "ci_high": high,
-                     "mean_value": part["value"].mean(), "mean_opt": part["opt"].mean(),
-                     "mean_invalidation_covered": part["invalidation_covered"].mean()})
+        rows.append(
+            {
+                "distribution": dist,
+                "method": method,
+                "budget": budget,
+                "n": len(part),
+                "mean_ratio": part["ratio"].mean(),
+                "ci_low": low,
+                "ci_high": high,
+                "mean_value": part["value"].mean(),
+                "mean_opt": part["opt"].mean(),
+                "mean_invalidation_covered": part["invalidation_covered"].mean(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -180,8 +234,11 @@ def ratio_table(table: pd.DataFrame, intervals: bool = True) -> str:
     budgets = sorted(summ["budget"].unique())
     lines = []
     for dist, part in summ.groupby("distribution", sort=False):
-        lines.append(f"{dist}: mean ratio to OPT" + (" [95% bootstrap]" if intervals else "")
-                     + f" over {int(part['n'].iloc[0])} packages")
+        lines.append(
+            f"{dist}: mean ratio to OPT"
+            + (" [95% bootstrap]" if intervals else "")
+            + f" over {int(part['n'].iloc[0])} packages"
+        )
         width = 26 if intervals else 8
         lines.append(f"  {'method':<20}" + "".join(f"{'B=' + str(b):>{width}}" for b in budgets))
         for method, rows in part.groupby("method", sort=False):

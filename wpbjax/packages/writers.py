@@ -24,6 +24,7 @@ the runs as the minor axis. Packages are split over every local device, in chunk
 Exactness: float64 under a scoped ``jax.enable_x64`` (the rest of wpbjax stays 32-bit); F adds
 w_r h(t_r) one unit after another as the artifact does, so its exact ties fall the same way.
 """
+
 from __future__ import annotations
 
 import functools
@@ -77,25 +78,25 @@ def _stream(pkgs, budget, threshold, rule, h):
 
     Runs are the minor axis (state [P, R, M]): the unit-by-unit sums then add contiguous
     vectors (1.4x less CPU than units minor, measured on 4,000 packages)."""
-    weight = pkgs["weight"][:, :, None]                                   # [P, R, 1]
+    weight = pkgs["weight"][:, :, None]  # [P, R, 1]
     n_cand = pkgs["cost"].shape[2]
 
     def step(carry, group):
-        totals, used = carry                                              # [P, R, M], [P, M]
-        cov, cost, valid, rank = group                                    # [P, C, R], [P, C] x3
-        after = totals[:, None] + cov[:, :, :, None]                      # [P, C, R, M]
-        marginal = _objective(weight[:, None], after, h, 2) - _objective(weight, totals, h, 1)[:, None]   # [P, C, M]
+        totals, used = carry  # [P, R, M], [P, M]
+        cov, cost, valid, rank = group  # [P, C, R], [P, C] x3
+        after = totals[:, None] + cov[:, :, :, None]  # [P, C, R, M]
+        marginal = _objective(weight[:, None], after, h, 2) - _objective(weight, totals, h, 1)[:, None]  # [P, C, M]
         fcost = cost[:, :, None].astype(marginal.dtype)
         density = marginal / jnp.maximum(fcost, 1e-12)
         ok = valid[:, :, None] & (used[:, None] + cost[:, :, None] <= budget[:, None]) & (marginal > TIE)
         frank = rank[:, :, None].astype(marginal.dtype)
-        if rule == "threshold":   # admissible by density, then the largest raw marginal
+        if rule == "threshold":  # admissible by density, then the largest raw marginal
             ok = ok & (density + TIE >= threshold[:, None])
             keys = (marginal, -fcost, frank)
-        else:                     # density_only: the largest marginal density
+        else:  # density_only: the largest marginal density
             keys = (density, marginal, -fcost, frank)
-        pick, any_ok = _lex_argmax(ok, keys, 1)                           # [P, M]
-        onehot = (jnp.arange(n_cand)[None, :, None] == pick[:, None]) & any_ok[:, None]   # [P, C, M]
+        pick, any_ok = _lex_argmax(ok, keys, 1)  # [P, M]
+        onehot = (jnp.arange(n_cand)[None, :, None] == pick[:, None]) & any_ok[:, None]  # [P, C, M]
         totals = totals + _add_picked(cov[:, :, :, None], onehot[:, :, None], 1)
         used = used + _add_picked(cost[:, :, None], onehot, 1)
         return (totals, used), jnp.where(any_ok, pick, -1)
@@ -110,15 +111,22 @@ def _stream(pkgs, budget, threshold, rule, h):
 def _best_over_grid(values, costs, chosen, live):
     """The artifact's fold over thresholds (descending): strictly better by 1e-12, or as good and cheaper.
     values, costs, live: [P, B, K]; chosen [P, B, K, G] -> chosen [P, B, G]."""
+
     def fold(best, run):
         value, cost, pick, ok = run
         b_value, b_cost, b_pick = best
         better = ok & ((value > b_value + TIE) | ((jnp.abs(value - b_value) <= TIE) & (cost < b_cost)))
-        return (jnp.where(better, value, b_value), jnp.where(better, cost, b_cost),
-                jnp.where(better[..., None], pick, b_pick)), None
+        return (
+            jnp.where(better, value, b_value),
+            jnp.where(better, cost, b_cost),
+            jnp.where(better[..., None], pick, b_pick),
+        ), None
 
-    init = (jnp.full(values.shape[:2], -1.0, values.dtype), jnp.zeros(costs.shape[:2], costs.dtype),
-            jnp.full(chosen.shape[:2] + chosen.shape[3:], -1, jnp.int32))
+    init = (
+        jnp.full(values.shape[:2], -1.0, values.dtype),
+        jnp.zeros(costs.shape[:2], costs.dtype),
+        jnp.full(chosen.shape[:2] + chosen.shape[3:], -1, jnp.int32),
+    )
     runs = tuple(jnp.moveaxis(a, 2, 0) for a in (values, costs, chosen, live))
     return jax.lax.scan(fold, init, runs)[0][2]
 
@@ -145,35 +153,42 @@ def _admission_program(pkgs, budgets, order):
     n_pkg, n_groups, n_cand = pkgs["cost"].shape
     flat_cost = pkgs["cost"].reshape(n_pkg, -1)
 
-    def step(carry, flat):                                                # flat: [P]
-        used, chosen = carry                                              # [P, B], [P, B, G]
+    def step(carry, flat):  # flat: [P]
+        used, chosen = carry  # [P, B], [P, B, G]
         g, c = jnp.maximum(flat, 0) // n_cand, jnp.maximum(flat, 0) % n_cand
-        cost = jnp.take_along_axis(flat_cost, jnp.maximum(flat, 0)[:, None], axis=1)   # [P, 1]
-        here = jnp.arange(n_groups) == g[:, None, None]                   # [P, 1, G]
-        group_free = ~jnp.any(here & (chosen >= 0), axis=-1)              # [P, B]
+        cost = jnp.take_along_axis(flat_cost, jnp.maximum(flat, 0)[:, None], axis=1)  # [P, 1]
+        here = jnp.arange(n_groups) == g[:, None, None]  # [P, 1, G]
+        group_free = ~jnp.any(here & (chosen >= 0), axis=-1)  # [P, B]
         take = (flat >= 0)[:, None] & group_free & (used + cost <= budgets[None, :])
         chosen = jnp.where(take[..., None] & here, c[:, None, None], chosen)
         return (jnp.where(take, used + cost, used), chosen), None
 
-    init = (jnp.zeros((n_pkg, budgets.shape[0]), jnp.int32), jnp.full((n_pkg, budgets.shape[0], n_groups), -1, jnp.int32))
+    init = (
+        jnp.zeros((n_pkg, budgets.shape[0]), jnp.int32),
+        jnp.full((n_pkg, budgets.shape[0], n_groups), -1, jnp.int32),
+    )
     return jax.lax.scan(step, init, jnp.moveaxis(order, 1, 0))[0][1]
 
 
 @functools.partial(jax.jit, static_argnames=("h",), compiler_options=COMPILER_OPTIONS)
 def _greedy_program(pkgs, budgets, h):
     """Offline greedy by marginal density over all candidates: at most G picks (a ``fori_loop``)."""
-    weight = pkgs["weight"][:, None, :]                                   # [P, 1, R]
-    cov, cost = pkgs["coverage"][:, None], pkgs["cost"][:, None]          # [P, 1, G, C, R], [P, 1, G, C]
+    weight = pkgs["weight"][:, None, :]  # [P, 1, R]
+    cov, cost = pkgs["coverage"][:, None], pkgs["cost"][:, None]  # [P, 1, G, C, R], [P, 1, G, C]
     n_pkg, n_groups, n_cand = pkgs["cost"].shape
     fcost = cost.astype(weight.dtype)
     flat_keys = [k.reshape(n_pkg, 1, -1) for k in (-fcost, pkgs["rank"][:, None].astype(weight.dtype))]
 
     def pick_one(_, state):
-        totals, used, chosen = state                                      # [P, B, R], [P, B], [P, B, G]
-        after = totals[:, :, None, None, :] + cov                         # [P, B, G, C, R]
+        totals, used, chosen = state  # [P, B, R], [P, B], [P, B, G]
+        after = totals[:, :, None, None, :] + cov  # [P, B, G, C, R]
         marginal = _objective(weight[:, :, None, None, :], after, h) - _objective(weight, totals, h)[..., None, None]
-        ok = (pkgs["valid"][:, None] & (chosen[..., None] < 0) & (used[..., None, None] + cost <= budgets[None, :, None, None])
-              & (marginal > TIE))
+        ok = (
+            pkgs["valid"][:, None]
+            & (chosen[..., None] < 0)
+            & (used[..., None, None] + cost <= budgets[None, :, None, None])
+            & (marginal > TIE)
+        )
         flat_marginal = marginal.reshape(marginal.shape[:2] + (-1,))
         density = flat_marginal / jnp.maximum(fcost.reshape(n_pkg, 1, -1), 1e-12)
         pick, any_ok = _lex_argmax(ok.reshape(flat_marginal.shape), [density, flat_marginal] + flat_keys)
@@ -184,15 +199,22 @@ def _greedy_program(pkgs, budgets, h):
         return totals, used, chosen
 
     n_budgets = budgets.shape[0]
-    init = (jnp.zeros((n_pkg, n_budgets) + weight.shape[2:], weight.dtype), jnp.zeros((n_pkg, n_budgets), jnp.int32),
-            jnp.full((n_pkg, n_budgets, n_groups), -1, jnp.int32))
+    init = (
+        jnp.zeros((n_pkg, n_budgets) + weight.shape[2:], weight.dtype),
+        jnp.zeros((n_pkg, n_budgets), jnp.int32),
+        jnp.full((n_pkg, n_budgets, n_groups), -1, jnp.int32),
+    )
     return jax.lax.fori_loop(0, n_groups, pick_one, init)[2]
 
 
 def _device_arrays(batch: PackageBatch) -> dict:
-    return {"cost": np.asarray(batch.cost, np.int32), "valid": np.asarray(batch.valid, bool),
-            "coverage": np.asarray(batch.coverage, np.float64), "weight": np.asarray(batch.weight, np.float64),
-            "rank": np.asarray(batch.rank, np.int32)}
+    return {
+        "cost": np.asarray(batch.cost, np.int32),
+        "valid": np.asarray(batch.valid, bool),
+        "coverage": np.asarray(batch.coverage, np.float64),
+        "weight": np.asarray(batch.weight, np.float64),
+        "rank": np.asarray(batch.rank, np.int32),
+    }
 
 
 def gvt_thresholds(batch: PackageBatch, budgets, h: str = "min"):
@@ -211,7 +233,7 @@ def gvt_thresholds(batch: PackageBatch, budgets, h: str = "min"):
         candidate = valid & (cost <= budget)
         taus = -np.sort(-np.concatenate([np.where(candidate, density, -np.inf), np.zeros((n_pkg, 1))], 1), 1)
         live = np.isfinite(taus) & np.concatenate([np.ones((n_pkg, 1), bool), taus[:, 1:] != taus[:, :-1]], 1)
-        order = np.argsort(~live, axis=1, kind="stable")              # distinct thresholds first, still descending
+        order = np.argsort(~live, axis=1, kind="stable")  # distinct thresholds first, still descending
         taus, live = np.take_along_axis(taus, order, 1), np.take_along_axis(live, order, 1)
         width = int(live.sum(axis=1).max())
         start = sum(len(block) for block in blocks)
@@ -221,8 +243,12 @@ def gvt_thresholds(batch: PackageBatch, budgets, h: str = "min"):
         fold.append(list(range(start, start + width)))
     n_taus = max(len(f) for f in fold)
     fold_index = np.array([f + [-1] * (n_taus - len(f)) for f in fold], np.int32)
-    return (np.concatenate(blocks, 0).T.copy(), np.concatenate(lives, 0).T.copy(),
-            np.asarray(budget_of_run, np.int32), fold_index)
+    return (
+        np.concatenate(blocks, 0).T.copy(),
+        np.concatenate(lives, 0).T.copy(),
+        np.asarray(budget_of_run, np.int32),
+        fold_index,
+    )
 
 
 def _run_chunks(program, batch: PackageBatch, budgets, extra, chunk: int, shared=()):
@@ -230,7 +256,7 @@ def _run_chunks(program, batch: PackageBatch, budgets, extra, chunk: int, shared
     out = []
     n_pkg = batch.cost.shape[0]
     devices = local_devices()
-    chunk = -(-min(chunk, n_pkg) // len(devices)) * len(devices)   # packages split over every device
+    chunk = -(-min(chunk, n_pkg) // len(devices)) * len(devices)  # packages split over every device
     for start in range(0, n_pkg, chunk):
         real = np.arange(start, min(n_pkg, start + chunk))
         rows = np.concatenate([real, np.full(chunk - len(real), real[-1])])  # one shape: one compile
@@ -253,8 +279,9 @@ def admission_order(batch: PackageBatch, keys) -> np.ndarray:
     return np.where(np.take_along_axis(flat_raw, order, axis=1), order, -1).astype(np.int32)
 
 
-def write(method: str, batch: PackageBatch, budgets, h: str = "min", reservoir_key=None,
-          chunk: int = 1024) -> tuple[PackageBatch, np.ndarray]:
+def write(
+    method: str, batch: PackageBatch, budgets, h: str = "min", reservoir_key=None, chunk: int = 1024
+) -> tuple[PackageBatch, np.ndarray]:
     """Stores of one writer for every package and budget: (the batch it chose from, chosen [P, B, G]).
 
     The returned batch is ``batch`` or its filtered view (no_tombstone_*, fact_only, summary_only):
@@ -269,18 +296,24 @@ def write(method: str, batch: PackageBatch, budgets, h: str = "min", reservoir_k
     with jax.enable_x64(True):
         if method in ("oracle_gvt", "no_tombstone_gvt"):
             thresholds, live, budget_runs, fold_index = gvt_thresholds(batch, budgets, h)
-            chosen = _run_chunks(functools.partial(_gvt_program, h=h), batch, budget_runs, (thresholds, live),
-                                 max(1, chunk * len(budgets) // max(1, thresholds.shape[-1]) * 4), (fold_index,))
+            chosen = _run_chunks(
+                functools.partial(_gvt_program, h=h),
+                batch,
+                budget_runs,
+                (thresholds, live),
+                max(1, chunk * len(budgets) // max(1, thresholds.shape[-1]) * 4),
+                (fold_index,),
+            )
         elif method == "density_only":
             chosen = _run_chunks(functools.partial(_density_program, h=h), batch, budgets, (), chunk)
         elif method in ("greedy", "fact_only", "summary_only", "no_tombstone_greedy"):
             chosen = _run_chunks(functools.partial(_greedy_program, h=h), batch, budgets, (), chunk)
         elif method in ("recency_raw", "reservoir_raw"):
-            if method == "recency_raw":      # newest first, then cheaper, then id
+            if method == "recency_raw":  # newest first, then cheaper, then id
                 keys = (-np.asarray(batch.time, np.int64), batch.cost, batch.rank)
             elif reservoir_key is None:
                 raise ValueError("reservoir_raw needs the candidates' id hashes (reservoir_key)")
-            else:                              # the artifact's stable hash of the id, then cost
+            else:  # the artifact's stable hash of the id, then cost
                 keys = (np.asarray(reservoir_key, np.int64), batch.cost, batch.rank)
             order = admission_order(batch, keys)
             chosen = _run_chunks(_admission_program, batch, budgets, (order,), chunk)

@@ -5,6 +5,7 @@ arrays (``EpisodeBatch`` fields without the N axis), the store as it stands, and
 position. Keep it O(1) in T: rollouts run it millions of times. It may read past steps and stored items; it never changes the store — it emits
 actions and :func:`wpbjax.store.apply` decides.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,7 +56,9 @@ class Policy:
         tracks = (self.tracks,) if isinstance(self.tracks, str) else tuple(self.tracks)
         unknown = [track for track in tracks if track not in ALL_TRACKS]
         if unknown or not tracks:
-            raise ValueError(f"{where}: unknown track(s) {unknown or '(none given)'}; tracks are {', '.join(ALL_TRACKS)}")
+            raise ValueError(
+                f"{where}: unknown track(s) {unknown or '(none given)'}; tracks are {', '.join(ALL_TRACKS)}"
+            )
         object.__setattr__(self, "tracks", tracks)
         params = {}
         for param, default in self.params.items():

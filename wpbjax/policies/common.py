@@ -5,6 +5,7 @@ writes admitted steps, evicting the oldest items until the write fits (SKIP if i
 empty store). The rollout may call a policy several times at one step (CONTINUE, while an eviction
 walk is under way), so the gate runs once per step and its decision is held for the walk.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +21,7 @@ from wpbjax.policies.base import no_state
 
 RECENCY_KINDS = frozenset({"write", "expire", "fifo"})  # writes, and expires only the oldest item
 FEEDBACK_ONLY, ORACLE_ONLY = ("feedback",), ("oracle",)
-RECENCY_EXPIRES_PER_CALL = 2                           # longer walks CONTINUE at the same step
+RECENCY_EXPIRES_PER_CALL = 2  # longer walks CONTINUE at the same step
 
 # Step types an unprivileged policy can tell apart (bandits keep one estimate per type).
 NEW_API, REPEAT_API, SEEN_API, NO_API = 0, 1, 2, 3
@@ -49,8 +50,8 @@ def recency_write(store, episode, pos, budget, admit) -> actions.Action:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class GateState:
-    inner: Any        # the gate's own state
-    at: jax.Array     # [] int32 the step whose decision is held (-1 before the first step)
+    inner: Any  # the gate's own state
+    at: jax.Array  # [] int32 the step whose decision is held (-1 before the first step)
     admit: jax.Array  # [] bool  the decision held for step ``at``
 
 
@@ -61,9 +62,11 @@ def gated_recency(gate: Callable, gate_init: Callable = no_state):
     (on the step's first call; the store then reflects every earlier step, so ``store.newest == pos - 1``
     tells whether the previous step was written).
     """
+
     def init(params, episode, key):
-        return GateState(inner=gate_init(params, episode, key), at=jnp.full((), NONE, jnp.int32),
-                         admit=jnp.zeros((), bool))
+        return GateState(
+            inner=gate_init(params, episode, key), at=jnp.full((), NONE, jnp.int32), admit=jnp.zeros((), bool)
+        )
 
     def act(params, state, store, episode, pos, budget):
         fresh = state.at != pos
@@ -78,10 +81,12 @@ def gated_recency(gate: Callable, gate_init: Callable = no_state):
 
 def _hold(fresh):
     """Leaf update: the new value on the step's first call, else the held one (PRNG keys never change)."""
+
     def choose(new, old):
         if jnp.issubdtype(new.dtype, jax.dtypes.prng_key):
             return old
         return jnp.where(fresh, new, old)
+
     return choose
 
 
@@ -97,5 +102,8 @@ def fields_equal(episode, pos, other) -> jax.Array:
     """[] bool: step ``pos``'s observation has the same keys and (Python-)equal values as step
     ``other``'s, api aside (api ids compare separately)."""
     safe = jnp.maximum(other, 0)
-    return (other >= 0) & jnp.all(episode.field_present[pos] == episode.field_present[safe]) & jnp.all(
-        jnp.where(episode.field_present[pos], episode.field_value[pos] == episode.field_value[safe], True))
+    return (
+        (other >= 0)
+        & jnp.all(episode.field_present[pos] == episode.field_present[safe])
+        & jnp.all(jnp.where(episode.field_present[pos], episode.field_value[pos] == episode.field_value[safe], True))
+    )

@@ -6,6 +6,7 @@ steps in its own state. These two learn only from the steps they *wrote* (bandit
 of a memory is learned by keeping it), which is what makes their exploration matter. Both evict by
 recency when full.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,18 +28,23 @@ def revealed_utility(episode, pos):
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class BanditState:
-    seen: jax.Array          # [A] bool   api values seen so far in the episode
+    seen: jax.Array  # [A] bool   api values seen so far in the episode
     previous_api: jax.Array  # []  int32  api index of the previous step (-1 none)
-    previous_type: jax.Array # []  int32  step type of the previous step
-    value_sum: jax.Array     # [K] float32 revealed utility of the written steps, per step type
-    n_written: jax.Array     # [K] float32 written steps with revealed utility, per step type
-    key: jax.Array           # the episode's PRNG key (epsilon_greedy's exploration draws)
+    previous_type: jax.Array  # []  int32  step type of the previous step
+    value_sum: jax.Array  # [K] float32 revealed utility of the written steps, per step type
+    n_written: jax.Array  # [K] float32 written steps with revealed utility, per step type
+    key: jax.Array  # the episode's PRNG key (epsilon_greedy's exploration draws)
 
 
 def bandit_init(params, episode, key):
-    return BanditState(seen=jnp.zeros(episode.api_ids.shape[-1], bool), previous_api=jnp.full((), NONE, jnp.int32),
-                       previous_type=jnp.zeros((), jnp.int32), value_sum=jnp.zeros(N_STEP_TYPES, jnp.float32),
-                       n_written=jnp.zeros(N_STEP_TYPES, jnp.float32), key=key)
+    return BanditState(
+        seen=jnp.zeros(episode.api_ids.shape[-1], bool),
+        previous_api=jnp.full((), NONE, jnp.int32),
+        previous_type=jnp.zeros((), jnp.int32),
+        value_sum=jnp.zeros(N_STEP_TYPES, jnp.float32),
+        n_written=jnp.zeros(N_STEP_TYPES, jnp.float32),
+        key=key,
+    )
 
 
 def _learn_and_type(state: BanditState, store, episode, pos):
@@ -49,8 +55,14 @@ def _learn_and_type(state: BanditState, store, episode, pos):
     n_written = state.n_written.at[state.previous_type].add(jnp.where(learn, 1.0, 0.0))
     api = episode.api_index[pos]
     kind = step_type(state.seen, state.previous_api, api)
-    new_state = dataclasses.replace(state, seen=state.seen.at[jnp.maximum(api, 0)].set(state.seen[jnp.maximum(api, 0)] | (api >= 0)),
-                                    previous_api=api, previous_type=kind, value_sum=value_sum, n_written=n_written)
+    new_state = dataclasses.replace(
+        state,
+        seen=state.seen.at[jnp.maximum(api, 0)].set(state.seen[jnp.maximum(api, 0)] | (api >= 0)),
+        previous_api=api,
+        previous_type=kind,
+        value_sum=value_sum,
+        n_written=n_written,
+    )
     mean = value_sum / jnp.maximum(n_written, 1.0)
     overall = value_sum.sum() / jnp.maximum(n_written.sum(), 1.0)
     return kind, mean, overall, new_state
@@ -77,11 +89,26 @@ def bandit_ucb_gate(params, state, store, episode, pos, budget):
 epsilon_greedy_act, epsilon_greedy_init = gated_recency(epsilon_greedy_gate, bandit_init)
 
 
-EPSILON_GREEDY = Policy("epsilon_greedy", epsilon_greedy_act, FEEDBACK_ONLY, {"epsilon": 0.1}, init=epsilon_greedy_init,
-                        multi_action=True, kinds=RECENCY_KINDS,
-                        doc="per step-type utility estimates from revealed utility; explores with probability epsilon")
+EPSILON_GREEDY = Policy(
+    "epsilon_greedy",
+    epsilon_greedy_act,
+    FEEDBACK_ONLY,
+    {"epsilon": 0.1},
+    init=epsilon_greedy_init,
+    multi_action=True,
+    kinds=RECENCY_KINDS,
+    doc="per step-type utility estimates from revealed utility; explores with probability epsilon",
+)
 bandit_ucb_act, bandit_ucb_init = gated_recency(bandit_ucb_gate, bandit_init)
 
 
-BANDIT_UCB = Policy("bandit_ucb", bandit_ucb_act, FEEDBACK_ONLY, {"c": 1.0}, init=bandit_ucb_init, multi_action=True,
-                    kinds=RECENCY_KINDS, doc="per step-type UCB on revealed utility; recency eviction")
+BANDIT_UCB = Policy(
+    "bandit_ucb",
+    bandit_ucb_act,
+    FEEDBACK_ONLY,
+    {"c": 1.0},
+    init=bandit_ucb_init,
+    multi_action=True,
+    kinds=RECENCY_KINDS,
+    doc="per step-type UCB on revealed utility; recency eviction",
+)

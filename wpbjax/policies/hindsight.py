@@ -5,6 +5,7 @@ instead of the priority. ``oracle_optimal`` writes exactly an exact knapsack sol
 hindsight on the host (:func:`wpbjax.oracle.exact_choice_batch`), so its regret against the exact
 oracle is 0 on every run.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,7 +24,7 @@ from wpbjax.policies.published import WRITES, GreedyState, priority_greedy_act
 @dataclasses.dataclass(frozen=True)
 class UtilityGreedyState:
     greedy: GreedyState  # priority_greedy's level lists, one level per distinct utility
-    rank: jax.Array      # [T] int32 dense rank of each step's utility within the episode
+    rank: jax.Array  # [T] int32 dense rank of each step's utility within the episode
 
 
 def utility_greedy_init(params, episode, key):
@@ -45,8 +46,15 @@ def utility_greedy_act(params, state, store, episode, pos, budget):
     return action, UtilityGreedyState(greedy=greedy, rank=state.rank)
 
 
-UTILITY_GREEDY = Policy("utility_greedy", utility_greedy_act, ORACLE_ONLY, init=utility_greedy_init, multi_action=True,
-                        kinds=frozenset({"write", "expire"}), doc="priority_greedy on the hidden utility (cheating reference)")
+UTILITY_GREEDY = Policy(
+    "utility_greedy",
+    utility_greedy_act,
+    ORACLE_ONLY,
+    init=utility_greedy_init,
+    multi_action=True,
+    kinds=frozenset({"write", "expire"}),
+    doc="priority_greedy on the hidden utility (cheating reference)",
+)
 
 
 def oracle_optimal_plan(write_cost, utility, length, budgets):
@@ -59,5 +67,11 @@ def oracle_optimal_act(params, state, store, episode, pos, budget):
     return actions.write_if(params["plan"][pos]), state
 
 
-ORACLE_OPTIMAL = Policy("oracle_optimal", oracle_optimal_act, ORACLE_ONLY, kinds=WRITES, plan=oracle_optimal_plan,
-                        doc="writes an exact knapsack solution chosen in hindsight (regret 0)")
+ORACLE_OPTIMAL = Policy(
+    "oracle_optimal",
+    oracle_optimal_act,
+    ORACLE_ONLY,
+    kinds=WRITES,
+    plan=oracle_optimal_plan,
+    doc="writes an exact knapsack solution chosen in hindsight (regret 0)",
+)

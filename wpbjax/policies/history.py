@@ -14,6 +14,7 @@ most facts one step carries, static), with per-fact tables in its state.
   steps without facts are not written. Trade-off: keeps "what was it first, what is it now, what changed"
   at the cost of recency (when first + latest of every fact do not fit, new facts are refused).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,7 +28,7 @@ from wpbjax.policies.base import Policy
 from wpbjax.policies.common import recency_write
 from wpbjax.policies.published import UNPRIVILEGED
 
-SUPERSEDE_KINDS = frozenset({"write", "expire", "order"})    # expires any item (older versions), reads oldest
+SUPERSEDE_KINDS = frozenset({"write", "expire", "order"})  # expires any item (older versions), reads oldest
 JOURNAL_KINDS = frozenset({"write", "expire"})  # expires queued items by slot; never reads the links
 
 
@@ -43,7 +44,7 @@ def _facts_at(episode, pos):
 @dataclasses.dataclass(frozen=True)
 class SupersedeState:
     item_of: jax.Array  # [T*K] int32 per fact, the step of its newest written item (-1 none)
-    at: jax.Array       # []    int32 the step whose older versions were expired (-1 before the first)
+    at: jax.Array  # []    int32 the step whose older versions were expired (-1 before the first)
 
 
 def supersede_init(params, episode, key):
@@ -69,20 +70,26 @@ def supersede_act(params, state, store, episode, pos, budget):
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class JournalState:
-    first_of: jax.Array   # [T*K] int32 per fact, the step holding its first version (-1 none)
+    first_of: jax.Array  # [T*K] int32 per fact, the step holding its first version (-1 none)
     latest_of: jax.Array  # [T*K] int32 per fact, the step holding its latest written version (-1 none)
-    queue: jax.Array      # [T]   int32 intermediate items, oldest first (a FIFO over head .. tail)
-    head: jax.Array       # []    int32
-    tail: jax.Array       # []    int32
-    at: jax.Array         # []    int32 the step whose superseded latest items were queued
+    queue: jax.Array  # [T]   int32 intermediate items, oldest first (a FIFO over head .. tail)
+    head: jax.Array  # []    int32
+    tail: jax.Array  # []    int32
+    at: jax.Array  # []    int32 the step whose superseded latest items were queued
 
 
 def journal_init(params, episode, key):
     size = episode.fact_key.size if episode.fact_key is not None else 1
     none = jnp.full(size, NONE, jnp.int32)
     zero = jnp.zeros((), jnp.int32)
-    return JournalState(first_of=none, latest_of=none, queue=jnp.full(episode.valid.shape[0], NONE, jnp.int32),
-                        head=zero, tail=zero, at=jnp.full((), NONE, jnp.int32))
+    return JournalState(
+        first_of=none,
+        latest_of=none,
+        queue=jnp.full(episode.valid.shape[0], NONE, jnp.int32),
+        head=zero,
+        tail=zero,
+        at=jnp.full((), NONE, jnp.int32),
+    )
 
 
 def version_journal_act(params, state, store, episode, pos, budget):
@@ -105,22 +112,43 @@ def version_journal_act(params, state, store, episode, pos, budget):
     evict = wanted & ~fits & (state.head < tail)
     victim = queue[jnp.minimum(state.head, queue.size - 1)]
     present = store_lib.holds(store, victim)  # an item queued twice (latest of two facts) is gone the 2nd time
-    action = actions.select(wanted & fits, actions.write(),
-                            actions.select(evict, actions.expire_and_continue(jnp.where(present, victim, NONE)[None],
-                                                                              present.astype(jnp.int32)),
-                                           actions.skip()))
+    action = actions.select(
+        wanted & fits,
+        actions.write(),
+        actions.select(
+            evict,
+            actions.expire_and_continue(jnp.where(present, victim, NONE)[None], present.astype(jnp.int32)),
+            actions.skip(),
+        ),
+    )
     update = new & wanted & fits
     outside = state.first_of.size  # an index the scatters drop
     state = JournalState(
         first_of=state.first_of.at[jnp.where(update & (first < 0), fact, outside)].set(pos, mode="drop"),
         latest_of=state.latest_of.at[jnp.where(update, fact, outside)].set(pos, mode="drop"),
-        queue=queue, head=state.head + evict, tail=tail, at=jnp.asarray(pos, jnp.int32))
+        queue=queue,
+        head=state.head + evict,
+        tail=tail,
+        at=jnp.asarray(pos, jnp.int32),
+    )
     return action, state
 
 
-SUPERSEDE = Policy("supersede", supersede_act, UNPRIVILEGED, init=supersede_init, multi_action=True,
-                   kinds=SUPERSEDE_KINDS,
-                   doc="a latest-value store: expires the older items of the facts a step carries, then recency")
-VERSION_JOURNAL = Policy("version_journal", version_journal_act, UNPRIVILEGED, init=journal_init, multi_action=True,
-                         kinds=JOURNAL_KINDS,
-                         doc="keeps every fact's first and latest version; evicts intermediate versions oldest first")
+SUPERSEDE = Policy(
+    "supersede",
+    supersede_act,
+    UNPRIVILEGED,
+    init=supersede_init,
+    multi_action=True,
+    kinds=SUPERSEDE_KINDS,
+    doc="a latest-value store: expires the older items of the facts a step carries, then recency",
+)
+VERSION_JOURNAL = Policy(
+    "version_journal",
+    version_journal_act,
+    UNPRIVILEGED,
+    init=journal_init,
+    multi_action=True,
+    kinds=JOURNAL_KINDS,
+    doc="keeps every fact's first and latest version; evicts intermediate versions oldest first",
+)

@@ -1,6 +1,7 @@
 """Practitioners' write policies, under one byte model: triage/dedupe gates, MemoryBank-style decay,
 rate limits, session-end batching and novelty gates.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,8 +27,9 @@ def dedupe_gate(params, latest_stored, store, episode, pos, budget):
     stored iff it is not older than ``store.oldest``."""
     previous = pos - 1
     wrote_previous = (previous >= 0) & (store.newest == previous)
-    latest_stored = store_lib.set_where(latest_stored, episode.api_index[jnp.maximum(previous, 0)], previous,
-                                        wrote_previous)
+    latest_stored = store_lib.set_where(
+        latest_stored, episode.api_index[jnp.maximum(previous, 0)], previous, wrote_previous
+    )
     api = episode.api_index[pos]
     last = jnp.where(api >= 0, latest_stored[jnp.maximum(api, 0)], NONE)
     still_stored = (last >= 0) & (store.oldest >= 0) & (last >= store.oldest)
@@ -66,30 +68,54 @@ novelty_gate_act, novelty_gate_init = gated_recency(novelty_gate, novelty_init)
 token_bucket_act, token_bucket_init = gated_recency(token_bucket_gate, token_bucket_init)
 
 
-DEDUPE_GATE = Policy("dedupe_gate", dedupe_gate_act, UNPRIVILEGED, init=dedupe_gate_init, multi_action=True,
-                     kinds=RECENCY_KINDS, doc="skips exact repeats of the latest stored item of the same api; else recency")
-NOVELTY_GATE = Policy("novelty_gate", novelty_gate_act, UNPRIVILEGED, init=novelty_gate_init, multi_action=True,
-                      kinds=RECENCY_KINDS, doc="writes steps whose api was not seen before; recency eviction")
-TOKEN_BUCKET = Policy("token_bucket", token_bucket_act, UNPRIVILEGED, {"rate": 0.25, "burst": 4.0}, init=token_bucket_init,
-                      multi_action=True, kinds=RECENCY_KINDS,
-                      doc="admits steps at most at `rate` per step with bursts of `burst`; recency eviction")
+DEDUPE_GATE = Policy(
+    "dedupe_gate",
+    dedupe_gate_act,
+    UNPRIVILEGED,
+    init=dedupe_gate_init,
+    multi_action=True,
+    kinds=RECENCY_KINDS,
+    doc="skips exact repeats of the latest stored item of the same api; else recency",
+)
+NOVELTY_GATE = Policy(
+    "novelty_gate",
+    novelty_gate_act,
+    UNPRIVILEGED,
+    init=novelty_gate_init,
+    multi_action=True,
+    kinds=RECENCY_KINDS,
+    doc="writes steps whose api was not seen before; recency eviction",
+)
+TOKEN_BUCKET = Policy(
+    "token_bucket",
+    token_bucket_act,
+    UNPRIVILEGED,
+    {"rate": 0.25, "burst": 4.0},
+    init=token_bucket_init,
+    multi_action=True,
+    kinds=RECENCY_KINDS,
+    doc="admits steps at most at `rate` per step with bursts of `burst`; recency eviction",
+)
 
 
 # --- memorybank_decay -------------------------------------------------------------------------------
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class MemoryBankState:
-    strength: jax.Array   # [T] float32 S of the item keyed by each step
-    recalled: jax.Array   # [T] int32   t at which the item was written or last recalled
-    latest: jax.Array     # [A] int32   latest written step per api (-1 none)
-    at: jax.Array         # []  int32   the step whose arrival was processed
+    strength: jax.Array  # [T] float32 S of the item keyed by each step
+    recalled: jax.Array  # [T] int32   t at which the item was written or last recalled
+    latest: jax.Array  # [A] int32   latest written step per api (-1 none)
+    at: jax.Array  # []  int32   the step whose arrival was processed
 
 
 def memorybank_init(params, episode, key):
     n_steps = episode.valid.shape[0]
-    return MemoryBankState(strength=jnp.ones(n_steps, jnp.float32), recalled=jnp.zeros(n_steps, jnp.int32),
-                           latest=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
-                           at=jnp.full((), NONE, jnp.int32))
+    return MemoryBankState(
+        strength=jnp.ones(n_steps, jnp.float32),
+        recalled=jnp.zeros(n_steps, jnp.int32),
+        latest=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
+        at=jnp.full((), NONE, jnp.int32),
+    )
 
 
 def memorybank_decay_act(params, state, store, episode, pos, budget):
@@ -102,7 +128,9 @@ def memorybank_decay_act(params, state, store, episode, pos, budget):
     now, api = episode.step_t[pos], episode.api_index[pos]
     last = jnp.where(api >= 0, state.latest[jnp.maximum(api, 0)], NONE)
     recall = fresh & store_lib.holds(store, last)
-    strength = store_lib.set_where(state.strength, last, state.strength[jnp.maximum(last, 0)] + params["growth"], recall)
+    strength = store_lib.set_where(
+        state.strength, last, state.strength[jnp.maximum(last, 0)] + params["growth"], recall
+    )
     recalled = store_lib.set_where(state.recalled, last, now, recall)
     strength = store_lib.set_where(strength, pos, params["strength0"], fresh)
     recalled = store_lib.set_where(recalled, pos, now, fresh)
@@ -116,15 +144,25 @@ def memorybank_decay_act(params, state, store, episode, pos, budget):
     freed = jnp.where(evict, store_lib.cost_of(store, episode, victim), 0)
     victim = jnp.where(evict, victim, NONE)
     walk_on = actions.select(evict, actions.expire_and_continue(victim), actions.skip())
-    action = actions.select(go & (room + freed >= cost), actions.write(victim, evict.astype(jnp.int32)),
-                            actions.select(go, walk_on, actions.skip()))
+    action = actions.select(
+        go & (room + freed >= cost),
+        actions.write(victim, evict.astype(jnp.int32)),
+        actions.select(go, walk_on, actions.skip()),
+    )
     latest = store_lib.set_where(state.latest, api, pos, fresh & go)
     return action, MemoryBankState(strength=strength, recalled=recalled, latest=latest, at=jnp.asarray(pos, jnp.int32))
 
 
-MEMORYBANK_DECAY = Policy("memorybank_decay", memorybank_decay_act, UNPRIVILEGED, {"strength0": 10.0, "growth": 10.0},
-                          init=memorybank_init, multi_action=True, kinds=frozenset({"write", "expire"}),
-                          doc="writes every step; evicts the lowest retention exp(-age/S), S growing on recall")
+MEMORYBANK_DECAY = Policy(
+    "memorybank_decay",
+    memorybank_decay_act,
+    UNPRIVILEGED,
+    {"strength0": 10.0, "growth": 10.0},
+    init=memorybank_init,
+    multi_action=True,
+    kinds=frozenset({"write", "expire"}),
+    doc="writes every step; evicts the lowest retention exp(-age/S), S growing on recall",
+)
 
 
 # --- deferred_batch ---------------------------------------------------------------------------------
@@ -134,16 +172,19 @@ MAX_WINDOW = 32  # static buffer size; the ``window`` param is clipped to 1..MAX
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class DeferredState:
-    score: jax.Array        # [T] float32 score of each step, set on arrival
+    score: jax.Array  # [T] float32 score of each step, set on arrival
     latest_seen: jax.Array  # [A] int32   latest step seen per api (-1 none)
-    considered: jax.Array   # [MAX_WINDOW] bool buffered steps already decided at this window's end (by age)
-    at: jax.Array           # []  int32   the step whose arrival was processed
+    considered: jax.Array  # [MAX_WINDOW] bool buffered steps already decided at this window's end (by age)
+    at: jax.Array  # []  int32   the step whose arrival was processed
 
 
 def deferred_init(params, episode, key):
-    return DeferredState(score=jnp.zeros(episode.valid.shape[0], jnp.float32),
-                         latest_seen=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
-                         considered=jnp.zeros(MAX_WINDOW, bool), at=jnp.full((), NONE, jnp.int32))
+    return DeferredState(
+        score=jnp.zeros(episode.valid.shape[0], jnp.float32),
+        latest_seen=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
+        considered=jnp.zeros(MAX_WINDOW, bool),
+        at=jnp.full((), NONE, jnp.int32),
+    )
 
 
 def deferred_batch_act(params, state, store, episode, pos, budget):
@@ -169,12 +210,23 @@ def deferred_batch_act(params, state, store, episode, pos, budget):
     any_open = open_[best]
     fits = episode.write_cost[jnp.maximum(best_step, 0)] <= store_lib.remaining(store, budget)
     considered = considered.at[best].set(considered[best] | any_open)
-    action = actions.select(any_open, actions.select(fits, actions.write_past(best_step), actions.expire_and_continue(NONE, 0)),
-                            actions.skip())
-    return action, DeferredState(score=score, latest_seen=latest_seen, considered=considered,
-                                 at=jnp.asarray(pos, jnp.int32))
+    action = actions.select(
+        any_open,
+        actions.select(fits, actions.write_past(best_step), actions.expire_and_continue(NONE, 0)),
+        actions.skip(),
+    )
+    return action, DeferredState(
+        score=score, latest_seen=latest_seen, considered=considered, at=jnp.asarray(pos, jnp.int32)
+    )
 
 
-DEFERRED_BATCH = Policy("deferred_batch", deferred_batch_act, UNPRIVILEGED, {"window": 10}, init=deferred_init,
-                        multi_action=True, kinds=frozenset({"write_past"}),
-                        doc="at each window's end writes the best-scoring buffered steps that fit")
+DEFERRED_BATCH = Policy(
+    "deferred_batch",
+    deferred_batch_act,
+    UNPRIVILEGED,
+    {"window": 10},
+    init=deferred_init,
+    multi_action=True,
+    kinds=frozenset({"write_past"}),
+    doc="at each window's end writes the best-scoring buffered steps that fit",
+)

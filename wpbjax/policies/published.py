@@ -4,6 +4,7 @@ Each emits, for the incoming step with write cost ``c``, its EXPIREs and one mai
 call is O(1): the store keeps its items in a linked list (oldest first), and policies that need
 more order keep small indexes in their own state.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +21,6 @@ PRIVILEGED_ONLY = ("privileged",)
 WRITES, EVICTS_OLDEST = frozenset({"write"}), frozenset({"write", "expire", "fifo"})
 
 
-
 def no_mem_act(params, state, store, episode, pos, budget):
     return actions.skip(), state
 
@@ -32,8 +32,9 @@ def fifo_store_all_act(params, state, store, episode, pos, budget):
     return actions.write_if(store_lib.write_fits(store, episode, pos, budget)), state
 
 
-FIFO_STORE_ALL = Policy("fifo_store_all", fifo_store_all_act, UNPRIVILEGED, kinds=WRITES,
-                        doc="writes every step that fits")
+FIFO_STORE_ALL = Policy(
+    "fifo_store_all", fifo_store_all_act, UNPRIVILEGED, kinds=WRITES, doc="writes every step that fits"
+)
 
 
 def uniform_sample_act(params, state, store, episode, pos, budget):
@@ -43,8 +44,14 @@ def uniform_sample_act(params, state, store, episode, pos, budget):
     return actions.write_if(on_grid & fits), state
 
 
-UNIFORM_SAMPLE = Policy("uniform_sample", uniform_sample_act, UNPRIVILEGED, {"every_n": 10, "start": 0}, kinds=WRITES,
-                        doc="writes steps with t mod every_n == start mod every_n that fit")
+UNIFORM_SAMPLE = Policy(
+    "uniform_sample",
+    uniform_sample_act,
+    UNPRIVILEGED,
+    {"every_n": 10, "start": 0},
+    kinds=WRITES,
+    doc="writes steps with t mod every_n == start mod every_n that fit",
+)
 
 
 def priority_threshold_act(params, state, store, episode, pos, budget):
@@ -52,8 +59,14 @@ def priority_threshold_act(params, state, store, episode, pos, budget):
     return actions.write_if(episode.priority[pos] > params["threshold"]), state
 
 
-PRIORITY_THRESHOLD = Policy("priority_threshold", priority_threshold_act, PRIVILEGED_ONLY, {"threshold": 0.5},
-                            kinds=WRITES, doc="writes steps with priority > threshold; the store rejects what does not fit")
+PRIORITY_THRESHOLD = Policy(
+    "priority_threshold",
+    priority_threshold_act,
+    PRIVILEGED_ONLY,
+    {"threshold": 0.5},
+    kinds=WRITES,
+    doc="writes steps with priority > threshold; the store rejects what does not fit",
+)
 
 
 # --- priority_greedy ------------------------------------------------------------------------------
@@ -63,16 +76,20 @@ class GreedyState:
     """The policy's own items as one FIFO list per priority level, so the walk by (priority, t)
     is "the oldest item of the lowest non-empty level", O(R) per call."""
 
-    level_newer: jax.Array   # [T] int32 next newer item of the same level (-1 at its newest)
+    level_newer: jax.Array  # [T] int32 next newer item of the same level (-1 at its newest)
     level_oldest: jax.Array  # [R] int32 oldest item of each level (-1 when empty)
     level_newest: jax.Array  # [R] int32 newest item of each level (-1 when empty)
-    walking: jax.Array       # []  bool  an eviction walk is under way at this step
+    walking: jax.Array  # []  bool  an eviction walk is under way at this step
 
 
 def greedy_init(params, episode, key):
     n_steps, n_levels = episode.valid.shape[0], episode.priority_levels.shape[-1]
-    return GreedyState(level_newer=jnp.full(n_steps, NONE, jnp.int32), level_oldest=jnp.full(n_levels, NONE, jnp.int32),
-                       level_newest=jnp.full(n_levels, NONE, jnp.int32), walking=jnp.zeros((), bool))
+    return GreedyState(
+        level_newer=jnp.full(n_steps, NONE, jnp.int32),
+        level_oldest=jnp.full(n_levels, NONE, jnp.int32),
+        level_newest=jnp.full(n_levels, NONE, jnp.int32),
+        walking=jnp.zeros((), bool),
+    )
 
 
 GREEDY_EXPIRES_PER_CALL = 2  # walks of 1-2 items cover the paper grid; longer walks CONTINUE
@@ -95,8 +112,13 @@ def priority_greedy_act(params, state, store, episode, pos, budget):
         return jnp.min(jnp.where(level_oldest >= 0, levels, n_levels))
 
     rank = episode.priority_rank[pos]
-    start = (~state.walking & (cost > room) & ~store_lib.is_empty(store) & (rank > lowest_level(state.level_oldest))
-             & (budget >= cost))  # an empty store frees `budget` bytes: the walk finds room iff c <= budget
+    start = (
+        ~state.walking
+        & (cost > room)
+        & ~store_lib.is_empty(store)
+        & (rank > lowest_level(state.level_oldest))
+        & (budget >= cost)
+    )  # an empty store frees `budget` bytes: the walk finds room iff c <= budget
     evict = (state.walking | start) & (cost > room)
 
     level_oldest, level_newest, freed, victims = state.level_oldest, state.level_newest, jnp.zeros((), jnp.int32), []
@@ -120,16 +142,24 @@ def priority_greedy_act(params, state, store, episode, pos, budget):
     level_newer = store_lib.set_where(state.level_newer, tail, pos, writes)
     level_oldest = jnp.where(at_rank & writes & (tail < 0), pos, level_oldest)
     level_newest = jnp.where(at_rank & writes, pos, level_newest)
-    new_state = GreedyState(level_newer=level_newer, level_oldest=level_oldest, level_newest=level_newest,
-                            walking=evict & ~walk_done)
-    action = actions.select(evict & ~walk_done, actions.expire_and_continue(victims, n_taken),
-                            actions.write_if(writes, victims, n_taken))
+    new_state = GreedyState(
+        level_newer=level_newer, level_oldest=level_oldest, level_newest=level_newest, walking=evict & ~walk_done
+    )
+    action = actions.select(
+        evict & ~walk_done, actions.expire_and_continue(victims, n_taken), actions.write_if(writes, victims, n_taken)
+    )
     return action, new_state
 
 
-PRIORITY_GREEDY = Policy("priority_greedy", priority_greedy_act, PRIVILEGED_ONLY, init=greedy_init, multi_action=True,
-                         kinds=frozenset({"write", "expire"}),
-                         doc="writes; when full evicts by (priority, t) if the incoming priority beats the lowest")
+PRIORITY_GREEDY = Policy(
+    "priority_greedy",
+    priority_greedy_act,
+    PRIVILEGED_ONLY,
+    init=greedy_init,
+    multi_action=True,
+    kinds=frozenset({"write", "expire"}),
+    doc="writes; when full evicts by (priority, t) if the incoming priority beats the lowest",
+)
 
 
 # --- last_kb and merge_aggressive -----------------------------------------------------------------
@@ -150,25 +180,32 @@ def _evict_oldest_quirk(store, episode, cost, room, deltas: bool):
 
 
 def last_kb_act(params, state, store, episode, pos, budget):
-    slot, n_expire, go = _evict_oldest_quirk(store, episode, episode.write_cost[pos], store_lib.remaining(store, budget),
-                                             deltas=False)
+    slot, n_expire, go = _evict_oldest_quirk(
+        store, episode, episode.write_cost[pos], store_lib.remaining(store, budget), deltas=False
+    )
     return actions.write_if(go, slot, n_expire), state
 
 
-LAST_KB = Policy("last_kb", last_kb_act, UNPRIVILEGED, kinds=EVICTS_OLDEST,
-                 doc="recency: expires the oldest item (published quirk: only once per step), then writes")
+LAST_KB = Policy(
+    "last_kb",
+    last_kb_act,
+    UNPRIVILEGED,
+    kinds=EVICTS_OLDEST,
+    doc="recency: expires the oldest item (published quirk: only once per step), then writes",
+)
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class MergeState:
     latest_base: jax.Array  # [A] int32 latest base item stored per api index (-1 none)
-    wrote_api: jax.Array    # []  int32 api index of the WRITE emitted at the last step (-1 none)
+    wrote_api: jax.Array  # []  int32 api index of the WRITE emitted at the last step (-1 none)
 
 
 def merge_init(params, episode, key):
-    return MergeState(latest_base=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
-                      wrote_api=jnp.full((), NONE, jnp.int32))
+    return MergeState(
+        latest_base=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32), wrote_api=jnp.full((), NONE, jnp.int32)
+    )
 
 
 def merge_aggressive_act(params, state, store, episode, pos, budget):
@@ -196,18 +233,37 @@ def merge_aggressive_act(params, state, store, episode, pos, budget):
     return action, MergeState(latest_base=latest_base, wrote_api=wrote_api)
 
 
-MERGE_AGGRESSIVE = Policy("merge_aggressive", merge_aggressive_act, UNPRIVILEGED, init=merge_init,
-                          kinds=EVICTS_OLDEST | {"merge"},
-                          doc="merges a delta into the latest base item of the same api; else last_kb")
+MERGE_AGGRESSIVE = Policy(
+    "merge_aggressive",
+    merge_aggressive_act,
+    UNPRIVILEGED,
+    init=merge_init,
+    kinds=EVICTS_OLDEST | {"merge"},
+    doc="merges a delta into the latest base item of the same api; else last_kb",
+)
 
 
-PUBLISHED_POLICIES = (NO_MEM, FIFO_STORE_ALL, UNIFORM_SAMPLE, PRIORITY_THRESHOLD, PRIORITY_GREEDY, LAST_KB,
-                      MERGE_AGGRESSIVE)
+PUBLISHED_POLICIES = (
+    NO_MEM,
+    FIFO_STORE_ALL,
+    UNIFORM_SAMPLE,
+    PRIORITY_THRESHOLD,
+    PRIORITY_GREEDY,
+    LAST_KB,
+    MERGE_AGGRESSIVE,
+)
 REFERENCE_POLICIES = PUBLISHED_POLICIES  # old name
 
 # The published line-up per track, in the published order.
 TRACK_LINEUP = {
     "unprivileged": ("no_mem", "fifo_store_all", "uniform_sample", "last_kb", "merge_aggressive"),
-    "privileged": ("no_mem", "fifo_store_all", "uniform_sample", "priority_threshold", "priority_greedy",
-                   "last_kb", "merge_aggressive"),
+    "privileged": (
+        "no_mem",
+        "fifo_store_all",
+        "uniform_sample",
+        "priority_threshold",
+        "priority_greedy",
+        "last_kb",
+        "merge_aggressive",
+    ),
 }

@@ -8,6 +8,7 @@
   (an importable module and an attribute) or ``"path/to/file.py:MY_POLICY"`` (``:POLICY`` when the
   attribute is left out), so the CLI's ``--policies`` sweeps your own policy with no CLI change.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -30,8 +31,10 @@ def register(policy: Policy, replace: bool = False) -> Policy:
     if not isinstance(policy, Policy):
         raise TypeError(f"register: expected a wpbjax.policies.Policy; got {type(policy).__name__}")
     if ":" in policy.name:
-        raise ValueError(f"policy names may not contain ':' (it separates a factory or module from its "
-                         f"argument); got {policy.name!r}")
+        raise ValueError(
+            f"policy names may not contain ':' (it separates a factory or module from its "
+            f"argument); got {policy.name!r}"
+        )
     if policy.name in _REGISTRY and not replace:
         raise ValueError(f"a policy named {policy.name!r} is already registered")
     _REGISTRY[policy.name] = policy
@@ -71,8 +74,10 @@ def make(name: str) -> Policy:
         return _factory(prefix)(arg)
     if colon or name.endswith(".py"):
         return _from_module(name)
-    raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(_REGISTRY))} (or FACTORY:ARG with a "
-                     f"factory among {', '.join(sorted(_FACTORIES))}, or module.path:ATTR, or file.py:ATTR)")
+    raise ValueError(
+        f"unknown policy {name!r}; known: {', '.join(sorted(_REGISTRY))} (or FACTORY:ARG with a "
+        f"factory among {', '.join(sorted(_FACTORIES))}, or module.path:ATTR, or file.py:ATTR)"
+    )
 
 
 def _factory(prefix: str) -> Callable[[str], Policy]:

@@ -2,6 +2,7 @@
 
 (uniform_sample, priority_threshold and merge_aggressive are the published ones, in reference.py.)
 """
+
 from __future__ import annotations
 
 import jax
@@ -19,8 +20,13 @@ def always_write_act(params, state, store, episode, pos, budget):
     return actions.write(), state
 
 
-ALWAYS_WRITE = Policy("always_write", always_write_act, UNPRIVILEGED, kinds=WRITES,
-                      doc="writes every step; the store rejects what does not fit")
+ALWAYS_WRITE = Policy(
+    "always_write",
+    always_write_act,
+    UNPRIVILEGED,
+    kinds=WRITES,
+    doc="writes every step; the store rejects what does not fit",
+)
 
 
 def never_write_act(params, state, store, episode, pos, budget):
@@ -30,13 +36,22 @@ def never_write_act(params, state, store, episode, pos, budget):
 NEVER_WRITE = Policy("never_write", never_write_act, UNPRIVILEGED, kinds=frozenset(), doc="never writes")
 
 
-recency_act, recency_init = gated_recency(lambda params, state, store, episode, pos, budget: (jnp.ones((), bool), state))
+recency_act, recency_init = gated_recency(
+    lambda params, state, store, episode, pos, budget: (jnp.ones((), bool), state)
+)
 recency_act.__doc__ = """The spec's RecencyBias done right: expire the oldest items until the write fits, then
 WRITE; SKIP a step that would not fit an empty store. Keeps the most recent suffix of steps that fits."""
 
 
-RECENCY = Policy("recency", recency_act, UNPRIVILEGED, init=recency_init, multi_action=True, kinds=RECENCY_KINDS,
-                 doc="expires the oldest items until the write fits, then writes (the spec's RecencyBias)")
+RECENCY = Policy(
+    "recency",
+    recency_act,
+    UNPRIVILEGED,
+    init=recency_init,
+    multi_action=True,
+    kinds=RECENCY_KINDS,
+    doc="expires the oldest items until the write fits, then writes (the spec's RecencyBias)",
+)
 
 
 def random_init(params, episode, key):
@@ -50,8 +65,15 @@ def random_act(params, state, store, episode, pos, budget):
     return actions.write_if(draw < params["p"]), state
 
 
-RANDOM = Policy("random", random_act, UNPRIVILEGED, {"p": 0.2}, init=random_init, kinds=WRITES,
-                doc="writes with probability p (per-episode PRNG key); the store rejects what does not fit")
+RANDOM = Policy(
+    "random",
+    random_act,
+    UNPRIVILEGED,
+    {"p": 0.2},
+    init=random_init,
+    kinds=WRITES,
+    doc="writes with probability p (per-episode PRNG key); the store rejects what does not fit",
+)
 
 
 def expire_oldest_act(params, state, store, episode, pos, budget):
@@ -68,13 +90,21 @@ def expire_oldest_act(params, state, store, episode, pos, budget):
     take_second = take_first & too_old(second)
     victims = jnp.stack([jnp.where(take_first, first, NONE), jnp.where(take_second, second, NONE)])
     n_taken = take_first.astype(jnp.int32) + take_second.astype(jnp.int32)
-    freed = (jnp.where(take_first, store_lib.cost_of(store, episode, first), 0)
-             + jnp.where(take_second, store_lib.cost_of(store, episode, second), 0))
+    freed = jnp.where(take_first, store_lib.cost_of(store, episode, first), 0) + jnp.where(
+        take_second, store_lib.cost_of(store, episode, second), 0
+    )
     fits = episode.write_cost[pos] <= store_lib.remaining(store, budget) + freed
     finish = actions.select(fits, actions.write(victims, n_taken), actions.expire_only(victims, n_taken))
     return actions.select(take_second, actions.expire_and_continue(victims, n_taken), finish), state
 
 
 EXPIRE_OLDEST_KINDS = RECENCY_KINDS
-EXPIRE_OLDEST = Policy("expire_oldest", expire_oldest_act, UNPRIVILEGED, {"max_age": 50}, multi_action=True,
-                       kinds=EXPIRE_OLDEST_KINDS, doc="expires items older than max_age steps, then writes if it fits")
+EXPIRE_OLDEST = Policy(
+    "expire_oldest",
+    expire_oldest_act,
+    UNPRIVILEGED,
+    {"max_age": 50},
+    multi_action=True,
+    kinds=EXPIRE_OLDEST_KINDS,
+    doc="expires items older than max_age steps, then writes if it fits",
+)

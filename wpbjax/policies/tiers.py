@@ -19,6 +19,7 @@ previous one only when the new item fits in its place (else the old version stay
 * ``deferred_journaled``: the same, but journals each step as it arrives and consolidates at every
   session end: a crash loses nothing (the next pass rebuilds the checkpoint from the journal).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,8 +41,8 @@ MAX_BUFFER = 32  # static size of a deferred policy's buffer; ``window`` is clip
 @dataclasses.dataclass(frozen=True)
 class TierState:
     last_seen: jax.Array  # [A]   int32 the last step seen with each api (triage; -1 none)
-    newest: jax.Array     # [T*K] int32 per fact: the step of the version the policy checkpointed (-1 none)
-    buffer: jax.Array     # [MAX_BUFFER] int32 steps buffered for the next session-end flush (-1 none)
+    newest: jax.Array  # [T*K] int32 per fact: the step of the version the policy checkpointed (-1 none)
+    buffer: jax.Array  # [MAX_BUFFER] int32 steps buffered for the next session-end flush (-1 none)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -57,16 +58,23 @@ class TierPolicy:
     def resolve_params(self, overrides: dict) -> dict:
         unknown = sorted(set(overrides) - set(self.params))
         if unknown:
-            raise ArgumentError(f"{arg('params')}: tier policy {self.name!r} has no param {', '.join(unknown)}; "
-                             f"its params: {', '.join(self.params) or 'none'}")
-        return {name: jnp.asarray(overrides.get(name, default), jnp.int32 if isinstance(default, int) else jnp.float32)
-                for name, default in self.params.items()}
+            raise ArgumentError(
+                f"{arg('params')}: tier policy {self.name!r} has no param {', '.join(unknown)}; "
+                f"its params: {', '.join(self.params) or 'none'}"
+            )
+        return {
+            name: jnp.asarray(overrides.get(name, default), jnp.int32 if isinstance(default, int) else jnp.float32)
+            for name, default in self.params.items()
+        }
 
 
 def init(episode) -> TierState:
     n_facts = episode.fact_key.shape[0] * episode.fact_key.shape[1]
-    return TierState(last_seen=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
-                     newest=jnp.full(n_facts, NONE, jnp.int32), buffer=jnp.full(MAX_BUFFER, NONE, jnp.int32))
+    return TierState(
+        last_seen=jnp.full(episode.api_ids.shape[-1], NONE, jnp.int32),
+        newest=jnp.full(n_facts, NONE, jnp.int32),
+        buffer=jnp.full(MAX_BUFFER, NONE, jnp.int32),
+    )
 
 
 def triage(state: TierState, episode, pos) -> tuple:
@@ -113,7 +121,7 @@ def _flush(state: TierState, store, episode, journaled: bool) -> tuple:
     safe = jnp.maximum(steps, 0)
     fact = jnp.where(steps >= 0, episode.fact_key[safe, 0], NONE)
     later_same = (fact[:, None] == fact[None, :]) & (fact[:, None] >= 0) & (steps[None, :] > steps[:, None])
-    keep = (steps >= 0) & ~later_same.any(1)   # O(MAX_BUFFER^2): the buffer is small and static
+    keep = (steps >= 0) & ~later_same.any(1)  # O(MAX_BUFFER^2): the buffer is small and static
     old = jnp.where(keep & (fact >= 0), state.newest[jnp.maximum(fact, 0)], NONE)
     old = jnp.where((old >= 0) & store.in_checkpoint[jnp.maximum(old, 0)], old, NONE)
     newest = state.newest.at[jnp.where(keep & (fact >= 0), fact, state.newest.shape[0])].set(steps, mode="drop")
@@ -131,28 +139,54 @@ def _deferred(journaled: bool):
         state = dataclasses.replace(state, buffer=store_lib.set_where(state.buffer, pos % window, pos, passes))
         session_end = ((pos + 1) % window == 0) | (pos == episode.length - 1)
         delete, demote, add, flushed = _flush(state, store, episode, journaled)
-        action = actions.tier_action(journal=passes & journaled, delete=jnp.where(session_end, delete, NONE),
-                                     demote=jnp.where(session_end, demote, NONE), add=jnp.where(session_end, add, NONE))
+        action = actions.tier_action(
+            journal=passes & journaled,
+            delete=jnp.where(session_end, delete, NONE),
+            demote=jnp.where(session_end, demote, NONE),
+            add=jnp.where(session_end, add, NONE),
+        )
         return action, jax.tree_util.tree_map(lambda a, b: jnp.where(session_end, a, b), flushed, state)
+
     return act
 
 
-JOURNAL_AND_CHECKPOINT = TierPolicy("journal_and_checkpoint", journal_and_checkpoint_act, {"consolidate_every": 50},
-                                    doc="journals every triaged step, checkpoints the newest version of each fact "
-                                        "(demoting the old one), consolidates every P steps")
-CHECKPOINT_ONLY = TierPolicy("checkpoint_only", checkpoint_only_act, {"consolidate_every": 0},
-                             doc="checkpoints the newest version of each fact, deleting the old one; no journal")
-JOURNAL_ONLY = TierPolicy("journal_only", journal_only_act, {"consolidate_every": 0},
-                          doc="journals every triaged step; no checkpoint")
-DEFERRED_CHECKPOINT = TierPolicy("deferred_checkpoint", _deferred(False), {"window": 20, "consolidate_every": 0},
-                                 doc="buffers triaged steps, checkpoints them at each session end; a crash loses the buffer")
-DEFERRED_JOURNALED = TierPolicy("deferred_journaled", _deferred(True), {"window": 20, "consolidate_every": 20},
-                                doc="deferred_checkpoint that journals each step at once and consolidates at session ends")
-TIER_POLICIES = {policy.name: policy for policy in (JOURNAL_AND_CHECKPOINT, CHECKPOINT_ONLY, JOURNAL_ONLY,
-                                                    DEFERRED_CHECKPOINT, DEFERRED_JOURNALED)}
+JOURNAL_AND_CHECKPOINT = TierPolicy(
+    "journal_and_checkpoint",
+    journal_and_checkpoint_act,
+    {"consolidate_every": 50},
+    doc="journals every triaged step, checkpoints the newest version of each fact "
+    "(demoting the old one), consolidates every P steps",
+)
+CHECKPOINT_ONLY = TierPolicy(
+    "checkpoint_only",
+    checkpoint_only_act,
+    {"consolidate_every": 0},
+    doc="checkpoints the newest version of each fact, deleting the old one; no journal",
+)
+JOURNAL_ONLY = TierPolicy(
+    "journal_only", journal_only_act, {"consolidate_every": 0}, doc="journals every triaged step; no checkpoint"
+)
+DEFERRED_CHECKPOINT = TierPolicy(
+    "deferred_checkpoint",
+    _deferred(False),
+    {"window": 20, "consolidate_every": 0},
+    doc="buffers triaged steps, checkpoints them at each session end; a crash loses the buffer",
+)
+DEFERRED_JOURNALED = TierPolicy(
+    "deferred_journaled",
+    _deferred(True),
+    {"window": 20, "consolidate_every": 20},
+    doc="deferred_checkpoint that journals each step at once and consolidates at session ends",
+)
+TIER_POLICIES = {
+    policy.name: policy
+    for policy in (JOURNAL_AND_CHECKPOINT, CHECKPOINT_ONLY, JOURNAL_ONLY, DEFERRED_CHECKPOINT, DEFERRED_JOURNALED)
+}
 
 
 def get_tier_policy(name: str) -> TierPolicy:
     if name not in TIER_POLICIES:
-        raise ArgumentError(f"{arg('policies')}: a tiered sweep takes tier policies, one of {', '.join(TIER_POLICIES)}; got {name!r}")
+        raise ArgumentError(
+            f"{arg('policies')}: a tiered sweep takes tier policies, one of {', '.join(TIER_POLICIES)}; got {name!r}"
+        )
     return TIER_POLICIES[name]

@@ -11,6 +11,7 @@ It is the counterpart of ``supersede`` (policies/history.py: update at write tim
 ``version_journal`` (first and latest version of each fact kept, intermediates evicted first): the three
 answer the blog's question "update when writing, or when reading?".
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,8 +31,8 @@ from wpbjax.policies.published import UNPRIVILEGED
 class AddOnlyState:
     item_of: jax.Array  # [T*K] int32 per fact, the step of its newest written item (-1 none)
     pair_of: jax.Array  # [T*K] int32 per fact, that item's pair id (its version)
-    at: jax.Array       # []    int32 the step whose decision is held (-1 before the first)
-    admit: jax.Array    # []    bool  the decision held for step ``at`` (an eviction walk calls act again)
+    at: jax.Array  # []    int32 the step whose decision is held (-1 before the first)
+    admit: jax.Array  # []    bool  the decision held for step ``at`` (an eviction walk calls act again)
 
 
 def add_only_init(params, episode, key):
@@ -53,7 +54,7 @@ def add_only_act(params, state, store, episode, pos, budget):
     previous = jnp.maximum(pos - 1, 0)
     wrote_previous = fresh & (pos > 0) & (store.newest == pos - 1)
     fact, pair, carried = _facts_at(episode, previous)
-    into = jnp.where(carried & wrote_previous, fact, size)   # an index the scatters drop
+    into = jnp.where(carried & wrote_previous, fact, size)  # an index the scatters drop
     item_of = state.item_of.at[into].set(previous, mode="drop")
     pair_of = state.pair_of.at[into].set(pair, mode="drop")
     fact, pair, carried = _facts_at(episode, pos)
@@ -64,6 +65,12 @@ def add_only_act(params, state, store, episode, pos, budget):
     return action, AddOnlyState(item_of=item_of, pair_of=pair_of, at=jnp.asarray(pos, jnp.int32), admit=admit)
 
 
-ADD_ONLY = Policy("add_only", add_only_act, UNPRIVILEGED, init=add_only_init, multi_action=True,
-                  kinds=RECENCY_KINDS,
-                  doc="every new version of a fact is a new item (never updated); conflicts resolved when reading")
+ADD_ONLY = Policy(
+    "add_only",
+    add_only_act,
+    UNPRIVILEGED,
+    init=add_only_init,
+    multi_action=True,
+    kinds=RECENCY_KINDS,
+    doc="every new version of a fact is a new item (never updated); conflicts resolved when reading",
+)

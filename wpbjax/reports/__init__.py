@@ -12,6 +12,7 @@ A package sweep's table gets its own report instead (:mod:`wpbjax.reports.packag
 
 The public entry point is :func:`wpbjax.api.report` (``wj.report``).
 """
+
 from __future__ import annotations
 
 import json
@@ -48,12 +49,19 @@ def is_report_directory(path: str | os.PathLike) -> bool:
     report may replace."""
     entries = list(os.scandir(path))
     return any(entry.name in REPORT_MARKERS for entry in entries) and all(
-        entry.is_file(follow_symlinks=False) and entry.name.endswith(REPORT_SUFFIXES) for entry in entries)
+        entry.is_file(follow_symlinks=False) and entry.name.endswith(REPORT_SUFFIXES) for entry in entries
+    )
 
 
-def write_report(results: pd.DataFrame, out_dir: str | os.PathLike, meta: dict | None = None, encoded=None,
-                 budget: int = tables.HEADLINE_BUDGET, curve_budget: int | None = None,
-                 log: Callable[[str], None] | None = None) -> list[str]:
+def write_report(
+    results: pd.DataFrame,
+    out_dir: str | os.PathLike,
+    meta: dict | None = None,
+    encoded=None,
+    budget: int = tables.HEADLINE_BUDGET,
+    curve_budget: int | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[str]:
     """Write every table and figure for ``results`` into ``out_dir``; returns the paths written.
 
     The report is built in a temporary directory beside ``out_dir`` and renamed to it only when
@@ -75,13 +83,21 @@ def write_report(results: pd.DataFrame, out_dir: str | os.PathLike, meta: dict |
         if packages.is_package_table(results):
             written = packages.write_package_report(results, building)
         else:
-            written = _write_episode_report(results, pathlib.Path(building), meta, encoded, budget, curve_budget,
-                                            log or _warn)
+            written = _write_episode_report(
+                results, pathlib.Path(building), meta, encoded, budget, curve_budget, log or _warn
+            )
     return [os.path.join(os.fspath(out_dir), os.path.relpath(path, building)) for path in written]
 
 
-def _write_episode_report(results: pd.DataFrame, out: pathlib.Path, meta: dict | None, encoded, budget: int,
-                          curve_budget: int | None, note: Callable[[str], None]) -> list[str]:
+def _write_episode_report(
+    results: pd.DataFrame,
+    out: pathlib.Path,
+    meta: dict | None,
+    encoded,
+    budget: int,
+    curve_budget: int | None,
+    note: Callable[[str], None],
+) -> list[str]:
     """:func:`write_report` of an episode sweep's table, into the existing directory ``out``."""
     from wpbjax.reports import reads as reads_report
 
@@ -104,8 +120,13 @@ def _write_episode_report(results: pd.DataFrame, out: pathlib.Path, meta: dict |
     diagnostics = tables.diagnostics(results, headline)
     text("diagnostics.md", tables.diagnostics_markdown(diagnostics, headline))
     text("diagnostics.tex", tables.diagnostics_latex(diagnostics, headline))
-    all_budgets = pd.concat([tables.diagnostics(results, int(b)).assign(budget_bytes=int(b))
-                             for b in sorted(results["budget_bytes"].unique())], ignore_index=True)
+    all_budgets = pd.concat(
+        [
+            tables.diagnostics(results, int(b)).assign(budget_bytes=int(b))
+            for b in sorted(results["budget_bytes"].unique())
+        ],
+        ignore_index=True,
+    )
     all_budgets.to_csv(out / "diagnostics.csv", index=False)
     written.append(str(out / "diagnostics.csv"))
     tables.recall_at_budget(results).to_csv(out / "recall_at_budget.csv", index=False)
@@ -127,13 +148,26 @@ def _write_episode_report(results: pd.DataFrame, out: pathlib.Path, meta: dict |
                 written.append(plots.f1_vs_budget(results, mode, track, out / name, styles))
     written.append(plots.f1_grid(results, out / "f1_vs_budget_grid.png", styles))
     oracle = f" ({meta['oracle']} oracle)" if meta and meta.get("oracle") else ""
-    written.append(plots.metric_vs_budget(
-        results, "utility_per_kb", "Utility per KB stored\n(utility units / 1024 bytes)",
-        "Utility per KB vs budget (mean ± 1 SE over episodes, modes pooled)", out / "utility_per_kb_vs_budget.png",
-        styles))
-    written.append(plots.metric_vs_budget(
-        results, "regret", "Regret = oracle − policy utility\n(utility units)",
-        f"Regret vs budget{oracle} (mean ± 1 SE over episodes, modes pooled)", out / "regret_vs_budget.png", styles))
+    written.append(
+        plots.metric_vs_budget(
+            results,
+            "utility_per_kb",
+            "Utility per KB stored\n(utility units / 1024 bytes)",
+            "Utility per KB vs budget (mean ± 1 SE over episodes, modes pooled)",
+            out / "utility_per_kb_vs_budget.png",
+            styles,
+        )
+    )
+    written.append(
+        plots.metric_vs_budget(
+            results,
+            "regret",
+            "Regret = oracle − policy utility\n(utility units)",
+            f"Regret vs budget{oracle} (mean ± 1 SE over episodes, modes pooled)",
+            out / "regret_vs_budget.png",
+            styles,
+        )
+    )
 
     from wpbjax.reports import integrity as integrity_report
 
@@ -144,8 +178,10 @@ def _write_episode_report(results: pd.DataFrame, out: pathlib.Path, meta: dict |
     if encoded is None and meta is not None:
         encoded = metadata.episodes_from_metadata(meta)
     if encoded is None:
-        note("skipped regret_curve.png: no run metadata to rebuild the episodes from "
-             "(the sweep writes it beside the results as RESULTS.meta.json; or pass --meta)")
+        note(
+            "skipped regret_curve.png: no run metadata to rebuild the episodes from "
+            "(the sweep writes it beside the results as RESULTS.meta.json; or pass --meta)"
+        )
     else:
         curves, note = regret_curve_table(results, encoded, int(curve_budget or headline), meta, points)
         curves.to_csv(out / "regret_curve.csv", index=False)
@@ -160,8 +196,9 @@ def _warn(line: str) -> None:
     warnings.warn(line, stacklevel=4)
 
 
-def regret_curve_table(results: pd.DataFrame, encoded, budget: int, meta: dict | None,
-                       points: dict | None = None) -> tuple[pd.DataFrame, str]:
+def regret_curve_table(
+    results: pd.DataFrame, encoded, budget: int, meta: dict | None, points: dict | None = None
+) -> tuple[pd.DataFrame, str]:
     """Mean and SE of the per-step regret per (track, policy, step) (columns regret_mean, regret_se,
     episodes, oracle_to_date_mean, retained_to_date_mean), re-running each policy of
     ``results`` with traces on (at most MAX_CURVE_EPISODES evenly spaced episodes of) ``encoded``.
@@ -184,14 +221,22 @@ def regret_curve_table(results: pd.DataFrame, encoded, budget: int, meta: dict |
             frames.append(regret.regret_curves(encoded, track, plain, [budget], params=params))
         for label in [name for name in names if name in (points or {})]:
             policy, point = points[label]
-            curve = regret.regret_curves(encoded, track, [policy], [budget],
-                                         params={policy: {**params.get(policy, {}), **point}})
+            curve = regret.regret_curves(
+                encoded, track, [policy], [budget], params={policy: {**params.get(policy, {}), **point}}
+            )
             frames.append(curve.assign(policy=label))
     curves = pd.concat(frames, ignore_index=True)
     stats = tables.mean_se(curves, ["track", "policy", "step"], "regret_to_date")
     oracle_mean = curves.groupby(["track", "policy", "step"], sort=False)[["oracle_to_date", "retained_to_date"]].mean()
     stats = stats.merge(oracle_mean.reset_index(), on=["track", "policy", "step"])
-    stats = stats.rename(columns={"mean": "regret_mean", "se": "regret_se", "n": "episodes",
-                                  "oracle_to_date": "oracle_to_date_mean", "retained_to_date": "retained_to_date_mean"})
+    stats = stats.rename(
+        columns={
+            "mean": "regret_mean",
+            "se": "regret_se",
+            "n": "episodes",
+            "oracle_to_date": "oracle_to_date_mean",
+            "retained_to_date": "retained_to_date_mean",
+        }
+    )
     stats.insert(2, "budget_bytes", budget)
     return stats, note

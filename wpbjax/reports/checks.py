@@ -11,6 +11,7 @@ itself before any number is reported.
 Each failure is one ValueError naming the file (the CLI prints it as one line, exit status 2); one
 that suggests a resumed sweep is an ArgumentError, naming ``resume`` as the caller spells it.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,11 +37,15 @@ def check_against_sidecar(path: str, results: pd.DataFrame, meta: dict, meta_pat
     recorded = meta.get("results") or {}
     rows = recorded.get("rows", meta.get("rows"))
     if rows is not None and len(results) != rows:
-        raise ArgumentError(f"{path}: {len(results):,} rows, but its sidecar {meta_path} records {rows:,}: "
-                            f"an incomplete or different table; {RERUN}")
+        raise ArgumentError(
+            f"{path}: {len(results):,} rows, but its sidecar {meta_path} records {rows:,}: "
+            f"an incomplete or different table; {RERUN}"
+        )
     if recorded.get("sha256") and sha256(path) != recorded["sha256"]:
-        raise ArgumentError(f"{path}: its bytes differ from the table its sidecar {meta_path} describes (SHA-256 "
-                            f"mismatch): changed or cut after the sweep; {RERUN}")
+        raise ArgumentError(
+            f"{path}: its bytes differ from the table its sidecar {meta_path} describes (SHA-256 "
+            f"mismatch): changed or cut after the sweep; {RERUN}"
+        )
     if "budget_bytes" in results and meta.get("budgets"):
         budgets = sorted(int(budget) for budget in results["budget_bytes"].unique())
         if budgets != sorted(int(budget) for budget in meta["budgets"]):
@@ -50,9 +55,11 @@ def check_against_sidecar(path: str, results: pd.DataFrame, meta: dict, meta_pat
         present = set(zip(results["track"], results["policy"]))
         if present != lineup:
             extra, missing = sorted(present - lineup), sorted(lineup - present)
-            raise ValueError(f"{path}: track/policy runs differ from its sidecar {meta_path}"
-                             + (f"; not in the sidecar: {_pairs(extra)}" if extra else "")
-                             + (f"; missing: {_pairs(missing)}" if missing else ""))
+            raise ValueError(
+                f"{path}: track/policy runs differ from its sidecar {meta_path}"
+                + (f"; not in the sidecar: {_pairs(extra)}" if extra else "")
+                + (f"; missing: {_pairs(missing)}" if missing else "")
+            )
 
 
 def _pairs(pairs) -> str:
@@ -68,8 +75,11 @@ def check_grid(path: str, results: pd.DataFrame) -> None:
     duplicated = results.duplicated()
     if duplicated.any():
         first = results[duplicated].iloc[0]
-        where = ", ".join(f"{column} {first[column]}" for column in ("mode", "episode_id", "budget_bytes", "track", "policy")
-                          if column in results)
+        where = ", ".join(
+            f"{column} {first[column]}"
+            for column in ("mode", "episode_id", "budget_bytes", "track", "policy")
+            if column in results
+        )
         raise ArgumentError(f"{path}: {int(duplicated.sum()):,} duplicate rows (the first: {where}); {RERUN}")
     runs = ["track", "policy"] + sorted(column for column in results if column.startswith("param_"))
     counts = results.groupby(runs + ["budget_bytes"], dropna=False, sort=False).size()
@@ -77,13 +87,17 @@ def check_grid(path: str, results: pd.DataFrame) -> None:
     n_budgets = results["budget_bytes"].nunique()
     if (budgets_per_run != n_budgets).any():
         run = budgets_per_run[budgets_per_run != n_budgets].index[0]
-        raise ArgumentError(f"{path}: {_label(run)} ran {budgets_per_run[run]} of the table's {n_budgets} budgets: "
-                            f"an incomplete or merged table; {RERUN}")
+        raise ArgumentError(
+            f"{path}: {_label(run)} ran {budgets_per_run[run]} of the table's {n_budgets} budgets: "
+            f"an incomplete or merged table; {RERUN}"
+        )
     if counts.nunique() > 1:
         usual = counts.mode().iloc[0]
         odd = counts[counts != usual].index[0]
-        raise ArgumentError(f"{path}: {_label(odd[:-1])} at budget {odd[-1]} has {counts[odd]:,} rows where the other "
-                            f"runs have {usual:,}: an incomplete or merged table; {RERUN}")
+        raise ArgumentError(
+            f"{path}: {_label(odd[:-1])} at budget {odd[-1]} has {counts[odd]:,} rows where the other "
+            f"runs have {usual:,}: an incomplete or merged table; {RERUN}"
+        )
 
 
 def _label(run) -> str:

@@ -6,6 +6,7 @@ their SHA-256), the package version, the git commit of the code (if it is a git 
 version and the devices. ``wpbjax report`` reads it to label tables and to rebuild the episodes for
 the per-step regret curve.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -35,8 +36,9 @@ def git_commit() -> dict | None:
     source = pathlib.Path(__file__).resolve().parents[1]
 
     def git(*args) -> str:
-        return subprocess.run(["git", "-C", os.fspath(source), *args], capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", os.fspath(source), *args], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
 
     try:
         commit = git("rev-parse", "HEAD")
@@ -80,8 +82,9 @@ def policy_params(plan: dict, overrides: dict | None = None) -> dict:
     return {name: {**make(name).params, **(overrides or {}).get(name, {})} for name in names}
 
 
-def sweep_metadata(plan, source=None, arguments: dict | None = None, params: dict | None = None,
-                   command=None, rows: int | None = None) -> dict:
+def sweep_metadata(
+    plan, source=None, arguments: dict | None = None, params: dict | None = None, command=None, rows: int | None = None
+) -> dict:
     """The sidecar of one sweep. ``plan``: its :class:`wpbjax.sweeps.SweepPlan`; ``source``: its
     :class:`wpbjax.episodes.source.EpisodeSource` (None for episodes given in memory, which cannot be
     rebuilt); ``arguments``: the options it was called with; ``params``: param name -> swept values;
@@ -93,8 +96,11 @@ def sweep_metadata(plan, source=None, arguments: dict | None = None, params: dic
         "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": command,
         "arguments": dict(arguments or {}),
-        "seeds": {"generator": source.configs[0].seed if generated else None,
-                  "policy_key": 0, "policy_key_note": "jax.random.key(0) folded with each episode's index"},
+        "seeds": {
+            "generator": source.configs[0].seed if generated else None,
+            "policy_key": 0,
+            "policy_key_note": "jax.random.key(0) folded with each episode's index",
+        },
         "budgets": [int(budget) for budget in plan.budgets],
         "tracks": {track: list(names) for track, names in plan.lineup.items()},
         "policy_params": policy_params(plan.lineup),  # defaults; swept ones below

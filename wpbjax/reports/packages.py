@@ -4,6 +4,7 @@ budget with 95% bootstrap intervals, as a table and as a ratio-vs-budget figure 
 ``wpbjax report`` dispatches here when a results table has the package columns (see
 :func:`is_package_table`); the episode report is untouched.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,14 +31,19 @@ def check_package_results(results: pd.DataFrame, source: str = "results") -> pd.
     duplicated = results.duplicated(keys)
     if duplicated.any():
         first = results[duplicated].iloc[0]
-        raise ValueError(f"{source}: {int(duplicated.sum()):,} duplicate rows (the first: "
-                         + ", ".join(f"{key} {first[key]}" for key in keys) + "): a table glued from two runs?")
+        raise ValueError(
+            f"{source}: {int(duplicated.sum()):,} duplicate rows (the first: "
+            + ", ".join(f"{key} {first[key]}" for key in keys)
+            + "): a table glued from two runs?"
+        )
     counts = results.groupby(["distribution", "method", "budget"], dropna=False).size()
     if counts.nunique() > 1:
         position = int((counts != counts.max()).to_numpy().argmax())  # by position: keys may be NaN
         odd = counts.index[position]
-        raise ValueError(f"{source}: {odd[1]} at budget {odd[2]} ({odd[0]}) has {counts.iloc[position]:,} rows where others "
-                         f"have {counts.max():,}: an incomplete or merged table")
+        raise ValueError(
+            f"{source}: {odd[1]} at budget {odd[2]} ({odd[0]}) has {counts.iloc[position]:,} rows where others "
+            f"have {counts.max():,}: an incomplete or merged table"
+        )
     results = results.copy()
     results["distribution"] = results["distribution"].fillna("").astype(str)
     results["ratio"] = pd.to_numeric(results["ratio"])
@@ -57,13 +63,21 @@ def summary_markdown(table: pd.DataFrame) -> str:
     for distribution, part in table.groupby("distribution", sort=False):
         budgets = sorted(part["budget"].unique())
         n = int(part["n"].max())
-        lines += [f"## {distribution or 'packages'}: mean ratio to OPT [95% bootstrap interval], {n} packages", "",
-                  "| method | " + " | ".join(f"B={int(b)}" for b in budgets) + " |",
-                  "|---|" + "---:|" * len(budgets)]
+        lines += [
+            f"## {distribution or 'packages'}: mean ratio to OPT [95% bootstrap interval], {n} packages",
+            "",
+            "| method | " + " | ".join(f"B={int(b)}" for b in budgets) + " |",
+            "|---|" + "---:|" * len(budgets),
+        ]
         for method, rows in part.groupby("method", sort=False):
             by_budget = rows.set_index("budget")
-            cells = [f"{by_budget.at[b, 'mean_ratio']:.4f} [{by_budget.at[b, 'ci_low']:.4f}, "
-                     f"{by_budget.at[b, 'ci_high']:.4f}]" if b in by_budget.index else "" for b in budgets]
+            cells = [
+                f"{by_budget.at[b, 'mean_ratio']:.4f} [{by_budget.at[b, 'ci_low']:.4f}, "
+                f"{by_budget.at[b, 'ci_high']:.4f}]"
+                if b in by_budget.index
+                else ""
+                for b in budgets
+            ]
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -92,8 +106,11 @@ def ratio_figure(table: pd.DataFrame, distribution: str, path) -> str:
     ax.set_ylabel("F(store) / OPT(B)")
     ax.set_ylim(min(0.0, float(part["ci_low"].min())), 1.02)
     ax.grid(True, alpha=0.3)
-    ax.set_title(f"{distribution or 'packages'}: mean ratio to certified OPT (95% bootstrap bands, "
-                 f"{int(part['n'].max())} packages)", fontsize=9)
+    ax.set_title(
+        f"{distribution or 'packages'}: mean ratio to certified OPT (95% bootstrap bands, "
+        f"{int(part['n'].max())} packages)",
+        fontsize=9,
+    )
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
     fig.savefig(path)

@@ -3,6 +3,7 @@ bands, and the per-step cumulative regret curve. Readable by default: axes label
 the legend outside the data, the Okabe–Ito colour-blind-safe palette plus a marker and line style
 per policy (so curves stay apart in greyscale too), one style per policy across every figure.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,11 @@ def policy_styles(policies) -> dict:
     """Policy name -> matplotlib line keywords; fixed by the policy's position in ``policies``."""
     styles = {}
     for index, name in enumerate(dict.fromkeys(policies)):
-        styles[name] = dict(color=PALETTE[index % len(PALETTE)], marker=MARKERS[index % len(MARKERS)],
-                            linestyle=LINESTYLES[(index // len(PALETTE)) % len(LINESTYLES)])
+        styles[name] = dict(
+            color=PALETTE[index % len(PALETTE)],
+            marker=MARKERS[index % len(MARKERS)],
+            linestyle=LINESTYLES[(index // len(PALETTE)) % len(LINESTYLES)],
+        )
     return styles
 
 
@@ -58,8 +62,15 @@ def _legend_outside(fig, axes) -> None:
             if label not in handles:
                 handles[label] = handle
                 labels.append(label)
-    fig.legend([handles[label] for label in labels], labels, loc="outside right center", title="Policy",
-               frameon=False, fontsize=9, title_fontsize=9)
+    fig.legend(
+        [handles[label] for label in labels],
+        labels,
+        loc="outside right center",
+        title="Policy",
+        frameon=False,
+        fontsize=9,
+        title_fontsize=9,
+    )
 
 
 def _save(fig, path) -> str:
@@ -92,8 +103,9 @@ def f1_vs_budget(results: pd.DataFrame, mode: str, track: str, path, styles: dic
     return _save(fig, path)
 
 
-def metric_vs_budget(results: pd.DataFrame, metric: str, ylabel: str, title: str, path,
-                     styles: dict | None = None) -> str:
+def metric_vs_budget(
+    results: pd.DataFrame, metric: str, ylabel: str, title: str, path, styles: dict | None = None
+) -> str:
     """``metric`` (mean ± 1 SE over every episode, modes pooled) against budget, one panel per track."""
     styles = styles or policy_styles(results["policy"])
     names = tracks(results)

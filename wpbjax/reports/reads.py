@@ -4,6 +4,7 @@ Written only where the results carry read columns with values (a sweep with prob
 episodes with ``probes`` labels). One row per (budget, track, policy, K); each metric is the mean over the
 runs where it is defined (a ratio with no denominator is blank in the row, wpbjax.reads), no aggregate.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -14,14 +15,34 @@ from wpbjax.reads import READ_COLUMNS
 from wpbjax.reports.tables import _fmt, _markdown, budget_label, tracks
 
 # The scorecard's metrics, in the order a reader asks: right?, why wrong (writer or retriever), at what cost.
-METRICS = ("read_accuracy", "stale_answer_rate", "memory_miss_rate", "retrieval_miss_rate", "distractor_rate",
-           "abstention_precision", "abstention_recall", "precision_at_k", "retrieved_bytes_per_query",
-           "read_accuracy_no_memory", "read_accuracy_oracle_memory", "writer_error_share")
-SHORT = {"read_accuracy": "acc", "stale_answer_rate": "stale", "memory_miss_rate": "mem miss",
-         "retrieval_miss_rate": "ret miss", "distractor_rate": "distract", "abstention_precision": "abst P",
-         "abstention_recall": "abst R", "precision_at_k": "P@K", "retrieved_bytes_per_query": "bytes/q",
-         "read_accuracy_no_memory": "acc no-mem", "read_accuracy_oracle_memory": "acc oracle-mem",
-         "writer_error_share": "writer share"}
+METRICS = (
+    "read_accuracy",
+    "stale_answer_rate",
+    "memory_miss_rate",
+    "retrieval_miss_rate",
+    "distractor_rate",
+    "abstention_precision",
+    "abstention_recall",
+    "precision_at_k",
+    "retrieved_bytes_per_query",
+    "read_accuracy_no_memory",
+    "read_accuracy_oracle_memory",
+    "writer_error_share",
+)
+SHORT = {
+    "read_accuracy": "acc",
+    "stale_answer_rate": "stale",
+    "memory_miss_rate": "mem miss",
+    "retrieval_miss_rate": "ret miss",
+    "distractor_rate": "distract",
+    "abstention_precision": "abst P",
+    "abstention_recall": "abst R",
+    "precision_at_k": "P@K",
+    "retrieved_bytes_per_query": "bytes/q",
+    "read_accuracy_no_memory": "acc no-mem",
+    "read_accuracy_oracle_memory": "acc oracle-mem",
+    "writer_error_share": "writer share",
+}
 
 
 def has_reads(results: pd.DataFrame) -> bool:
@@ -51,19 +72,26 @@ def scorecard(results: pd.DataFrame) -> pd.DataFrame:
 def scorecard_markdown(card: pd.DataFrame) -> str:
     """One table per (budget, K): a row per (track, policy), a column per metric (``–``: undefined everywhere)."""
     header = ["track", "policy"] + [SHORT[name] for name in METRICS] + ["f1", "runs"]
-    parts = ["# Read scorecard\n",
-             "Mean over runs with probes (docs/reads.md). acc = read accuracy; stale, mem miss, ret miss over "
-             "answerable probes (a wrong answer is the writer's when the whole store answers wrong too, else the "
-             "retriever's); distract = top-1 of another fact; abst P/R = abstention precision/recall; P@K = "
-             "retrieved records of the asked fact; bytes/q = bytes retrieved per probe; acc no-mem / oracle-mem = "
-             "the same probes with no memory / every step stored; writer share = wrong answers oracle memory "
-             "gets right. `–` = undefined for every run.\n"]
+    parts = [
+        "# Read scorecard\n",
+        "Mean over runs with probes (docs/reads.md). acc = read accuracy; stale, mem miss, ret miss over "
+        "answerable probes (a wrong answer is the writer's when the whole store answers wrong too, else the "
+        "retriever's); distract = top-1 of another fact; abst P/R = abstention precision/recall; P@K = "
+        "retrieved records of the asked fact; bytes/q = bytes retrieved per probe; acc no-mem / oracle-mem = "
+        "the same probes with no memory / every step stored; writer share = wrong answers oracle memory "
+        "gets right. `–` = undefined for every run.\n",
+    ]
     for (budget, top_k), rows in card.groupby(["budget_bytes", "top_k"], sort=False):
-        body = [[row["track"], row["policy"]] + [_fmt(row[name], 1 if name == "retrieved_bytes_per_query" else 3)
-                                                 for name in METRICS] + [_fmt(row["f1"]), str(row["runs"])]
-                for _, row in rows.iterrows()]
-        parts.append(f"\n## Budget {budget_label(int(budget))}, K = {int(top_k)}\n\n"
-                     + _markdown(header, body, ["l", "l"] + ["r"] * (len(header) - 2)))
+        body = [
+            [row["track"], row["policy"]]
+            + [_fmt(row[name], 1 if name == "retrieved_bytes_per_query" else 3) for name in METRICS]
+            + [_fmt(row["f1"]), str(row["runs"])]
+            for _, row in rows.iterrows()
+        ]
+        parts.append(
+            f"\n## Budget {budget_label(int(budget))}, K = {int(top_k)}\n\n"
+            + _markdown(header, body, ["l", "l"] + ["r"] * (len(header) - 2))
+        )
     return "".join(parts)
 
 
@@ -102,5 +130,8 @@ def write(results: pd.DataFrame, out: pathlib.Path, styles: dict) -> list[str]:
     card = scorecard(results)
     card.to_csv(out / "read_scorecard.csv", index=False)
     (out / "read_scorecard.md").write_text(scorecard_markdown(card))
-    return [str(out / "read_scorecard.csv"), str(out / "read_scorecard.md"),
-            read_accuracy_vs_budget(results, out / "read_accuracy_vs_budget.png", styles)]
+    return [
+        str(out / "read_scorecard.csv"),
+        str(out / "read_scorecard.md"),
+        read_accuracy_vs_budget(results, out / "read_accuracy_vs_budget.png", styles),
+    ]

@@ -5,6 +5,7 @@ writers (Markdown, LaTeX) format what the builders compute, so tests can check t
 Means are over episodes (every mode pooled unless a table is per mode); ``se`` is the standard
 error of that mean (sample standard deviation / sqrt(n); 0 for a single episode).
 """
+
 from __future__ import annotations
 
 import os
@@ -13,11 +14,30 @@ import numpy as np
 import pandas as pd
 
 HEADLINE_BUDGET = 10240  # the spec's "@10KB"
-DIAGNOSTICS = (("utilization", "Utilization"), ("write_density", "Write density"), ("expire_rate", "Expire rate"),
-               ("avg_staleness", "Avg staleness (steps)"), ("drift_coverage", "Drift coverage"))
-REQUIRED = ("track", "policy", "mode", "budget_bytes", "episode_id", "f1", "recall", "precision",
-            "utility_per_kb", "avg_staleness", "regret", "utilization", "write_density", "expire_rate",
-            "drift_coverage")
+DIAGNOSTICS = (
+    ("utilization", "Utilization"),
+    ("write_density", "Write density"),
+    ("expire_rate", "Expire rate"),
+    ("avg_staleness", "Avg staleness (steps)"),
+    ("drift_coverage", "Drift coverage"),
+)
+REQUIRED = (
+    "track",
+    "policy",
+    "mode",
+    "budget_bytes",
+    "episode_id",
+    "f1",
+    "recall",
+    "precision",
+    "utility_per_kb",
+    "avg_staleness",
+    "regret",
+    "utilization",
+    "write_density",
+    "expire_rate",
+    "drift_coverage",
+)
 CONFUSION = ("tp", "fp", "fn", "tn")
 TEXT_COLUMNS = ("track", "policy", "mode")  # every other required column is a number
 
@@ -30,8 +50,10 @@ def _check_cells(results: pd.DataFrame, source: str) -> None:
         empty = values.isna() if column != "mode" else pd.Series(False, index=values.index)
         if empty.any():
             row = int(np.argmax(empty.to_numpy()))
-            raise ValueError(f"{source}: column '{column}' is empty in data row {row + 1} of {len(results)} "
-                             "(a cut or hand-edited file?)")
+            raise ValueError(
+                f"{source}: column '{column}' is empty in data row {row + 1} of {len(results)} "
+                "(a cut or hand-edited file?)"
+            )
         if column in TEXT_COLUMNS or column == "episode_id":
             continue
         numbers = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
@@ -122,7 +144,7 @@ def grid_points_as_policies(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[s
     labels = results["policy"].astype(str).copy()
     keyed = pd.concat([results.loc[swept, "policy"], values[swept]], axis=1)
     for key, rows in keyed.groupby(["policy", *columns], sort=False, dropna=False).groups.items():
-        point = {column[len(PARAM_PREFIX):]: float(value) for column, value in zip(columns, key[1:]) if value == value}
+        point = {column[len(PARAM_PREFIX) :]: float(value) for column, value in zip(columns, key[1:]) if value == value}
         label = point_label(key[0], point)
         points[label] = (key[0], point)
         labels.loc[rows] = label
@@ -141,15 +163,25 @@ def leaderboard(results: pd.DataFrame, budget: int) -> pd.DataFrame:
     """The spec's leaderboard at one budget: per track, policies ranked by mean F1 (then recall).
     Columns: track, rank, policy, recall, f1, utility_per_kb, avg_staleness, episodes."""
     at = results[results["budget_bytes"] == budget]
-    board = at.groupby(["track", "policy"], sort=False).agg(
-        recall=("recall", "mean"), f1=("f1", "mean"), utility_per_kb=("utility_per_kb", "mean"),
-        avg_staleness=("avg_staleness", "mean"), episodes=("f1", "size")).reset_index()
+    board = (
+        at.groupby(["track", "policy"], sort=False)
+        .agg(
+            recall=("recall", "mean"),
+            f1=("f1", "mean"),
+            utility_per_kb=("utility_per_kb", "mean"),
+            avg_staleness=("avg_staleness", "mean"),
+            episodes=("f1", "size"),
+        )
+        .reset_index()
+    )
     order = {track: index for index, track in enumerate(tracks(results))}
     board = board.assign(_track=board["track"].map(order)).sort_values(
-        ["_track", "f1", "recall", "policy"], ascending=[True, False, False, True], kind="stable")
+        ["_track", "f1", "recall", "policy"], ascending=[True, False, False, True], kind="stable"
+    )
     board["rank"] = board.groupby("track", sort=False).cumcount() + 1
-    return board[["track", "rank", "policy", "recall", "f1", "utility_per_kb", "avg_staleness", "episodes"]] \
-        .reset_index(drop=True)
+    return board[
+        ["track", "rank", "policy", "recall", "f1", "utility_per_kb", "avg_staleness", "episodes"]
+    ].reset_index(drop=True)
 
 
 def f1_by_budget(results: pd.DataFrame, mode: str) -> pd.DataFrame:
@@ -181,8 +213,12 @@ def utility_per_kb(results: pd.DataFrame) -> dict:
     """Utility per KB stored (KB = 1024 bytes) by track -> policy: mean and standard error per budget,
     pooled and per mode."""
     budgets = sorted(int(budget) for budget in results["budget_bytes"].unique())
-    out = {"metric": "utility_per_kb", "unit": "utility retained per 1024 bytes in use (0 when nothing is stored)",
-           "budgets": budgets, "tracks": {}}
+    out = {
+        "metric": "utility_per_kb",
+        "unit": "utility retained per 1024 bytes in use (0 when nothing is stored)",
+        "budgets": budgets,
+        "tracks": {},
+    }
     pooled = mean_se(results, ["track", "policy", "budget_bytes"], "utility_per_kb")
     per_mode = mean_se(results, ["track", "policy", "mode", "budget_bytes"], "utility_per_kb")
     for (track, policy), rows in pooled.groupby(["track", "policy"], sort=False):
@@ -209,14 +245,20 @@ def confusion_matrix(results: pd.DataFrame) -> pd.DataFrame:
     Needs the count columns ``tp, fp, fn, tn`` that ``wpbjax sweep`` writes."""
     missing = [column for column in CONFUSION if column not in results.columns]
     if missing:
-        raise ValueError(f"the results lack the count columns {', '.join(missing)} (written by wpbjax sweep "
-                         "since the report was added); rerun the sweep to get a confusion matrix")
-    table = results.groupby(["track", "policy", "budget_bytes"], sort=False).agg(
-        episodes=("tp", "size"), **{column: (column, "sum") for column in CONFUSION}).reset_index()
+        raise ValueError(
+            f"the results lack the count columns {', '.join(missing)} (written by wpbjax sweep "
+            "since the report was added); rerun the sweep to get a confusion matrix"
+        )
+    table = (
+        results.groupby(["track", "policy", "budget_bytes"], sort=False)
+        .agg(episodes=("tp", "size"), **{column: (column, "sum") for column in CONFUSION})
+        .reset_index()
+    )
     return table
 
 
 # --- writers ----------------------------------------------------------------------------------
+
 
 def _fmt(value, digits: int = 3) -> str:
     return "–" if pd.isna(value) else f"{value:.{digits}f}"
@@ -230,15 +272,35 @@ def _markdown(header: list[str], rows: list[list[str]], align: list[str]) -> str
 
 
 def _latex_escape(text: str) -> str:
-    escapes = {"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "$": r"\$",
-               "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    escapes = {
+        "\\": r"\textbackslash{}",
+        "_": r"\_",
+        "%": r"\%",
+        "&": r"\&",
+        "#": r"\#",
+        "$": r"\$",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+    }
     return "".join(escapes.get(char, char) for char in text)
 
 
-def _latex(header: list[str], rows: list[list[str]], align: str, caption: str, label: str,
-           rules_after: set[int] = frozenset()) -> str:
-    lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\caption{{{caption}}}", rf"\label{{{label}}}",
-             rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(header) + r" \\", r"\midrule"]
+def _latex(
+    header: list[str], rows: list[list[str]], align: str, caption: str, label: str, rules_after: set[int] = frozenset()
+) -> str:
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label}}}",
+        rf"\begin{{tabular}}{{{align}}}",
+        r"\toprule",
+        " & ".join(header) + r" \\",
+        r"\midrule",
+    ]
     for index, row in enumerate(rows):
         lines.append(" & ".join(row) + r" \\")
         if index in rules_after:
@@ -256,20 +318,41 @@ def _best_marks(table: pd.DataFrame, group: str) -> pd.DataFrame:
 def leaderboard_markdown(board: pd.DataFrame, budget: int, meta: dict | None = None, grid: bool = False) -> str:
     """``grid``: the policies include grid points of swept params (:func:`grid_points_as_policies`)."""
     at = budget_label(budget)
-    lines = [f"# Leaderboard at {at} ({budget:,} bytes)", "",
-             f"Mean over episodes (every mode pooled) at a {budget:,}-byte budget; policies ranked by F1@{at}. "
-             "Util/KB = utility retained per 1024 bytes in use; Avg Staleness = mean steps from a retained "
-             "step to the episode's last step." + (" Each grid point of the swept params is ranked as a policy of "
-                                                   "its own; Episodes counts episodes, not grid points." if grid else ""),
-             ""]
+    lines = [
+        f"# Leaderboard at {at} ({budget:,} bytes)",
+        "",
+        f"Mean over episodes (every mode pooled) at a {budget:,}-byte budget; policies ranked by F1@{at}. "
+        "Util/KB = utility retained per 1024 bytes in use; Avg Staleness = mean steps from a retained "
+        "step to the episode's last step."
+        + (
+            " Each grid point of the swept params is ranked as a policy of "
+            "its own; Episodes counts episodes, not grid points."
+            if grid
+            else ""
+        ),
+        "",
+    ]
     for track in dict.fromkeys(board["track"]):
         rows = board[board["track"] == track]
         lines += [f"## Track: {track}", ""]
-        lines.append(_markdown(
-            ["Rank", "Policy", f"Recall@{at}", f"F1@{at}", "Util/KB", "Avg Staleness", "Episodes"],
-            [[str(row.rank), f"`{row.policy}`", _fmt(row.recall), _fmt(row.f1), _fmt(row.utility_per_kb, 2),
-              _fmt(row.avg_staleness, 1), str(row.episodes)] for row in rows.itertuples()],
-            ["r", "l", "r", "r", "r", "r", "r"]))
+        lines.append(
+            _markdown(
+                ["Rank", "Policy", f"Recall@{at}", f"F1@{at}", "Util/KB", "Avg Staleness", "Episodes"],
+                [
+                    [
+                        str(row.rank),
+                        f"`{row.policy}`",
+                        _fmt(row.recall),
+                        _fmt(row.f1),
+                        _fmt(row.utility_per_kb, 2),
+                        _fmt(row.avg_staleness, 1),
+                        str(row.episodes),
+                    ]
+                    for row in rows.itertuples()
+                ],
+                ["r", "l", "r", "r", "r", "r", "r"],
+            )
+        )
     if meta:
         lines += ["## Run", "", *metadata_lines(meta), ""]
     return "\n".join(lines)
@@ -281,18 +364,22 @@ def metadata_lines(meta: dict) -> list[str]:
     episodes = meta.get("episodes", {})
     if episodes.get("source") == "generated":
         configs = episodes.get("configs", [])
-        source = (f"generated ({episodes.get('generator', 'reference')} generator): "
-                  f"{episodes.get('n_episodes')} episodes x {configs[0]['steps'] if configs else '?'} steps per mode "
-                  f"({', '.join(config['mode'] for config in configs)}), seed {meta.get('seeds', {}).get('generator')}")
+        source = (
+            f"generated ({episodes.get('generator', 'reference')} generator): "
+            f"{episodes.get('n_episodes')} episodes x {configs[0]['steps'] if configs else '?'} steps per mode "
+            f"({', '.join(config['mode'] for config in configs)}), seed {meta.get('seeds', {}).get('generator')}"
+        )
     else:
         source = "files " + ", ".join(os.path.basename(entry["path"]) for entry in episodes.get("files", []))
     commit = (git.get("commit", "")[:12] + (" (uncommitted changes)" if git.get("dirty") else "")) if git else "none"
-    return [f"- episodes: {source}",
-            f"- budgets (bytes): {', '.join(f'{budget:,}' for budget in meta.get('budgets', []))}",
-            f"- oracle: {meta.get('oracle')}",
-            f"- wpbjax {env.get('wpbjax_version')}, git commit {commit}, jax {env.get('jax_version')}, "
-            f"devices {', '.join(env.get('devices', []))}",
-            f"- created {meta.get('created_utc')}"]
+    return [
+        f"- episodes: {source}",
+        f"- budgets (bytes): {', '.join(f'{budget:,}' for budget in meta.get('budgets', []))}",
+        f"- oracle: {meta.get('oracle')}",
+        f"- wpbjax {env.get('wpbjax_version')}, git commit {commit}, jax {env.get('jax_version')}, "
+        f"devices {', '.join(env.get('devices', []))}",
+        f"- created {meta.get('created_utc')}",
+    ]
 
 
 def f1_table_markdown(table: pd.DataFrame, mode: str) -> str:
@@ -300,8 +387,10 @@ def f1_table_markdown(table: pd.DataFrame, mode: str) -> str:
     header = ["Track", "Policy"] + [budget_label(budget) for budget in table.columns]
     rows = []
     for (track, policy), values in table.iterrows():
-        cells = [f"**{_fmt(value)}**" if best.loc[(track, policy), budget] else _fmt(value)
-                 for budget, value in values.items()]
+        cells = [
+            f"**{_fmt(value)}**" if best.loc[(track, policy), budget] else _fmt(value)
+            for budget, value in values.items()
+        ]
         rows.append([track, f"`{policy}`"] + cells)
     title = f"# Mean F1 by budget: mode `{mode}`\n\nMean over episodes; best per budget and track in bold.\n\n"
     return title + _markdown(header, rows, ["l", "l"] + ["r"] * len(table.columns))
@@ -316,8 +405,10 @@ def f1_table_latex(table: pd.DataFrame, mode: str) -> str:
         if previous is not None and track != previous:
             rules.add(index - 1)
         previous = track
-        cells = [rf"\textbf{{{_fmt(value)}}}" if best.loc[(track, policy), budget] else _fmt(value)
-                 for budget, value in values.items()]
+        cells = [
+            rf"\textbf{{{_fmt(value)}}}" if best.loc[(track, policy), budget] else _fmt(value)
+            for budget, value in values.items()
+        ]
         rows.append([_latex_escape(track), rf"\texttt{{{_latex_escape(policy)}}}"] + cells)
     caption = f"Mean F1 by byte budget, mode \\texttt{{{_latex_escape(mode)}}} (best per budget and track in bold)."
     return _latex(header, rows, "ll" + "r" * len(table.columns), caption, f"tab:f1-{_slug(mode)}", rules)
@@ -325,12 +416,16 @@ def f1_table_latex(table: pd.DataFrame, mode: str) -> str:
 
 def diagnostics_markdown(table: pd.DataFrame, budget: int) -> str:
     header = ["Track", "Mode", "Policy"] + [title for _, title in DIAGNOSTICS]
-    rows = [[row["track"], row["mode"], f"`{row['policy']}`"]
-            + [_fmt(row[name], 2 if name == "avg_staleness" else 3) for name, _ in DIAGNOSTICS]
-            for _, row in table.iterrows()]
-    title = (f"# Diagnostics at {budget_label(budget)} ({budget:,} bytes)\n\nMeans over episodes. Utilization = "
-             "bytes in use / budget; write density = retained steps / steps; expire rate = EXPIRE / WRITE actions "
-             "emitted; staleness in steps; drift coverage = retained critical steps / drift events.\n\n")
+    rows = [
+        [row["track"], row["mode"], f"`{row['policy']}`"]
+        + [_fmt(row[name], 2 if name == "avg_staleness" else 3) for name, _ in DIAGNOSTICS]
+        for _, row in table.iterrows()
+    ]
+    title = (
+        f"# Diagnostics at {budget_label(budget)} ({budget:,} bytes)\n\nMeans over episodes. Utilization = "
+        "bytes in use / budget; write density = retained steps / steps; expire rate = EXPIRE / WRITE actions "
+        "emitted; staleness in steps; drift coverage = retained critical steps / drift events.\n\n"
+    )
     return title + _markdown(header, rows, ["l", "l", "l"] + ["r"] * len(DIAGNOSTICS))
 
 
@@ -342,12 +437,13 @@ def diagnostics_latex(table: pd.DataFrame, budget: int) -> str:
         if previous is not None and key != previous:
             rules.add(index - 1)
         previous = key
-        rows.append([_latex_escape(row["track"]), _latex_escape(row["mode"]), rf"\texttt{{{_latex_escape(row['policy'])}}}"]
-                    + [_fmt(row[name], 2 if name == "avg_staleness" else 3) for name, _ in DIAGNOSTICS])
+        rows.append(
+            [_latex_escape(row["track"]), _latex_escape(row["mode"]), rf"\texttt{{{_latex_escape(row['policy'])}}}"]
+            + [_fmt(row[name], 2 if name == "avg_staleness" else 3) for name, _ in DIAGNOSTICS]
+        )
     caption = f"Diagnostics at a {budget:,}-byte budget (means over episodes)."
     return _latex(header, rows, "lll" + "r" * len(DIAGNOSTICS), caption, "tab:diagnostics", rules)
 
 
 def _slug(text: str) -> str:
     return "".join(char if char.isalnum() or char in "-_" else "-" for char in text) or "unlabelled"
-

@@ -9,6 +9,7 @@ and written before the next is generated. Every block's plan chunks as one plan 
 would (the same chunk size, devices and random keys), so the table is byte-identical to an
 in-memory sweep's, and a killed sweep resumes chunk by chunk without regenerating finished blocks.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -36,8 +37,9 @@ class Blocks:
     def __init__(self, source: EpisodeSource, plan_arguments: dict, memory_cap: int):
         self.source, self.arguments, self.n_total = source, plan_arguments, source.n_total
         probe, set_index = source.load_range(0, 1)
-        self.plan = make_plan(probe, set_index=set_index, memory_cap=memory_cap, n_episodes_total=self.n_total,
-                              **plan_arguments)
+        self.plan = make_plan(
+            probe, set_index=set_index, memory_cap=memory_cap, n_episodes_total=self.n_total, **plan_arguments
+        )
         chunk = self.plan.chunk_episodes
         chunk_bytes = chunk * probe.n_steps * ENCODED_BYTES_PER_STEP
         # a quarter of the cap: while a block is made its parts and the joined set both exist
@@ -55,8 +57,14 @@ class Blocks:
                 chunks_done -= n_chunks
                 continue
             encoded, set_index = self.source.load_range(start, stop)
-            plan = make_plan(pad_to_buckets(encoded), set_index=set_index, memory_cap=self.memory_cap, first_episode=start,
-                             n_episodes_total=self.n_total, **{**self.arguments, "devices": self.plan.devices})
+            plan = make_plan(
+                pad_to_buckets(encoded),
+                set_index=set_index,
+                memory_cap=self.memory_cap,
+                first_episode=start,
+                n_episodes_total=self.n_total,
+                **{**self.arguments, "devices": self.plan.devices},
+            )
             yield plan, plan.chunks()[chunks_done:]
             chunks_done = 0
 

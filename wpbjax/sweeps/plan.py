@@ -6,6 +6,7 @@ episodes cut into :class:`Chunk` s of one padded shape sized from a memory cap. 
 every argument (a bad one fails here, before any output file is touched); running it is
 :func:`wpbjax.sweeps.run.run_chunk` per chunk.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,16 +23,16 @@ from wpbjax.policies import lineup, make
 from wpbjax.reads import ReadPlan
 from wpbjax.tracks import TRACKS as PUBLISHED_TRACKS, check_any_track
 
-PUBLISHED_LINEUP = "published"                  # the published harness's policies per track
+PUBLISHED_LINEUP = "published"  # the published harness's policies per track
 LINEUP_ALIASES = {"reference": PUBLISHED_LINEUP}  # the line-up's name before it was renamed
 DEFAULT_TRACKS = ("unprivileged", "privileged")
 DEFAULT_MEMORY_CAP = 2 << 30  # bytes of device memory one chunk may use; safe on a 24 GiB machine
-BYTES_PER_RUN_STEP = 160      # store + policy state + XLA temporaries, per (run, step); measured
-BYTES_PER_EPISODE_STEP = 64   # episode arrays (+ 12 per field slot)
+BYTES_PER_RUN_STEP = 160  # store + policy state + XLA temporaries, per (run, step); measured
+BYTES_PER_EPISODE_STEP = 64  # episode arrays (+ 12 per field slot)
 # a slice of a large param grid, per run-step: 20,000 thresholds at a 256M cap peaked 477 MB over
 # the interpreter's 310 MB when sized at BYTES_PER_RUN_STEP, 420 MB at 320, 335 MB (1.3x) at 400
 GRID_BYTES_PER_RUN_STEP = 400
-RUNS_PER_CALL = 16384         # beyond this, bigger calls stop paying on CPU (cache effects), measured
+RUNS_PER_CALL = 16384  # beyond this, bigger calls stop paying on CPU (cache effects), measured
 
 
 def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str]) -> dict[str, list[str]]:
@@ -45,16 +46,20 @@ def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str]) -> dict[s
         check_any_track(track)
     if isinstance(spec, str) and LINEUP_ALIASES.get(spec, spec) == PUBLISHED_LINEUP:
         if set(tracks) - set(PUBLISHED_TRACKS):
-            raise ValueError(f"policies {spec!r}: the published line-up covers {', '.join(PUBLISHED_TRACKS)} only; "
-                             f"name the policies to run on {', '.join(sorted(set(tracks) - set(PUBLISHED_TRACKS)))}")
+            raise ValueError(
+                f"policies {spec!r}: the published line-up covers {', '.join(PUBLISHED_TRACKS)} only; "
+                f"name the policies to run on {', '.join(sorted(set(tracks) - set(PUBLISHED_TRACKS)))}"
+            )
         return {track: list(lineup(track)) for track in tracks}
     names = [name.strip() for name in (spec.split(",") if isinstance(spec, str) else spec) if name.strip()]
     if not names:
         raise ValueError(f"policies: give at least one policy name (or {PUBLISHED_LINEUP!r}); got {spec!r}")
     for name in names:
         if not set(make(name).tracks) & set(tracks):
-            raise ValueError(f"policy {name!r} runs on tracks {', '.join(make(name).tracks)}, "
-                             f"none of which was asked ({', '.join(tracks)})")
+            raise ValueError(
+                f"policy {name!r} runs on tracks {', '.join(make(name).tracks)}, "
+                f"none of which was asked ({', '.join(tracks)})"
+            )
     return {track: [name for name in names if track in make(name).tracks] for track in tracks}
 
 
@@ -124,8 +129,9 @@ def param_grids(params: dict | None, names: Sequence[str]) -> dict:
     return grids
 
 
-def chunk_size(encoded: EncodedEpisodes, n_runs: int, memory_cap: int, n_devices: int,
-               n_episodes: int | None = None) -> int:
+def chunk_size(
+    encoded: EncodedEpisodes, n_runs: int, memory_cap: int, n_devices: int, n_episodes: int | None = None
+) -> int:
     """Episodes per chunk, each run ``n_runs`` times by a call (budgets x tracks x grid points):
     within the memory cap and RUNS_PER_CALL runs per device, balanced over ``n_episodes`` (default:
     the set's) so the padded last chunk wastes little, and a multiple of the device count."""
@@ -154,13 +160,13 @@ class Chunk:
     swept params run in a chunk's first slice). This process runs ``episodes`` of them (all, or its
     share among several processes), padded to ``size`` (one shape for every chunk)."""
 
-    index: int             # 0, 1, ...: chunks are written in this order
+    index: int  # 0, 1, ...: chunks are written in this order
     start: int
     stop: int
-    size: int              # episodes per padded run of a chunk on this process
-    episodes: np.ndarray   # [n] int64 the episode indices this process runs (may be empty)
-    first_point: int = 0   # the slice of every policy's param grid this chunk runs (the last slice
-    end_point: int = 1     # of a large grid padded to the others' size: one shape, one compile)
+    size: int  # episodes per padded run of a chunk on this process
+    episodes: np.ndarray  # [n] int64 the episode indices this process runs (may be empty)
+    first_point: int = 0  # the slice of every policy's param grid this chunk runs (the last slice
+    end_point: int = 1  # of a large grid padded to the others' size: one shape, one compile)
 
     @property
     def real(self) -> np.ndarray:
@@ -178,22 +184,22 @@ class SweepPlan:
     """A checked sweep: what runs where, and in which chunks (build it with :func:`make_plan`)."""
 
     encoded: EncodedEpisodes
-    budgets: np.ndarray          # [B] int64 bytes
-    lineup: dict                 # track -> [policy names], in the published row order
-    grids: dict                  # policy name -> {param: [P] values} or None
-    param_columns: tuple         # ("param_NAME", ...) for each swept param
-    oracle: str                  # an oracle mode (wpbjax.oracle.ORACLE_MODES)
-    set_index: np.ndarray        # [N] int64 episode set of each episode (row order)
+    budgets: np.ndarray  # [B] int64 bytes
+    lineup: dict  # track -> [policy names], in the published row order
+    grids: dict  # policy name -> {param: [P] values} or None
+    param_columns: tuple  # ("param_NAME", ...) for each swept param
+    oracle: str  # an oracle mode (wpbjax.oracle.ORACLE_MODES)
+    set_index: np.ndarray  # [N] int64 episode set of each episode (row order)
     devices: tuple
-    call_devices: tuple          # the devices one call splits its episodes over: all of them, or the first
-                                 #   alone when there are fewer episodes than devices (see make_plan)
-    chunk_episodes: int          # episodes per (padded) chunk
-    first_chunk_workers: int     # threads of the first chunk (it compiles every policy)
-    points_per_slice: int        # param grid points per call (all of them unless the grid is too large)
-    work: dict                   # policy name -> run-steps its program does over the sweep (this process)
-    cluster: object = None       # wpbjax.distributed.Cluster: this process's place among several, or None
-    first_episode: int = 0       # a block of a larger set (wpbjax.sweeps.blocks): its first episode's number
-    n_episodes_total: int = 0    # ... and the whole set's episode count (0: the plan covers the whole set)
+    call_devices: tuple  # the devices one call splits its episodes over: all of them, or the first
+    #   alone when there are fewer episodes than devices (see make_plan)
+    chunk_episodes: int  # episodes per (padded) chunk
+    first_chunk_workers: int  # threads of the first chunk (it compiles every policy)
+    points_per_slice: int  # param grid points per call (all of them unless the grid is too large)
+    work: dict  # policy name -> run-steps its program does over the sweep (this process)
+    cluster: object = None  # wpbjax.distributed.Cluster: this process's place among several, or None
+    first_episode: int = 0  # a block of a larger set (wpbjax.sweeps.blocks): its first episode's number
+    n_episodes_total: int = 0  # ... and the whole set's episode count (0: the plan covers the whole set)
     reads: ReadPlan = ReadPlan()  # probes and retriever (wpbjax.reads): one row per K of each run
 
     @property
@@ -222,8 +228,10 @@ class SweepPlan:
             episodes = np.arange(start, min(start + size, n))
             if self.cluster is not None:
                 episodes = self.cluster.share(episodes)
-            chunks += [Chunk(len(chunks), start, min(start + size, n), self.episodes_per_run, episodes, lo, hi)
-                       for lo, hi in slices]
+            chunks += [
+                Chunk(len(chunks), start, min(start + size, n), self.episodes_per_run, episodes, lo, hi)
+                for lo, hi in slices
+            ]
         return chunks
 
     def points(self, name: str) -> int:
@@ -234,13 +242,22 @@ class SweepPlan:
     @property
     def total_runs(self) -> int:
         """Runs of the sweep, every block's (a policy with swept params counts once per grid point)."""
-        return (self.n_episodes_total or self.encoded.n_episodes) * len(self.budgets) * sum(
-            self.points(name) for names in self.lineup.values() for name in names) * len(self.reads.retriever.top_k)
+        return (
+            (self.n_episodes_total or self.encoded.n_episodes)
+            * len(self.budgets)
+            * sum(self.points(name) for names in self.lineup.values() for name in names)
+            * len(self.reads.retriever.top_k)
+        )
 
 
-def check_sweep(budgets: Sequence[int] = PAPER_BUDGETS, policies: str | Sequence[str] = PUBLISHED_LINEUP,
-                tracks: Sequence[str] = DEFAULT_TRACKS, oracle: str = "exact", memory_cap: int = DEFAULT_MEMORY_CAP,
-                params: dict | None = None) -> tuple:
+def check_sweep(
+    budgets: Sequence[int] = PAPER_BUDGETS,
+    policies: str | Sequence[str] = PUBLISHED_LINEUP,
+    tracks: Sequence[str] = DEFAULT_TRACKS,
+    oracle: str = "exact",
+    memory_cap: int = DEFAULT_MEMORY_CAP,
+    params: dict | None = None,
+) -> tuple:
     """Check a sweep's arguments without its episodes (cheap: callers check before generating them;
     the param grid is not built). Returns (budgets [B] int64, line-up, grid points per policy, oracle mode)."""
     budgets = check_budgets(budgets)
@@ -255,12 +272,21 @@ def check_sweep(budgets: Sequence[int] = PAPER_BUDGETS, policies: str | Sequence
     return budgets, lineup_, points, oracle
 
 
-def make_plan(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
-              policies: str | Sequence[str] = PUBLISHED_LINEUP, tracks: Sequence[str] = DEFAULT_TRACKS,
-              oracle: str = "exact", set_index: Sequence[int] | None = None,
-              memory_cap: int = DEFAULT_MEMORY_CAP, devices=None, params: dict | None = None,
-              cluster=None, first_episode: int = 0, n_episodes_total: int | None = None,
-              reads: ReadPlan | None = None) -> SweepPlan:
+def make_plan(
+    encoded: EncodedEpisodes,
+    budgets: Sequence[int] = PAPER_BUDGETS,
+    policies: str | Sequence[str] = PUBLISHED_LINEUP,
+    tracks: Sequence[str] = DEFAULT_TRACKS,
+    oracle: str = "exact",
+    set_index: Sequence[int] | None = None,
+    memory_cap: int = DEFAULT_MEMORY_CAP,
+    devices=None,
+    params: dict | None = None,
+    cluster=None,
+    first_episode: int = 0,
+    n_episodes_total: int | None = None,
+    reads: ReadPlan | None = None,
+) -> SweepPlan:
     """Check every argument and fix the sweep's line-up, grids and chunks (see :func:`wpbjax.sweeps.run_sweep`).
     ``cluster``: this process's place among several (:mod:`wpbjax.distributed`): each runs its share of
     every chunk, and process 0 gathers the rows. ``first_episode``, ``n_episodes_total``: ``encoded``
@@ -301,8 +327,26 @@ def make_plan(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
     size = chunk_size(encoded, runs_per_episode * per_slice, call_cap, len(call_devices), whole)
     n_chunks = -(-whole // size)
     per_run = size if cluster is None else cluster.share_size(size, len(devices))
-    work = {name: n_chunks * per_run * len(budgets) * encoded.n_steps * sum(name in names for names in lineup_.values())
-            for name in names}
-    return SweepPlan(encoded, budgets, lineup_, grids, tuple(f"param_{name}" for name in (params or {})), oracle,
-                     set_index, devices, call_devices, size, first_chunk_workers, per_slice, work, cluster,
-                     first_episode, n_episodes_total or 0, reads)
+    work = {
+        name: n_chunks * per_run * len(budgets) * encoded.n_steps * sum(name in names for names in lineup_.values())
+        for name in names
+    }
+    return SweepPlan(
+        encoded,
+        budgets,
+        lineup_,
+        grids,
+        tuple(f"param_{name}" for name in (params or {})),
+        oracle,
+        set_index,
+        devices,
+        call_devices,
+        size,
+        first_chunk_workers,
+        per_slice,
+        work,
+        cluster,
+        first_episode,
+        n_episodes_total or 0,
+        reads,
+    )

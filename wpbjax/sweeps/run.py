@@ -6,6 +6,7 @@ per core: it compiles every policy's program); rows come in the published harnes
 (episode set, budget, episode, track, policy), so a sweep that fits one chunk (the paper grid
 does) is in exactly that order.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -38,9 +39,16 @@ def _oracle_tables(plan: SweepPlan, chunk: Chunk) -> dict[str, np.ndarray]:
     """Cost track -> [n, B] oracle utility of the chunk's episodes (one task for every cost track, so
     that the oracle's program compiles once)."""
     encoded, real = plan.encoded, chunk.real
-    return {costs: oracle_batch(encoded.track_costs(costs)[real], encoded.utility64[real],
-                                encoded.arrays.length[real], plan.budgets, plan.oracle)
-            for costs in dict.fromkeys(map(cost_track, plan.lineup))}
+    return {
+        costs: oracle_batch(
+            encoded.track_costs(costs)[real],
+            encoded.utility64[real],
+            encoded.arrays.length[real],
+            plan.budgets,
+            plan.oracle,
+        )
+        for costs in dict.fromkeys(map(cost_track, plan.lineup))
+    }
 
 
 def _track_batch(plan: SweepPlan, chunk: Chunk, tracks: tuple, devices: tuple):
@@ -56,8 +64,9 @@ def _track_batch(plan: SweepPlan, chunk: Chunk, tracks: tuple, devices: tuple):
     return devices_lib.place(stacked, devices)
 
 
-def _policy_rows(plan: SweepPlan, chunk: Chunk, name: str, tracks: tuple, batch,
-                 oracle_utility: Callable[[str], np.ndarray]) -> dict[str, dict]:
+def _policy_rows(
+    plan: SweepPlan, chunk: Chunk, name: str, tracks: tuple, batch, oracle_utility: Callable[[str], np.ndarray]
+) -> dict[str, dict]:
     """Track -> rows of policy ``name`` on the chunk (as column arrays, :func:`wpbjax.scoring.score_rows`),
     for each of its ``tracks``, from one call on
     ``batch`` (:func:`_track_batch`: the chunk once per track). ``oracle_utility(cost_track)``: the
@@ -77,26 +86,51 @@ def _policy_rows(plan: SweepPlan, chunk: Chunk, name: str, tracks: tuple, batch,
     else:
         run_inputs = None
         if policy.plan is not None:  # hindsight: from the exact float64 utilities
-            parts = [policy.plan(encoded.track_costs(cost_track(track))[padded], encoded.utility64[padded],
-                                 encoded.arrays.length[padded], plan.budgets) for track in tracks]
+            parts = [
+                policy.plan(
+                    encoded.track_costs(cost_track(track))[padded],
+                    encoded.utility64[padded],
+                    encoded.arrays.length[padded],
+                    plan.budgets,
+                )
+                for track in tracks
+            ]
             run_inputs = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
-        counts = rollout.simulate_grid(policy, batch, plan.budgets, params=grid, run_inputs=run_inputs,
-                                        episode_index=index)
-    counts = {field: np.asarray(value) for field, value in vars(counts).items()
-              if value is not None}  # [P, tracks x size, B, ...]
+        counts = rollout.simulate_grid(
+            policy, batch, plan.budgets, params=grid, run_inputs=run_inputs, episode_index=index
+        )
+    counts = {
+        field: np.asarray(value) for field, value in vars(counts).items() if value is not None
+    }  # [P, tracks x size, B, ...]
     frames = {}
     for number, track in enumerate(tracks):
         # the slice's real grid points at once: [P, n, B] counts, read as P * n episodes
         first = number * len(padded)
-        host = {field: value[:n_grid, first:first + n].reshape((n_grid * n,) + value.shape[2:])
-                for field, value in counts.items()}
+        host = {
+            field: value[:n_grid, first : first + n].reshape((n_grid * n,) + value.shape[2:])
+            for field, value in counts.items()
+        }
         order = list(plan.lineup).index(track) * 1000 + plan.lineup[track].index(name)
         episodes = np.tile(real, n_grid)
-        read_columns = reads.read_metrics(host, encoded, episodes, cost_track(track), plan.reads.retriever) \
-            if history else reads.blank_columns((len(episodes), len(plan.budgets), len(plan.reads.retriever.top_k)),
-                                                plan.reads.retriever.top_k)
-        frame = score_rows(encoded, episodes, plan.budgets, host, np.tile(oracle_utility(cost_track(track)), (n_grid, 1)),
-                           track, name, plan.set_index, order, read_columns)
+        read_columns = (
+            reads.read_metrics(host, encoded, episodes, cost_track(track), plan.reads.retriever)
+            if history
+            else reads.blank_columns(
+                (len(episodes), len(plan.budgets), len(plan.reads.retriever.top_k)), plan.reads.retriever.top_k
+            )
+        )
+        frame = score_rows(
+            encoded,
+            episodes,
+            plan.budgets,
+            host,
+            np.tile(oracle_utility(cost_track(track)), (n_grid, 1)),
+            track,
+            name,
+            plan.set_index,
+            order,
+            read_columns,
+        )
         if grid is not None:
             point = np.repeat(np.arange(n_grid), n * len(plan.budgets) * len(plan.reads.retriever.top_k))
             for param, column in grid.items():
@@ -111,10 +145,12 @@ def _grid_slice(grid: dict | None, chunk: Chunk) -> tuple[dict | None, int]:
     every slice has one shape; the number of real points). (None, 1) for a policy without a grid."""
     if grid is None:
         return None, 1
-    real = {param: values[chunk.first_point:chunk.end_point] for param, values in grid.items()}
+    real = {param: values[chunk.first_point : chunk.end_point] for param, values in grid.items()}
     n_real = len(next(iter(real.values())))
     size = chunk.end_point - chunk.first_point
-    return {param: np.concatenate([values, np.repeat(values[-1:], size - n_real)]) for param, values in real.items()}, n_real
+    return {
+        param: np.concatenate([values, np.repeat(values[-1:], size - n_real)]) for param, values in real.items()
+    }, n_real
 
 
 def _runs_in(plan: SweepPlan, chunk: Chunk, name: str) -> bool:
@@ -124,8 +160,9 @@ def _runs_in(plan: SweepPlan, chunk: Chunk, name: str) -> bool:
     return chunk.first_point == 0 if grid is None else chunk.first_point < plan.points(name)
 
 
-def run_chunk(plan: SweepPlan, chunk: Chunk, progress: Progress | None = None,
-              compiles: bool | None = None) -> pd.DataFrame | None:
+def run_chunk(
+    plan: SweepPlan, chunk: Chunk, progress: Progress | None = None, compiles: bool | None = None
+) -> pd.DataFrame | None:
     """The results rows of one chunk of the plan (``COLUMNS`` + the plan's param columns), in row order.
     With several processes (``plan.cluster``) each runs its share and process 0 gets the whole
     chunk's rows (a collective: every process calls it for every chunk); the others get None.
@@ -134,7 +171,9 @@ def run_chunk(plan: SweepPlan, chunk: Chunk, progress: Progress | None = None,
     compiles = chunk.index == 0 if compiles is None else compiles
     # calls of one device side by side (see SweepPlan.call_devices) keep every core busy in every chunk
     side_by_side = compiles or len(plan.call_devices) < len(plan.devices)
-    parts = _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1) if len(chunk.real) else []
+    parts = (
+        _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1) if len(chunk.real) else []
+    )
     if plan.cluster is None:
         return _in_order(parts, plan.param_columns) if parts else None
     every = list(dict.fromkeys(column for part in parts for column in part)) + ["_point"]
@@ -158,8 +197,9 @@ def _chunk_frames(plan: SweepPlan, chunk: Chunk, progress: Progress | None, work
 
         def policy_frames(name: str) -> dict:
             """Track -> rows of policy ``name`` on the chunk (every asked track it runs on)."""
-            return _policy_rows(plan, chunk, name, tracks_of[name], batches[tracks_of[name]],
-                                lambda costs: oracles.result()[costs])
+            return _policy_rows(
+                plan, chunk, name, tracks_of[name], batches[tracks_of[name]], lambda costs: oracles.result()[costs]
+            )
 
         # longest compiles first (multi-action walks, more action kinds), so the threads finish together
         by_size = sorted(names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
@@ -177,8 +217,12 @@ def _joined(parts: list[dict], columns) -> dict:
     """Column -> the parts' arrays of it end to end (NaN where a part has no such column: a swept
     param the policy lacks, the grid point of a policy without a grid)."""
     lengths = [len(part["f1"]) for part in parts]
-    return {column: np.concatenate([part[column] if column in part else np.full(length, np.nan)
-                                    for part, length in zip(parts, lengths)]) for column in columns}
+    return {
+        column: np.concatenate(
+            [part[column] if column in part else np.full(length, np.nan) for part, length in zip(parts, lengths)]
+        )
+        for column in columns
+    }
 
 
 def _in_order(parts: list[dict], param_columns) -> pd.DataFrame:
@@ -192,11 +236,19 @@ def _in_order(parts: list[dict], param_columns) -> pd.DataFrame:
     return pd.DataFrame({column: columns[column][order] for column in list(COLUMNS) + list(param_columns)})
 
 
-def iter_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
-               policies: str | Sequence[str] = PUBLISHED_LINEUP, tracks: Sequence[str] = DEFAULT_TRACKS,
-               oracle: str = "exact", set_index: Sequence[int] | None = None, memory_cap: int = DEFAULT_MEMORY_CAP,
-               devices=None, progress: Progress | None = None, params: dict | None = None,
-               cluster=None) -> Iterator[pd.DataFrame]:
+def iter_sweep(
+    encoded: EncodedEpisodes,
+    budgets: Sequence[int] = PAPER_BUDGETS,
+    policies: str | Sequence[str] = PUBLISHED_LINEUP,
+    tracks: Sequence[str] = DEFAULT_TRACKS,
+    oracle: str = "exact",
+    set_index: Sequence[int] | None = None,
+    memory_cap: int = DEFAULT_MEMORY_CAP,
+    devices=None,
+    progress: Progress | None = None,
+    params: dict | None = None,
+    cluster=None,
+) -> Iterator[pd.DataFrame]:
     """Yield the results table chunk by chunk (see :func:`run_sweep`). ``cluster``: this process's
     place among several (``wpbjax.distributed``): it runs its share of every chunk, and only process 0
     yields, the whole chunk's rows."""
@@ -216,10 +268,18 @@ def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks, param
     return encoded.n_episodes * n_budgets * sum(points[name] for names in lineup.values() for name in names)
 
 
-def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
-              policies: str | Sequence[str] = PUBLISHED_LINEUP, tracks: Sequence[str] = DEFAULT_TRACKS,
-              oracle: str = "exact", set_index: Sequence[int] | None = None, quiet: bool = True,
-              memory_cap: int = DEFAULT_MEMORY_CAP, devices=None, params: dict | None = None) -> pd.DataFrame:
+def run_sweep(
+    encoded: EncodedEpisodes,
+    budgets: Sequence[int] = PAPER_BUDGETS,
+    policies: str | Sequence[str] = PUBLISHED_LINEUP,
+    tracks: Sequence[str] = DEFAULT_TRACKS,
+    oracle: str = "exact",
+    set_index: Sequence[int] | None = None,
+    quiet: bool = True,
+    memory_cap: int = DEFAULT_MEMORY_CAP,
+    devices=None,
+    params: dict | None = None,
+) -> pd.DataFrame:
     """Every (episode, budget, track, policy) run as one row with the published columns (+ merge_actions
     and the confusion counts).
 
@@ -233,8 +293,14 @@ def run_sweep(encoded: EncodedEpisodes, budgets: Sequence[int] = PAPER_BUDGETS,
         return pd.concat([run_chunk(plan, chunk, progress) for chunk in plan.chunks()], ignore_index=True)
 
 
-def write_chunks(plan: SweepPlan, writer, progress: Progress | None = None, chunks: Iterable[Chunk] | None = None,
-                 sums: pd.DataFrame | None = None, after_write: Callable | None = None) -> pd.DataFrame | None:
+def write_chunks(
+    plan: SweepPlan,
+    writer,
+    progress: Progress | None = None,
+    chunks: Iterable[Chunk] | None = None,
+    sums: pd.DataFrame | None = None,
+    after_write: Callable | None = None,
+) -> pd.DataFrame | None:
     """Run ``chunks`` (default: all of the plan's, in order) and hand each table to ``writer.write``
     (:class:`wpbjax.results_io.ResultsWriter`) on a background thread while the next chunk computes
     (pyarrow's writer leaves the GIL; at most one chunk waits to be written; a failed write stops
