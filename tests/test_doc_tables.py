@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import re
 
+import numpy as np
 import pytest
 from conftest import REPO
 
@@ -117,3 +118,31 @@ def test_generators_doc_table(regime):
     )
     assert len(rows) == 3
     assert_rows_in(rows, table_rows(doc), "docs/generators.md")
+
+
+def test_learning_doc_baseline_columns(paper_sweep):
+    """docs/learning.md "Results" (experiments/train_gates.py), published episodes: the two columns that need
+    no trained gate, regenerated: "best baseline @1 KB" (the best published policy's mean F1 per track and
+    mode, from the paper-grid sweep, the policy named) and "F1-optimal @1 KB" (learn.evaluate.f1_optimal on
+    the same episodes). The gate columns need the trained checkpoints (the script trains them)."""
+    from wpbjax.learn.evaluate import evaluation_sets, f1_optimal
+
+    doc = sections((DOCS / "learning.md").read_text(), r"(Results) .*")["Results"]
+    assert "`experiments/train_gates.py`" in (DOCS / "learning.md").read_text()
+    cells = {}
+    for row in table_rows(doc.split("Held-out")[0]):
+        track, mode, _, best, optimal, _ = (cell.strip() for cell in row.strip("|").split("|"))
+        cells[track, mode] = best, optimal
+    assert len(cells) == 8
+    published = evaluation_sets()["published"]
+    modes = np.asarray(published.mode)
+    means = paper_sweep[paper_sweep.budget_bytes == 1024].groupby(["track", "mode", "policy"]).f1.mean()
+    for track in ("unprivileged", "privileged"):
+        optimal = f1_optimal(published, track, [1024])[:, 0]
+        for mode in dict.fromkeys(published.mode):
+            best, optimal_cell = cells[track, mode]
+            value, named = re.match(r"(\S+) \((\w+)", best).groups()
+            by_policy = means[track, mode]
+            # the named policy is a best one (where two tie, the doc names either)
+            assert value == f"{by_policy.max():.3f}" and by_policy[named] == by_policy.max(), (track, mode, best)
+            assert optimal_cell == f"{optimal[modes == mode].mean():.3f}", (track, mode)
