@@ -58,9 +58,14 @@ def _runs():
         yield "journal_only", 0.0, total, 0, total
 
 
-def tiers_table(crash_rate: float = 0.01) -> pd.DataFrame:
+def paper_episodes():
+    """The four modes x 10 published episodes with the default probes."""
     encoded = concat_encoded([encode_episodes(generate_episodes(DriftConfig(mode=mode), 10)) for mode in MODES])
-    encoded = probes_lib.with_default_probes(encoded, probes_lib.ProbeConfig())
+    return probes_lib.with_default_probes(encoded, probes_lib.ProbeConfig())
+
+
+def tiers_table(crash_rate: float = 0.01) -> pd.DataFrame:
+    encoded = paper_episodes()
     batch = encoded.host_batch("unprivileged")
     runs = pd.DataFrame(
         list(_runs()), columns=["policy", "checkpoint_share", "total_budget", "checkpoint_budget", "journal_budget"]
@@ -75,6 +80,44 @@ def tiers_table(crash_rate: float = 0.01) -> pd.DataFrame:
         means["min_history_coverage"] = np.nanmin(np.asarray(rows["history_coverage"], np.float64), axis=0)
         tables.append(group.reset_index(drop=True).assign(**means))
     return pd.concat(tables, ignore_index=True)
+
+
+# The compute budget table: at 10 KB (a quarter for the checkpoint where there is a journal), calls per step
+# from none to a quarter of one add's 3 calls, in a bucket of the default size (max(rate, 3): no saving up)
+# or of 60 calls (a deferred session's 20 adds)
+COMPUTE_RUNS = (
+    ("journal_and_checkpoint", 2560, 7680),
+    ("deferred_journaled", 2560, 7680),
+    ("checkpoint_only", 10240, 0),
+    ("deferred_checkpoint", 10240, 0),
+)
+CALL_BUDGETS = ((float("inf"), None), (1.5, None), (1.5, 60.0), (0.75, None), (0.75, 60.0))
+
+
+def compute_budget_table(crash_rate: float = 0.01) -> pd.DataFrame:
+    """Mean adds, throttled adds, read accuracy and history coverage per (policy, calls per step)."""
+    encoded = paper_episodes()
+    batch = encoded.host_batch("unprivileged")
+    rows = []
+    for name, checkpoint, journal in COMPUTE_RUNS:
+        for rate, burst in CALL_BUDGETS:
+            result = tiers.simulate_tiers(
+                TIER_POLICIES[name],
+                batch,
+                [checkpoint],
+                [journal],
+                crash_rate=crash_rate,
+                calls_per_step=rate,
+                call_burst=burst,
+            )
+            columns = tiers.tier_rows(result, encoded, "unprivileged", [checkpoint], [journal])
+            mean = {column: float(np.nanmean(np.asarray(columns[column], np.float64))) for column in COMPUTE_SHOWN}
+            bucket = "-" if rate == float("inf") else f"{max(rate, 3) if burst is None else burst:g}"
+            rows.append({"policy": name, "calls_per_step": f"{rate:g}", "call_burst": bucket, **mean})
+    return pd.DataFrame(rows)
+
+
+COMPUTE_SHOWN = ("checkpoint_adds", "throttled_adds", "read_accuracy", "history_coverage")
 
 
 def done_check(table: pd.DataFrame) -> list[str]:
@@ -140,7 +183,8 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     table = tiers_table(args.crash_rate)
     shown = table.drop(columns=["min_history_coverage"]).round(3)
-    text = markdown(shown) + "\n\n" + "\n".join(done_check(table)) + "\n"
+    compute = compute_budget_table(args.crash_rate).round(3)
+    text = markdown(shown) + "\n\n" + "\n".join(done_check(table)) + "\n\n" + markdown(compute) + "\n"
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(args.out).write_text(text)
     table.to_csv(pathlib.Path(args.out).with_suffix(".csv"), index=False)

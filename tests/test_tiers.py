@@ -162,6 +162,84 @@ def test_a_crash_loses_the_deferred_buffer_and_not_the_journaled_one():
     assert np.asarray(result.store.in_checkpoint)[0, 0].tolist() == [True] * 4
 
 
+def test_a_labelled_crash_loses_the_buffer_at_its_step():
+    # deferred_checkpoint, window 2 (sessions of steps 0-1, 2-3), no drawn crashes; the episode's label puts
+    # one crash before step 3 (t = 3: make_episode numbers steps from 0): the buffer then holds step 2 (lost);
+    # step 3 is flushed at its session end. Steps 0 and 1 are flushed normally.
+    episode = make_episode(four_facts())
+    episode["labels"]["crashes"] = [3]
+    encoded = encode_episodes([episode])
+    assert encoded.crash_pos.tolist() == [[3]]
+    policy = tier_policies.TIER_POLICIES["deferred_checkpoint"]
+    result = tiers.simulate_tiers(
+        policy,
+        encoded.host_batch("unprivileged"),
+        [4 * COST],
+        [0],
+        params={"window": 2, "consolidate_every": 0},
+        crash_pos=encoded.crash_pos,
+    )
+    assert int(result.crashes[0, 0]) == 1 and int(result.lost_at_crash[0, 0]) == 1
+    assert np.asarray(result.store.in_checkpoint)[0, 0].tolist() == [True, True, False, True]
+    # the table path reads the label from the episodes
+    table = tiers.tier_table(
+        encoded,
+        ["deferred_checkpoint", "deferred_journaled"],
+        [4 * COST],
+        [4 * RECORD],
+        params={"window": 2, "consolidate_every": 2},
+    )
+    assert table.crashes.tolist() == [1, 1] and table.lost_at_crash.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize(
+    "crashes, message",
+    [
+        ([0], r"labels.crashes\[0\]: expected the t of a step after the first; got 0"),
+        ([2, 9], r"labels.crashes\[1\]: expected the t of a step after the first; got 9"),
+        ("3", r"labels.crashes: expected a list of step t's; got '3'"),
+    ],
+)
+def test_crash_labels_are_checked(crashes, message):
+    from wpbjax.episodes.validate import EpisodeFormatError
+
+    episode = make_episode(four_facts())
+    episode["labels"]["crashes"] = crashes
+    with pytest.raises(EpisodeFormatError, match=r"^hand: episode 0: " + message):
+        encode_episodes([episode], source="hand")
+
+
+def test_the_compute_budget_drops_the_adds_it_cannot_afford():
+    # journal_and_checkpoint adds each of the four new facts to the checkpoint (3 calls each). A bucket of 3
+    # calls gaining 1.5 a step: step 0 holds 3 (add: 0 left), step 1 1.5 (dropped), step 2 3 (add), step 3 1.5
+    # (dropped): two adds, two throttled. The journal is not metered: all four are journaled.
+    kw = dict(params={"consolidate_every": 0}, calls_per_step=1.5)
+    result, row = run_policy("journal_and_checkpoint", four_facts(), 4 * COST, 4 * RECORD, **kw)
+    assert np.asarray(result.store.in_checkpoint)[0, 0].tolist() == [True, False, True, False]
+    assert row["throttled_adds"] == 2 and row["checkpoint_adds"] == 2 and row["journal_adds"] == 4
+    # a bucket of 6 saves up: 6 at step 0 (add: 3), 4.5 at step 1 (add: 1.5), 3 at step 2 (add: 0), 1.5 at 3
+    result, row = run_policy("journal_and_checkpoint", four_facts(), 4 * COST, 4 * RECORD, call_burst=6, **kw)
+    assert np.asarray(result.store.in_checkpoint)[0, 0].tolist() == [True, True, True, False]
+    assert row["throttled_adds"] == 1
+    # no budget (the default): nothing throttled
+    _, row = run_policy("journal_and_checkpoint", four_facts(), 4 * COST, 4 * RECORD, params={"consolidate_every": 0})
+    assert row["throttled_adds"] == 0 and row["checkpoint_adds"] == 4
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(calls_per_step=-1.0), "calls_per_step: expected a number of calls >= 0; got -1.0"),
+        (dict(calls_per_step=1.0, call_burst=2.0), "call_burst: expected at least one add's 3 calls; got 2.0"),
+    ],
+)
+def test_compute_budget_arguments_are_checked(kw, message):
+    from wpbjax.argument_errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=message):
+        run_policy("journal_and_checkpoint", four_facts(), 4 * COST, 4 * RECORD, **kw)
+
+
 def test_no_crash_at_rate_zero():
     _, row = run_policy("deferred_checkpoint", four_facts(), 4 * COST, 0, params={"window": 2})
     assert row["crashes"] == 0 and row["lost_at_crash"] == 0 and row["checkpoint_bytes"] == 4 * COST
@@ -287,6 +365,17 @@ def test_cli_journal_budgets(tmp_path, capsys):
     bad = argv[:-5] + ["--policies", "fifo_store_all", "--out", str(tmp_path / "x.csv"), "--quiet"]
     assert main(bad) == 2
     assert "--policies" in capsys.readouterr().err
+    # a compute budget: 1 call a step affords an add every third step at most, so adds are throttled
+    assert main([*argv[:-3], "--calls-per-step", "1", "--out", str(out), "--quiet"]) == 0
+    metered = pd.read_csv(out)
+    assert (metered.throttled_adds > 0).any() and (metered.checkpoint_adds <= table.checkpoint_adds).all()
+    # tier-only flags on a one-tier sweep are refused, not ignored
+    one_tier = [*argv[:7], "--out", str(tmp_path / "y.csv"), "--quiet"]
+    for flags in (["--crash-rate", "0.1"], ["--calls-per-step", "2"], ["--call-burst", "6"]):
+        assert main([*one_tier, *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{flags[0]}: only tiered runs take it (give --journal-budgets)" in err
+    assert not (tmp_path / "y.csv").exists()
 
 
 def test_cli_tier_params(tmp_path, capsys):

@@ -158,12 +158,16 @@ def tier_sweep(
     crash_rate: float = 0.0,
     crash_seed: int = 0,
     costs: dict | None = None,
+    calls_per_step: float = float("inf"),
+    call_burst: float | None = None,
     **knobs,
 ) -> pd.DataFrame:
     """Tiered runs (docs/tiers.md) as a table: a row per (policy, track, episode, checkpoint budget, journal
     budget). Episode arguments as :func:`sweep`; ``policies``: tier policy names; ``params``: one value per
     param (tier policies' defaults otherwise); ``crash_rate``: per-step crash probability (draws from
-    ``crash_seed``); ``costs``: :class:`wpbjax.tiers.CostModel` weights (extraction, embedding, dedupe)."""
+    ``crash_seed``); ``costs``: :class:`wpbjax.tiers.CostModel` weights (extraction, embedding, dedupe);
+    ``calls_per_step``, ``call_burst``: an optional compute budget, a token bucket on model calls (no budget
+    by default)."""
     from wpbjax.tiers import CostModel, tier_table
 
     policies = [policies] if isinstance(policies, str) else list(policies)
@@ -188,6 +192,8 @@ def tier_sweep(
                 CostModel(**(costs or {})),
                 reads.retriever,
                 params,
+                calls_per_step,
+                call_burst,
             )
             for track in tracks
         ],

@@ -8,7 +8,8 @@ tier rules (:func:`wpbjax.store.tier_apply`), and every ``consolidate_every`` st
 
 **Crashes.** Before each real step ``pos > 0`` the run crashes with probability ``crash_rate``: an
 independent draw per step from the episode's key (``jax.random.key(seed)`` folded with the episode index,
-then with ``pos``). A crash ends the session abruptly: the buffered steps not in the journal are lost
+then with ``pos``); and it crashes before each step its episode's ``crashes`` label names
+(wpbjax.episodes.crashes). A crash ends the session abruptly: the buffered steps not in the journal are lost
 (counted), the journal and the checkpoint survive.
 
 **Write amplification** (:class:`CostModel`). Each checkpoint add (write or promote) is one extraction call
@@ -16,6 +17,13 @@ then with ``pos``). A crash ends the session abruptly: the buffered steps not in
 checkpoint item a consolidation pass scans is one more dedupe lookup; a journal append costs no call
 (triage is a rule). ``total_cost = bytes_written + sum(weight * calls)``, weights in byte-equivalents;
 ``amplification = total_cost / bytes_written``.
+
+**Compute budget** (optional; ``calls_per_step``, ``call_burst``). A token bucket on model calls: it holds
+``call_burst`` calls, starts full and gains ``calls_per_step`` before each step (up to ``call_burst``). Each
+checkpoint add a policy emits takes ``CALLS_PER_ADD`` (3: extraction, embedding, dedupe) when the bucket
+holds them, in the action's order; an add it cannot afford is dropped before the store sees it
+(``throttled_adds``): the engine enforces the budget, as the store enforces the byte budgets. Consolidation
+passes run in the background ("sleep-time") and draw on no per-step budget.
 
 **Reads** (:func:`tier_read_columns`). Current-value and never-seen probes read the checkpoint (the journal
 where the run has no checkpoint budget: ``journal_only``); as-of probes read the checkpoint and fall back
@@ -63,24 +71,46 @@ class TierRun:
     store: store_lib.TierStore
     crashes: jax.Array  # [] int32 crashes during the run
     lost_at_crash: jax.Array  # [] int32 buffered steps lost (not journaled) at those crashes
+    throttled: jax.Array  # [] int32 checkpoint adds dropped for want of calls in the compute budget
 
 
-def run(policy: TierPolicy, params, episode, checkpoint_budget, journal_budget, crash_rate, key) -> TierRun:
-    """One tiered run (one episode's arrays, one budget pair): its final store and crash counts."""
+# A checkpoint add on the hot path makes these model calls (extraction, embedding, dedupe lookup): what it
+# takes from the compute budget's bucket (module note)
+CALLS_PER_ADD = 3
+
+
+def _within_compute_budget(action, tokens, calls_per_step, call_burst):
+    """The action's checkpoint adds the bucket affords, in order, after this step's refill: (action, tokens
+    left, adds dropped). ``tokens``, ``calls_per_step``, ``call_burst``: [] float32 (inf: no budget)."""
+    tokens = jnp.minimum(call_burst, tokens + calls_per_step)
+    emitted = action.add >= 0
+    affordable = emitted & (jnp.cumsum(emitted) * CALLS_PER_ADD <= tokens)
+    tokens = tokens - CALLS_PER_ADD * affordable.sum()
+    dropped = (emitted & ~affordable).sum(dtype=jnp.int32)
+    return dataclasses.replace(action, add=jnp.where(affordable, action.add, store_lib.NONE)), tokens, dropped
+
+
+def run(
+    policy: TierPolicy, params, episode, checkpoint_budget, journal_budget, crash_rate, key, labelled, calls
+) -> TierRun:
+    """One tiered run (one episode's arrays, one budget pair): its final store and crash counts.
+    ``labelled``: [T] bool a labelled crash just before the step; ``calls``: [2] float32 the compute budget,
+    (calls per step, bucket size) (module note)."""
     fact = episode.fact_key[:, 0]
     every = params.get("consolidate_every", jnp.zeros((), jnp.int32))
 
     def body(pos, carry):
-        store, state, crashes, lost = carry
-        crash = (pos > 0) & episode.valid[pos] & (jax.random.uniform(jax.random.fold_in(key, pos)) < crash_rate)
+        store, state, crashes, lost, tokens, throttled = carry
+        drawn = jax.random.uniform(jax.random.fold_in(key, pos)) < crash_rate
+        crash = (pos > 0) & episode.valid[pos] & (drawn | labelled[pos])
         buffered = state.buffer >= 0
         unsaved = buffered & ~store.in_journal[jnp.maximum(state.buffer, 0)]
         lost = lost + jnp.where(crash, unsaved.sum(dtype=jnp.int32), 0)
         state = dataclasses.replace(state, buffer=jnp.where(crash, store_lib.NONE, state.buffer))
         action, state = policy.act(params, state, store, episode, pos, checkpoint_budget)
-        store = store_lib.tier_apply(
-            store, actions.mask_tier(action, episode.valid[pos]), episode, pos, checkpoint_budget, journal_budget
-        )
+        action = actions.mask_tier(action, episode.valid[pos])
+        action, tokens, dropped = _within_compute_budget(action, tokens, calls[0], calls[1])
+        store = store_lib.tier_apply(store, action, episode, pos, checkpoint_budget, journal_budget)
         due = (every > 0) & ((pos + 1) % jnp.maximum(every, 1) == 0)  # unbatched: a real branch, not a select
 
         def pass_(store):
@@ -88,20 +118,22 @@ def run(policy: TierPolicy, params, episode, checkpoint_budget, journal_budget, 
             return jax.tree_util.tree_map(lambda a, b: jnp.where(episode.valid[pos], a, b), passed, store)
 
         store = jax.lax.cond(due, pass_, lambda store: store, store)
-        return store, state, crashes + crash, lost
+        return store, state, crashes + crash, lost, tokens, throttled + dropped
 
     zero = jnp.zeros((), jnp.int32)
-    carry = (store_lib.tier_empty(episode.valid.shape[0]), tier_init(episode), zero, zero)
-    store, _, crashes, lost = jax.lax.fori_loop(0, episode.valid.shape[0], body, carry)
-    return TierRun(store=store, crashes=crashes, lost_at_crash=lost)
+    carry = (store_lib.tier_empty(episode.valid.shape[0]), tier_init(episode), zero, zero, calls[1], zero)
+    store, _, crashes, lost, _, throttled = jax.lax.fori_loop(0, episode.valid.shape[0], body, carry)
+    return TierRun(store=store, crashes=crashes, lost_at_crash=lost, throttled=throttled)
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _simulate(policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, seed, episode_index):
+def _simulate(
+    policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, seed, episode_index, labelled, calls
+):
     keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(jax.random.key(seed), episode_index)
-    over_budgets = jax.vmap(run, in_axes=(None, None, None, 0, 0, None, None))
-    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, None, None, 0))
-    return over_episodes(policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, keys)
+    over_budgets = jax.vmap(run, in_axes=(None, None, None, 0, 0, None, None, None, None))
+    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, None, None, 0, 0, None))
+    return over_episodes(policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, keys, labelled, calls)
 
 
 def _tier_budgets(budgets, name: str) -> np.ndarray:
@@ -119,11 +151,22 @@ def _tier_budgets(budgets, name: str) -> np.ndarray:
 
 
 def simulate_tiers(
-    policy: TierPolicy, batch, checkpoint_budgets, journal_budgets, params=None, crash_rate=0.0, seed: int = 0
+    policy: TierPolicy,
+    batch,
+    checkpoint_budgets,
+    journal_budgets,
+    params=None,
+    crash_rate=0.0,
+    seed: int = 0,
+    crash_pos=None,
+    calls_per_step: float = float("inf"),
+    call_burst: float | None = None,
 ) -> TierRun:
     """Tiered runs of every (episode, budget pair): leaves [N, B, ...]. ``batch``: an EpisodeBatch with fact
     tables; ``checkpoint_budgets``, ``journal_budgets``: [B] bytes each (pairs, zipped); ``crash_rate``: the
-    per-step crash probability (module note)."""
+    per-step crash probability; ``crash_pos``: [N, C] labelled crash positions, -1 padding; ``calls_per_step``,
+    ``call_burst``: the compute budget (module note; the bucket holds ``max(calls_per_step, CALLS_PER_ADD)``
+    calls unless ``call_burst`` says)."""
     checkpoint = _tier_budgets(checkpoint_budgets, "budgets")
     journal = _tier_budgets(journal_budgets, "journal_budgets")
     if checkpoint.shape != journal.shape:
@@ -136,6 +179,7 @@ def simulate_tiers(
     if not 0 <= crash_rate <= 1:
         raise ArgumentError(f"{arg('crash_rate')}: expected a probability within [0, 1]; got {crash_rate!r}")
     index = np.arange(batch.valid.shape[0], dtype=np.uint32)
+    calls = compute_budget(calls_per_step, call_burst)
     return _simulate(
         policy,
         policy.resolve_params(params or {}),
@@ -145,7 +189,31 @@ def simulate_tiers(
         jnp.float32(crash_rate),
         int(seed),
         index,
+        labelled_crashes(crash_pos, batch.valid.shape),
+        calls,
     )
+
+
+def compute_budget(calls_per_step, call_burst) -> jax.Array:
+    """[2] float32 (calls per step, bucket size), checked; inf, inf without a budget."""
+    rate = float(calls_per_step)
+    burst = max(rate, CALLS_PER_ADD) if call_burst is None else float(call_burst)
+    if not rate >= 0:
+        raise ArgumentError(f"{arg('calls_per_step')}: expected a number of calls >= 0; got {calls_per_step!r}")
+    if not burst >= CALLS_PER_ADD:
+        raise ArgumentError(
+            f"{arg('call_burst')}: expected at least one add's {CALLS_PER_ADD} calls; got {call_burst!r}"
+        )
+    return jnp.asarray([rate, burst], jnp.float32)
+
+
+def labelled_crashes(crash_pos, shape) -> np.ndarray:
+    """[N, T] bool a labelled crash just before the step, from [N, C] positions (-1 padding; None: none)."""
+    out = np.zeros(shape, bool)
+    if crash_pos is not None:
+        episode, pos = np.nonzero(np.asarray(crash_pos) >= 0)
+        out[episode, np.asarray(crash_pos)[episode, pos]] = True
+    return out
 
 
 # --- Rows: history, reads, costs ------------------------------------------------------------------
@@ -257,6 +325,7 @@ def tier_rows(
         amplification=np.where(written > 0, total / np.maximum(written, 1), np.nan),
         crashes=np.asarray(result.crashes),
         lost_at_crash=np.asarray(result.lost_at_crash),
+        throttled_adds=np.asarray(result.throttled),
     )
     if encoded.probe_pos is not None:
         rows.update(tier_read_columns(host, encoded, track, checkpoint_budgets, retriever))
@@ -281,11 +350,14 @@ def tier_table(
     costs: CostModel | None = None,
     retriever=None,
     params: dict | None = None,
+    calls_per_step: float = float("inf"),
+    call_burst: float | None = None,
 ):
     """A results table of tiered runs: one row per (policy, episode, checkpoint budget, journal budget), the
     two budget axes crossed (``budgets`` size the checkpoint, ``journal_budgets`` the journal). Columns:
     ``policy``, ``track``, ``episode_id``, ``mode``, ``budget_bytes`` (the checkpoint's), then
-    :func:`tier_rows`' (``journal_budget_bytes`` among them)."""
+    :func:`tier_rows`' (``journal_budget_bytes`` among them). ``calls_per_step``, ``call_burst``: the compute
+    budget (:func:`simulate_tiers`)."""
     import pandas as pd
 
     from wpbjax.policies.tiers import get_tier_policy
@@ -304,7 +376,18 @@ def tier_table(
     for policy in chosen:  # each gets the params it has (as a one-tier sweep's policies do)
         name = policy.name
         own = {param: value for param, value in (params or {}).items() if param in policy.params}
-        result = simulate_tiers(policy, batch, checkpoint, journal, params=own, crash_rate=crash_rate, seed=seed)
+        result = simulate_tiers(
+            policy,
+            batch,
+            checkpoint,
+            journal,
+            params=own,
+            crash_rate=crash_rate,
+            seed=seed,
+            crash_pos=encoded.crash_pos,
+            calls_per_step=calls_per_step,
+            call_burst=call_burst,
+        )
         rows = tier_rows(result, encoded, track_costs, checkpoint, journal, costs, retriever)
         n, n_budgets = np.shape(rows["checkpoint_budget_bytes"])
         episode = np.repeat(np.arange(n), n_budgets)

@@ -5,7 +5,16 @@ from __future__ import annotations
 import sys
 import time
 
-from wpbjax.cli.argtypes import int_list, memory_size, name_list, param_spec, policy_spec, positive_int, probability
+from wpbjax.cli.argtypes import (
+    int_list,
+    memory_size,
+    name_list,
+    param_spec,
+    policy_spec,
+    positive_float,
+    positive_int,
+    probability,
+)
 from wpbjax.cli.generator_flags import (
     add_generator_knobs,
     add_jax_knobs,
@@ -128,6 +137,19 @@ def add_parser(commands) -> None:
         default=0.0,
         help="tiered runs: per-step crash probability (default 0; docs/tiers.md)",
     )
+    tiers.add_argument(
+        "--calls-per-step",
+        type=positive_float,
+        default=float("inf"),
+        help="tiered runs: a compute budget, model calls a token bucket gains per step (default: no budget; "
+        "a checkpoint add takes 3; docs/tiers.md)",
+    )
+    tiers.add_argument(
+        "--call-burst",
+        type=positive_float,
+        default=None,
+        help="tiered runs: calls the bucket holds (default max(--calls-per-step, 3))",
+    )
     add_generator_knobs(sweep)
     add_jax_knobs(sweep)
     add_knob_set(sweep)
@@ -173,6 +195,8 @@ def cmd_tier_sweep(args, retriever: dict) -> int:
         probe_rate=args.probe_rate,
         retriever=retriever or None,
         crash_rate=args.crash_rate,
+        calls_per_step=args.calls_per_step,
+        call_burst=args.call_burst,
         params=params or None,
         **knobs,
     )
@@ -209,6 +233,11 @@ def cmd_sweep(args) -> int:
         retriever[name] = float(values[0])
     if args.journal_budgets is not None:
         return cmd_tier_sweep(args, retriever)
+    tier_only = {"crash_rate": args.crash_rate != 0, "calls_per_step": args.calls_per_step != float("inf"),
+                 "call_burst": args.call_burst is not None}  # fmt: skip
+    unused = [name for name, given in tier_only.items() if given]  # refused, not silently ignored
+    if unused:
+        raise ArgumentError(f"{arg(unused[0])}: only tiered runs take it (give {arg('journal_budgets')})")
     cluster = initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     args.quiet = args.quiet or not (cluster is None or cluster.writes)  # only process 0 writes (and reports)
     knobs = {key: value for key, value in generator_knobs(args).items() if key not in ("seed", "steps")}

@@ -129,6 +129,9 @@ class EncodedEpisodes:
     #   never carried)
     probe_kind: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int8 CURRENT, AS_OF, ...
     fact_names: np.ndarray | None = column(default=None)  # [N] object tuple: each fact's name, by fact number
+    # Crashes (tiered runs, wpbjax.tiers; None: none labelled). C = the most of an episode, -1 padding:
+    crash_pos: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, C] int32 a session ends
+    #   abruptly just before this step (the episode's ``crashes`` label)
 
     @classmethod
     def from_columns(

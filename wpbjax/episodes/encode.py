@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+import wpbjax.episodes.crashes as crashes
 import wpbjax.episodes.facts as facts
 import wpbjax.episodes.probes as probes
 from wpbjax.constants import NONE
@@ -116,6 +117,7 @@ def encode_episodes(
         mode=modes,
         field_keys=sorted(encoder.field_slot, key=encoder.field_slot.get),
     )
+    encoded = dataclasses.replace(encoded, crash_pos=crashes.from_labels(episodes, source))
     return _with_probes(encoded, episodes, source)
 
 
