@@ -1,5 +1,6 @@
-"""Fuzzing: random malformed episode files and random argument lists get a successful run or one
-error line with exit status 2, never a traceback (an internal error, status 1, fails the test).
+"""Fuzzing: random malformed episode files, package directories, exported stores, WRIT scenarios and random
+argument lists get a successful run or one error line with exit status 2, never a traceback (an internal
+error, status 1, fails the test).
 
 Examples are derandomised so CI is repeatable; ``WPBJAX_FUZZ_EXAMPLES=2000`` explores further.
 """
@@ -79,6 +80,8 @@ PLANT_AT = [
     ("steps", 0, "observation"),
     ("steps", 1, "observation", "api"),
     ("steps", 2, "observation", "n"),
+    ("labels", "crashes"),
+    ("labels", "probes"),
 ]
 
 
@@ -279,3 +282,154 @@ def test_random_command_lines(tmp_path_factory, capsys, argv):
         _run([arg.replace("OUT", str(root)) for arg in argv], capsys)
     finally:
         os.chdir(here)
+
+
+# --- packages (MEMAUDIT export layout) and exported stores -----------------------------------
+
+
+def valid_package() -> dict:
+    """The files of a small package and a store scored against it, as JSON values (file name -> rows or object)."""
+    candidates = [
+        {"candidate_id": "a", "experience_id": "e1", "representation_type": "atomic_fact", "cost": 2,
+         "coverage": {"u1": 1.0}},
+        {"candidate_id": "b", "experience_id": "e1", "representation_type": "raw_span", "cost": {"total": 4},
+         "coverage": [{"unit_id": "u1", "fidelity": 1.0}, {"unit_id": "u2", "fidelity": 0.5}]},
+    ]  # fmt: skip
+    instance = {"instance_id": "fuzz", "unit_weights": {"u1": 2.0, "u2": 1.0}, "invalidation_units": ["u2"]}
+    store = [{"memory_id": "m1", "cost": 1, "coverage": {"u2": 1.0}}, {"memory_id": "m2", "cost": 3, "coverage": {}}]
+    return {"candidate_memories.jsonl": candidates, "instance.json": instance, "store.jsonl": store}
+
+
+PACKAGE_PLANT_AT = [
+    ("candidate_memories.jsonl", 0),
+    ("candidate_memories.jsonl", 0, "candidate_id"),
+    ("candidate_memories.jsonl", 0, "experience_id"),
+    ("candidate_memories.jsonl", 0, "representation_type"),
+    ("candidate_memories.jsonl", 0, "cost"),
+    ("candidate_memories.jsonl", 1, "cost", "total"),
+    ("candidate_memories.jsonl", 0, "coverage"),
+    ("candidate_memories.jsonl", 0, "coverage", "u1"),
+    ("candidate_memories.jsonl", 1, "coverage", 1, "fidelity"),
+    ("candidate_memories.jsonl", 1, "coverage", 0, "unit_id"),
+    ("instance.json", "unit_weights"),
+    ("instance.json", "unit_weights", "u1"),
+    ("instance.json", "invalidation_units"),
+    ("instance.json", "instance_id"),
+    ("store.jsonl", 0, "cost"),
+    ("store.jsonl", 0, "coverage"),
+    ("store.jsonl", 0, "coverage", "u2"),
+    ("store.jsonl", 1, "memory_id"),
+]
+
+
+def _plant(draw, tree, paths):
+    """Replace the value at one of ``paths`` in ``tree`` by a random JSON value, or drop that key."""
+    *parents, last = draw(st.sampled_from(paths))
+    node = tree
+    for key in parents:
+        node = node[key]
+    if draw(st.booleans()) and isinstance(node, dict):
+        node.pop(last, None)
+    else:
+        node[last] = draw(json_values)
+
+
+@st.composite
+def mutated_package(draw) -> dict:
+    files = valid_package()
+    _plant(draw, files, PACKAGE_PLANT_AT)
+    return files
+
+
+def _write_files(directory, files: dict) -> None:
+    for name, value in files.items():
+        if name.endswith(".jsonl"):
+            text = "\n".join(json.dumps(row) for row in value) if isinstance(value, list) else json.dumps(value)
+        else:
+            text = json.dumps(value)
+        (directory / name).write_text(text + "\n")
+
+
+@fuzz_settings(40)
+@given(files=mutated_package())
+def test_packages_score_on_fuzzed_packages_and_stores(tmp_path_factory, capsys, files):
+    """`packages score` reads the package and the store, solves OPT and scores: a result or one line."""
+    root = tmp_path_factory.mktemp("fuzz")
+    package = root / "pkg"
+    package.mkdir()
+    store = files.pop("store.jsonl")
+    _write_files(package, files)
+    _write_files(root, {"store.jsonl": store})
+    argv = ["packages", "score", "--package", str(package), "--store", str(root / "store.jsonl"), "--budget", "3,4"]
+    _run([*argv, "--out", str(root / "s.csv"), "--quiet"], capsys)
+
+
+# --- WRIT scenarios (import-writ) ------------------------------------------------------------
+
+
+def valid_scenario() -> dict:
+    """A WRIT scenario in the published files' schema (../shared/writ/scenarios): a fact updated in session 2."""
+    history = [
+        {"value": "Oslo", "as_of": "2026-01-01T00:00:00Z", "source_session": 1},
+        {"value": "Bergen", "as_of": "2026-01-08T00:00:00Z", "source_session": 2},
+    ]
+    return {
+        "sessions": [
+            {"session_id": 1, "timestamp": "2026-01-01T00:00:00Z",
+             "messages": [{"role": "user", "content": "I live in Oslo."}]},
+            {"session_id": 2, "timestamp": "2026-01-08T00:00:00Z",
+             "messages": [{"role": "user", "content": "I moved to Bergen."}]},
+        ],
+        "memory_events": [
+            {"id": "city", "type": "mutable", "value": "Bergen", "introduced_in": 1, "updated_in": 2,
+             "retracted_in": None, "should_persist": True, "previous_values": history},
+        ],
+        "probe": {"session": 3, "prompt": "Where do I live?", "should_abstain": False},
+        "ground_truth": {"current_value": "Bergen", "value_history": history,
+                         "provenance": {"source_session": 2, "source_message_index": 0}},
+    }  # fmt: skip
+
+
+SCENARIO_PLANT_AT = [
+    ("sessions",),
+    ("sessions", 0),
+    ("sessions", 0, "session_id"),
+    ("sessions", 1, "timestamp"),
+    ("sessions", 0, "messages"),
+    ("sessions", 1, "messages", 0),
+    ("sessions", 1, "messages", 0, "content"),
+    ("memory_events",),
+    ("memory_events", 0, "id"),
+    ("memory_events", 0, "type"),
+    ("memory_events", 0, "value"),
+    ("memory_events", 0, "introduced_in"),
+    ("memory_events", 0, "updated_in"),
+    ("memory_events", 0, "retracted_in"),
+    ("memory_events", 0, "should_persist"),
+    ("memory_events", 0, "previous_values"),
+    ("memory_events", 0, "previous_values", 0, "source_session"),
+    ("memory_events", 0, "previous_values", 1, "as_of"),
+    ("probe",),
+    ("probe", "session"),
+    ("probe", "should_abstain"),
+    ("ground_truth", "current_value"),
+    ("ground_truth", "value_history"),
+    ("ground_truth", "provenance", "source_session"),
+]
+
+
+@st.composite
+def mutated_scenario(draw) -> str:
+    scenario = valid_scenario()
+    _plant(draw, scenario, SCENARIO_PLANT_AT)
+    return json.dumps(scenario)
+
+
+@fuzz_settings(80)
+@given(content=st.one_of(mutated_scenario(), mutated_scenario(), st.builds(json.dumps, json_values)))
+def test_import_writ_on_fuzzed_scenarios(tmp_path_factory, capsys, content):
+    """`import-writ` (no JAX) writes episodes the encoder takes, or names the file in one line."""
+    root = tmp_path_factory.mktemp("fuzz")
+    (root / "s.json").write_text(content)
+    if _run(["import-writ", str(root / "s.json"), "--out", str(root / "w.jsonl"), "--quiet"], capsys) == 0:
+        encode_episodes(load_jsonl(root / "w.jsonl"), source="w.jsonl")
