@@ -9,7 +9,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 def doc_rows() -> list[list[str]]:
     text = (REPO / "docs" / "tiers.md").read_text()
-    section = text.split("## Journal only vs checkpoint only vs both", 1)[1]
+    section = text.split("## Journal only vs checkpoint only vs both", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("| ")]
     header, rows = lines[0], lines[1:]
     assert header.startswith("| policy | total_budget")
@@ -37,3 +37,17 @@ def test_doc_table_matches_the_experiment():
         assert f"{got.total_bytes:.0f}" == row[6] and f"{got.calls:.0f}" == row[7], row
         assert f"{got.amplification:.3f}" == row[8] and f"{got.journal_scan_bytes:.0f}" == row[9], row
         assert f"{got.lost_at_crash:.2f}" == row[10], row
+
+
+def test_compute_budget_rows_match_the_experiment():
+    """docs/tiers.md "A compute budget": the rows of one hot-path and one deferred policy, regenerated."""
+    sys.path.insert(0, str(REPO / "experiments"))
+    from tiers_table import COMPUTE_RUNS, compute_budget_table, markdown
+
+    text = (REPO / "docs" / "tiers.md").read_text().split("## A compute budget", 1)[1].split("\n## ", 1)[0]
+    doc = [line for line in text.splitlines() if line.startswith("| ")]
+    runs = [run for run in COMPUTE_RUNS if run[0] in ("journal_and_checkpoint", "deferred_checkpoint")]
+    rows = markdown(compute_budget_table(0.01, runs).round(3)).splitlines()[2:]
+    assert len(rows) == 10
+    missing = [row for row in rows if row not in doc]
+    assert not missing, missing
