@@ -105,13 +105,14 @@ def test_soft_gradient_matches_finite_differences():
     weights = init_gate(jax.random.key(1), hidden=4)
     budgets = jnp.asarray([700.0])
 
+    @jax.jit  # check_grads evaluates it many times: compiled once, not op by op
     def loss(w):
         return soft_f1_loss(w, batch, budgets, "unprivileged", 32.0)
 
     check_grads(loss, (weights,), order=1, modes=["rev"], atol=2e-2, rtol=2e-2, eps=1e-3)
     # and the budget matters: a budget edge in the middle of the episode changes the gradient
-    big = jax.grad(lambda w: soft_f1_loss(w, batch, jnp.asarray([1e6]), "unprivileged"))(weights)
-    small = jax.grad(loss)(weights)
+    big = jax.jit(jax.grad(lambda w: soft_f1_loss(w, batch, jnp.asarray([1e6]), "unprivileged")))(weights)
+    small = jax.jit(jax.grad(loss))(weights)
     assert not np.allclose(big["afford"]["w_out"], small["afford"]["w_out"])
 
 
@@ -263,8 +264,10 @@ def test_self_critical_loss_has_finite_nonzero_gradients():
 
     batch = hand_episode().batch("unprivileged")
     weights = init_gate(jax.random.key(3), hidden=4)
-    grads, f1 = jax.grad(
-        lambda w: self_critical_loss(w, batch, jnp.asarray([600]), "unprivileged", jax.random.key(0)), has_aux=True
+    grads, f1 = jax.jit(
+        jax.grad(
+            lambda w: self_critical_loss(w, batch, jnp.asarray([600]), "unprivileged", jax.random.key(0)), has_aux=True
+        )
     )(weights)
     leaves = jax.tree_util.tree_leaves(grads)
     assert all(np.isfinite(leaf).all() for leaf in leaves) and 0.0 <= float(f1) <= 1.0
