@@ -512,3 +512,31 @@ def test_ctrl_c_mid_sweep_ends_in_one_line_with_status_130(tmp_path):
         sweep.kill()
     assert rest.split("\r")[-1] == "wpbjax sweep: interrupted\n" and rest.count("\n") == 1, rest
     assert not out.exists()
+
+
+def test_an_interrupt_landing_in_a_gc_callback_reaches_the_command():
+    """Ctrl-C can land in a callback whose exceptions Python only reports ("Exception ignored in ...": JAX's
+    garbage-collection callback). The CLI raises it again in the main thread instead, so the command still
+    sees KeyboardInterrupt and nothing more is printed. Here a gc callback stands in for JAX's."""
+    script = """
+import gc, sys
+from wpbjax.cli.failures import exit_promptly_on_interrupt, _interrupt_reported
+exit_promptly_on_interrupt(lambda: "wpbjax test")
+_interrupt_reported.set()  # the interrupted line was printed: this is the KeyboardInterrupt it raised
+armed = [True]
+def callback(phase, info):
+    if armed[0]:
+        armed[0] = False
+        raise KeyboardInterrupt
+gc.callbacks.append(callback)
+try:
+    gc.collect()
+    for _ in range(10**8):  # the re-raised interrupt arrives at the main thread's next check
+        pass
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted in main")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))  # fmt: skip
+    assert done.stdout == "interrupted in main\n" and done.stderr == "", (done.stdout, done.stderr)

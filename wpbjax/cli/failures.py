@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import os
 import signal
@@ -123,4 +124,19 @@ def exit_promptly_on_interrupt(prog: Callable[[], str]) -> None:
         timer.start()
         raise KeyboardInterrupt
 
+    default_hook = sys.unraisablehook
+
+    def on_unraisable(unraisable) -> None:
+        # The KeyboardInterrupt can land in a callback whose exceptions Python only reports (JAX's garbage
+        # collection callback): not an 8-line "Exception ignored" report, but the interrupt raised again in
+        # the main thread, where the command cleans up (the line was printed already). From a moment later:
+        # raised now, it would land in this hook, whose exceptions Python only reports too
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _interrupt_reported.is_set():
+            again = threading.Timer(0.01, _thread.interrupt_main)
+            again.daemon = True
+            again.start()
+            return
+        default_hook(unraisable)
+
     signal.signal(signal.SIGINT, on_sigint)
+    sys.unraisablehook = on_unraisable
