@@ -161,6 +161,25 @@ def byte_list(text: str) -> list[int]:
     return int_list(text, 0, 2**31 - 1)
 
 
+def _episode_and_read_arguments(args, retriever: dict) -> dict:
+    """The keyword arguments a one-tier and a tiered sweep take alike: episodes, budgets, tracks, reads."""
+    knobs = {key: value for key, value in generator_knobs(args).items() if key not in ("seed", "steps")}
+    return dict(
+        modes=args.modes,
+        n_episodes=args.n_episodes,
+        steps=args.steps,
+        seed=args.seed,
+        engine=args.engine,
+        budgets=args.budgets,
+        tracks=args.tracks,
+        top_k=args.top_k,
+        probes=args.probes,
+        probe_rate=args.probe_rate,
+        retriever=retriever or None,
+        **knobs,
+    )
+
+
 def cmd_tier_sweep(args, retriever: dict) -> int:
     """``--journal-budgets``: tiered runs (:func:`wpbjax.api.tier_sweep`) written to ``--out``."""
     from wpbjax import atomic
@@ -173,7 +192,6 @@ def cmd_tier_sweep(args, retriever: dict) -> int:
         if args.policies in ("published", "reference")
         else args.policies.split(",")
     )
-    knobs = {key: value for key, value in generator_knobs(args).items() if key not in ("seed", "steps")}
     params = {}
     for name, values in args.param or []:
         if len(values) != 1:
@@ -181,24 +199,13 @@ def cmd_tier_sweep(args, retriever: dict) -> int:
         params[name] = values[0]
     table = tier_sweep(
         args.episodes,
-        modes=args.modes,
-        n_episodes=args.n_episodes,
-        steps=args.steps,
-        seed=args.seed,
-        engine=args.engine,
-        budgets=args.budgets,
+        **_episode_and_read_arguments(args, retriever),
         journal_budgets=args.journal_budgets,
         policies=policies,
-        tracks=args.tracks,
-        top_k=args.top_k,
-        probes=args.probes,
-        probe_rate=args.probe_rate,
-        retriever=retriever or None,
         crash_rate=args.crash_rate,
         calls_per_step=args.calls_per_step,
         call_burst=args.call_burst,
         params=params or None,
-        **knobs,
     )
     with atomic.atomic_path(args.out) as path:
         table.to_parquet(path, index=False) if str(args.out).endswith(".parquet") else table.to_csv(path, index=False)
@@ -240,18 +247,11 @@ def cmd_sweep(args) -> int:
         raise ArgumentError(f"{arg(unused[0])}: only tiered runs take it (give {arg('journal_budgets')})")
     cluster = initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     args.quiet = args.quiet or not (cluster is None or cluster.writes)  # only process 0 writes (and reports)
-    knobs = {key: value for key, value in generator_knobs(args).items() if key not in ("seed", "steps")}
     done = sweep_to_file(
         args.out,
         args.episodes,
-        modes=args.modes,
-        n_episodes=args.n_episodes,
-        steps=args.steps,
-        seed=args.seed,
-        engine=args.engine,
-        budgets=args.budgets,
+        **_episode_and_read_arguments(args, retriever),
         policies=args.policies,
-        tracks=args.tracks,
         oracle=args.oracle,
         memory_cap=args.memory_cap,
         params=params,
@@ -259,11 +259,6 @@ def cmd_sweep(args) -> int:
         resume=args.resume,
         cluster=cluster,
         log=None if args.quiet else note_printer("wpbjax sweep"),
-        top_k=args.top_k,
-        probes=args.probes,
-        probe_rate=args.probe_rate,
-        retriever=retriever or None,
-        **knobs,
     )
     if done is None:  # a process other than 0: its share went to process 0
         return 0
