@@ -113,16 +113,16 @@ def test_resume_verifies_every_chunk_and_the_manifest(tmp_path, monkeypatch, cap
 
 def test_ctrl_c_after_the_first_chunk_leaves_no_orphan_manifest(tmp_path, monkeypatch, capsys, reference):
     out = tmp_path / "r.csv"
-    run_chunk, calls = sweep_run.run_chunk, []
+    chunk_rows, calls = sweep_run.chunk_rows, []
 
     def interrupted_on_third(*args, **kwargs):
         calls.append(1)
         if len(calls) == 3:  # chunk 1 is written (and recorded) before chunk 3 starts
             assert os.path.exists(resume_lib.manifest_path(out))
             raise KeyboardInterrupt
-        return run_chunk(*args, **kwargs)
+        return chunk_rows(*args, **kwargs)
 
-    monkeypatch.setattr(sweep_run, "run_chunk", interrupted_on_third)
+    monkeypatch.setattr(sweep_run, "chunk_rows", interrupted_on_third)
     assert main([*SWEEP, "--out", str(out)]) == 130
     assert capsys.readouterr().err == "wpbjax sweep: interrupted\n"
     assert os.listdir(tmp_path) == []  # no table, temporary table, manifest or lock

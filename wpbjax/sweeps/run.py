@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import jax
@@ -168,6 +169,16 @@ def run_chunk(
     chunk's rows (a collective: every process calls it for every chunk); the others get None.
     ``compiles``: this is the first chunk run in the process (default: chunk 0), so it runs its
     policies on one thread per core (their tracing and compiling overlap)."""
+    table = chunk_rows(plan, chunk, progress, compiles)
+    return None if table is None else table()
+
+
+def chunk_rows(
+    plan: SweepPlan, chunk: Chunk, progress: Progress | None = None, compiles: bool | None = None
+) -> Callable[[], pd.DataFrame] | None:
+    """:func:`run_chunk` in two steps: the runs now, and a function that makes their table (putting
+    rows in order and building the table is a tenth of a large chunk's time: a writer does it on its
+    own thread while the next chunk runs). None where :func:`run_chunk` returns None."""
     compiles = chunk.index == 0 if compiles is None else compiles
     # calls of one device side by side (see SweepPlan.call_devices) keep every core busy in every chunk
     side_by_side = compiles or len(plan.call_devices) < len(plan.devices)
@@ -175,7 +186,7 @@ def run_chunk(
         _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1) if len(chunk.real) else []
     )
     if plan.cluster is None:
-        return _in_order(parts, plan.param_columns) if parts else None
+        return functools.partial(_in_order, parts, plan.param_columns) if parts else None
     every = list(dict.fromkeys(column for part in parts for column in part)) + ["_point"]
     table = pd.DataFrame(_joined(parts, dict.fromkeys(every))) if parts else None
     gathered = plan.cluster.gather(table)  # every process's share, in process order, on process 0
@@ -183,7 +194,9 @@ def run_chunk(
         return None
     if progress is not None:  # the other processes' runs
         progress.advance(len(gathered) - (0 if table is None else len(table)), "other processes")
-    return _in_order([{column: gathered[column].to_numpy() for column in gathered}], plan.param_columns)
+    return functools.partial(
+        _in_order, [{column: gathered[column].to_numpy() for column in gathered}], plan.param_columns
+    )
 
 
 def _chunk_frames(plan: SweepPlan, chunk: Chunk, progress: Progress | None, workers: int) -> list[dict]:
@@ -301,33 +314,35 @@ def write_chunks(
     sums: pd.DataFrame | None = None,
     after_write: Callable | None = None,
 ) -> pd.DataFrame | None:
-    """Run ``chunks`` (default: all of the plan's, in order) and hand each table to ``writer.write``
-    (:class:`wpbjax.results_io.ResultsWriter`) on a background thread while the next chunk computes
-    (pyarrow's writer leaves the GIL; at most one chunk waits to be written; a failed write stops
-    the sweep with its error at the next chunk). Committing the writer is the caller's.
+    """Run ``chunks`` (default: all of the plan's, in order); each chunk's table is made
+    (:func:`chunk_rows`) and handed to ``writer.write`` (:class:`wpbjax.results_io.ResultsWriter`) on
+    a background thread while the next chunk computes (pyarrow's writer leaves the GIL; at most one
+    chunk waits to be written; a failed write stops the sweep with its error at the next chunk).
+    Committing the writer is the caller's.
 
     ``sums``: the running F1 sums of chunks already written (a resumed sweep); ``after_write(sums)``
     is called once a chunk's bytes are written, with the sums up to it (a resume manifest records
     them). Returns the running sums (:func:`wpbjax.scoring.leaderboard_from_sums` makes the
     leaderboard), or None if nothing was written. With several processes only process 0 has a
     writer; the others pass None."""
-    written, first = None, True
+    written, first, totals = None, True, {"sums": sums}
 
-    def save(table: pd.DataFrame, sums_so_far: pd.DataFrame) -> None:
+    def save(table: Callable[[], pd.DataFrame]) -> None:
+        table = table()
         writer.write(table)
+        totals["sums"] = leaderboard_sums([part for part in (totals["sums"], table) if part is not None])
         if after_write is not None:
-            after_write(sums_so_far)
+            after_write(totals["sums"])
 
     with concurrent.futures.ThreadPoolExecutor(1) as background:
         for chunk in plan.chunks() if chunks is None else chunks:
-            table = run_chunk(plan, chunk, progress, compiles=first)
+            table = chunk_rows(plan, chunk, progress, compiles=first)
             first = False
             if table is None or writer is None:
                 continue
             if written is not None:
                 written.result()  # raises if that write failed
-            sums = leaderboard_sums([part for part in (sums, table) if part is not None])
-            written = background.submit(save, table, sums)
+            written = background.submit(save, table)
         if written is not None:
             written.result()
-    return sums
+    return totals["sums"]
