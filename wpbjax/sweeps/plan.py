@@ -143,6 +143,15 @@ def chunk_size(
     return int(-(-per_device_needed // n_chunks) * n_devices)
 
 
+def _layout(encoded: EncodedEpisodes, n_runs: int, n_points: int, call_cap: int, n_devices: int, whole: int) -> tuple:
+    """(units of rows, grid points per slice, episodes per chunk) of calls of ``n_runs`` runs per
+    episode and grid point: a grid too large for one call runs in slices of points (each (chunk,
+    slice) one unit of rows)."""
+    per_slice = points_per_slice(encoded, n_runs, n_points, call_cap, n_devices)
+    size = chunk_size(encoded, n_runs * per_slice, call_cap, n_devices, whole)
+    return -(-whole // size) * -(-n_points // per_slice), per_slice, size
+
+
 def points_per_slice(encoded: EncodedEpisodes, n_runs: int, n_points: int, memory_cap: int, n_devices: int) -> int:
     """Param grid points one call may run (with one episode per device, run ``n_runs`` times per
     point: budgets x tracks): all ``n_points`` unless that would pass the memory cap or
@@ -196,6 +205,7 @@ class SweepPlan:
     chunk_episodes: int  # episodes per (padded) chunk
     first_chunk_workers: int  # threads of the first chunk (it compiles every policy)
     points_per_slice: int  # param grid points per call (all of them unless the grid is too large)
+    stack_tracks: bool  # a policy runs all its tracks in one call (else one call per track)
     work: dict  # policy name -> run-steps its program does over the sweep (this process)
     cluster: object = None  # wpbjax.distributed.Cluster: this process's place among several, or None
     first_episode: int = 0  # a block of a larger set (wpbjax.sweeps.blocks): its first episode's number
@@ -306,12 +316,10 @@ def make_plan(
     set_index = np.zeros(n_episodes, np.int64) if set_index is None else np.asarray(set_index, np.int64)
     if set_index.shape != (n_episodes,):
         raise ValueError(f"set_index: expected one set number per episode ({n_episodes}); got shape {set_index.shape}")
-    # a policy runs all its tracks in one call (its episodes once per track, stacked)
-    tracks_per_call = max(sum(name in names for names in lineup_.values()) for name in names)
     n_points = max([len(next(iter(grid.values()))) for grid in grids.values() if grid] + [1])
-    runs_per_episode = len(budgets) * tracks_per_call
     # (a sweep of few runs in one process starts JAX on one core, see devices.start_on_one_core)
-    runs_per_call = whole * runs_per_episode * n_points if cluster is None else None
+    most_tracks = max(sum(name in names for names in lineup_.values()) for name in names)  # of one policy
+    runs_per_call = whole * len(budgets) * most_tracks * n_points if cluster is None else None
     devices = tuple(devices or devices_lib.local_devices(runs_per_call=runs_per_call))
     # Fewer episodes than devices: splitting them over every device pads each call with copies (one
     # 200,000-step episode ran as 4 runs on 2 devices, 1 of them real), so each call runs on one
@@ -321,10 +329,18 @@ def make_plan(
     # tracing (Python) with another's compiling (XLA, outside the GIL), 10-20% off a paper-grid sweep.
     # Later chunks reuse the programs and run one call at a time. Chunks fit the cap either way.
     first_chunk_workers = min(len(names), len(os.sched_getaffinity(0)))
-    # a grid too large for one call runs in slices of points (each (chunk, slice) one unit of rows)
     call_cap = memory_cap // first_chunk_workers
-    per_slice = points_per_slice(encoded, runs_per_episode, n_points, call_cap, len(call_devices))
-    size = chunk_size(encoded, runs_per_episode * per_slice, call_cap, len(call_devices), whole)
+    # A policy runs all its tracks in one call (its episodes once per track, stacked): fewer calls,
+    # which is what a small sweep's time is. Where that makes the chunks smaller (a call's runs and
+    # memory grow with its tracks) one call per track is faster: the 100x paper grid ran 3 chunks of
+    # stacked calls 1.1x slower than 2 of one track each.
+    layouts = [
+        _layout(encoded, len(budgets) * tracks, n_points, call_cap, len(call_devices), whole)
+        for tracks in (most_tracks, 1)
+    ]
+    # (chunks of the stacked layout, per_slice, size) vs one track per call: fewer units of rows win
+    stack_tracks = layouts[0][0] <= layouts[1][0]
+    _, per_slice, size = layouts[0] if stack_tracks else layouts[1]
     n_chunks = -(-whole // size)
     per_run = size if cluster is None else cluster.share_size(size, len(devices))
     work = {
@@ -344,6 +360,7 @@ def make_plan(
         size,
         first_chunk_workers,
         per_slice,
+        stack_tracks,
         work,
         cluster,
         first_episode,

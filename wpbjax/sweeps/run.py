@@ -203,16 +203,26 @@ def _chunk_frames(plan: SweepPlan, chunk: Chunk, progress: Progress | None, work
     """This process's rows of a chunk, one part (column arrays) per (track, policy) in the published order."""
     names = [name for name in plan.policy_names if _runs_in(plan, chunk, name)]
     tracks_of = {name: tuple(track for track in plan.lineup if name in plan.lineup[track]) for name in names}
-    batches = {tracks: _track_batch(plan, chunk, tracks, plan.call_devices) for tracks in set(tracks_of.values())}
+    # the tracks of each call of a policy: all in one, or one call each
+    calls_of = {
+        name: [tracks] if plan.stack_tracks else [(track,) for track in tracks] for name, tracks in tracks_of.items()
+    }
+    batches = {
+        tracks: _track_batch(plan, chunk, tracks, plan.call_devices)
+        for tracks in {tracks for calls in calls_of.values() for tracks in calls}
+    }
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         # the oracle first (the policies' rows wait on it)
         oracles = pool.submit(_oracle_tables, plan, chunk)
 
         def policy_frames(name: str) -> dict:
             """Track -> rows of policy ``name`` on the chunk (every asked track it runs on)."""
-            return _policy_rows(
-                plan, chunk, name, tracks_of[name], batches[tracks_of[name]], lambda costs: oracles.result()[costs]
-            )
+            frames = {}
+            for tracks in calls_of[name]:
+                frames.update(
+                    _policy_rows(plan, chunk, name, tracks, batches[tracks], lambda costs: oracles.result()[costs])
+                )
+            return frames
 
         # longest compiles first (multi-action walks, more action kinds), so the threads finish together
         by_size = sorted(names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
