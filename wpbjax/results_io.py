@@ -77,6 +77,34 @@ def check_output(path: str | os.PathLike, inputs=(), command: str = "sweep") -> 
     return path
 
 
+CSV_ROWS_PER_PIECE = 32768  # a chunk's CSV text is made in pieces of at least this many rows at once
+
+
+def _csv_text(table, header: bool) -> list:
+    """``table`` (a pyarrow Table) as CSV text (quoted where needed; the header first if ``header``),
+    made in row ranges on one thread per core (pyarrow's formatting leaves the GIL; it is most of a
+    large chunk's write, and the last chunk's write is a sweep's tail), in order: [pieces] buffers."""
+    import concurrent.futures
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    n_pieces = max(1, min(len(os.sched_getaffinity(0)), table.num_rows // CSV_ROWS_PER_PIECE))
+    step = -(-table.num_rows // n_pieces) if table.num_rows else 1
+    pieces = [table.slice(start, step) for start in range(0, max(table.num_rows, 1), step)]
+
+    def text(number: int):
+        sink = pa.BufferOutputStream()
+        options = pcsv.WriteOptions(quoting_style="needed", include_header=header and number == 0)
+        pcsv.write_csv(pieces[number], sink, write_options=options)
+        return sink.getvalue()
+
+    if len(pieces) == 1:
+        return [text(0)]
+    with concurrent.futures.ThreadPoolExecutor(len(pieces)) as pool:
+        return list(pool.map(text, range(len(pieces))))
+
+
 class ResultsWriter:
     """Streams result chunks to ``.csv`` or ``.parquet`` (by ``path``'s extension) through pyarrow
     (~10x faster than pandas for CSV; floats round-trip exactly, an integral float is written
@@ -112,26 +140,23 @@ class ResultsWriter:
         import pyarrow as pa
 
         batch = pa.Table.from_pandas(table, preserve_index=False)
-        if self._writer is None:
-            self._opened = True
-            if self.format == "parquet":
+        if self.format == "parquet":
+            if self._writer is None:
                 import pyarrow.parquet as pq
 
+                self._opened = True
                 self._writer = pq.ParquetWriter(self.temporary, batch.schema)
-            else:
-                import pyarrow.csv as pcsv
-
-                appending = self.append_at is not None
-                if appending:
+            self._writer.write_table(batch)
+        else:
+            header = self._sink is None and self.append_at is None
+            if self._sink is None:
+                self._opened = True
+                if self.append_at is not None:
                     os.truncate(self.temporary, self.append_at)  # drop a chunk cut off by the kill
                 # our own sink, so that each chunk reaches the file (and ``size``) when written
-                self._sink = pa.OSFile(self.temporary, "ab" if appending else "wb")
-                self._writer = pcsv.CSVWriter(
-                    self._sink,
-                    batch.schema,
-                    write_options=pcsv.WriteOptions(quoting_style="needed", include_header=not appending),
-                )
-        self._writer.write_table(batch)
+                self._sink = pa.OSFile(self.temporary, "ab" if self.append_at is not None else "wb")
+            for text in _csv_text(batch, header):
+                self._sink.write(text)
         self.rows += len(table)
         self.chunks += 1
 
