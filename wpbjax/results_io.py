@@ -47,11 +47,16 @@ def results_format(path: str | os.PathLike, what: str = "file name") -> str:
 
 def sha256(path: str | os.PathLike) -> str:
     """Hex SHA-256 of a file's bytes."""
+    return _file_digest(path).hexdigest()
+
+
+def _file_digest(path: str | os.PathLike):
+    """A running ``hashlib.sha256`` of a file's bytes (more may be added)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()
+    return digest
 
 
 def check_output(path: str | os.PathLike, inputs=(), command: str = "sweep") -> str:
@@ -127,6 +132,7 @@ class ResultsWriter:
         self.append_at = append_at
         self.rows, self.chunks, self._writer, self._sink, self._opened = 0, 0, None, None, False
         self._sidecar_temporary = None
+        self._digest = None  # the CSV table's running SHA-256
 
     def __enter__(self) -> ResultsWriter:
         return self
@@ -155,8 +161,11 @@ class ResultsWriter:
                     os.truncate(self.temporary, self.append_at)  # drop a chunk cut off by the kill
                 # our own sink, so that each chunk reaches the file (and ``size``) when written
                 self._sink = pa.OSFile(self.temporary, "ab" if self.append_at is not None else "wb")
+                # the table's SHA-256 as it is written (on this thread, not at commit: the sweep's tail)
+                self._digest = hashlib.sha256() if self.append_at is None else _file_digest(self.temporary)
             for text in _csv_text(batch, header):
                 self._sink.write(text)
+                self._digest.update(text)
         self.rows += len(table)
         self.chunks += 1
 
@@ -188,7 +197,7 @@ class ResultsWriter:
             "file": os.path.basename(self.path),
             "format": self.format,
             "rows": self.rows,
-            "sha256": sha256(self.temporary),
+            "sha256": sha256(self.temporary) if self._digest is None else self._digest.hexdigest(),
         }
         sidecar = sidecar_path(self.path)
         self._sidecar_temporary = temporary_name(destination(sidecar))
