@@ -95,10 +95,46 @@ def _ratio(numerator, denominator):
 
 
 def policy_utility(retained_bits: np.ndarray, utility64: np.ndarray) -> np.ndarray:
-    """Σ_{t∈W} u_t in float64. ``retained_bits``: [..., ceil(T/8)] uint8; ``utility64``: [..., T]."""
+    """Σ_{t∈W} u_t in float64. ``retained_bits``: [..., ceil(T/8)] uint8; ``utility64``: [..., T]
+    (the two broadcast against each other)."""
+    if _sums_exact(utility64):
+        return _policy_utility_by_nibbles(retained_bits, utility64)
     n_steps = utility64.shape[-1]
     kept = np.unpackbits(retained_bits, axis=-1, count=n_steps).astype(bool)
     return np.where(kept, utility64, 0.0).sum(axis=-1)
+
+
+EXACT_QUANTUM = 2.0**-16  # utilities that are multiples of this (0.5, 1, 5, 6: the paper's) ...
+
+
+def _sums_exact(utility64: np.ndarray) -> bool:
+    """Whether every sum of some of each row's utilities is exact in float64, whatever the order of the
+    additions: all are integer multiples of EXACT_QUANTUM, and a row's absolute total is below 2^53
+    of them (so every partial sum is an integer number of quanta that float64 holds exactly)."""
+    scaled = utility64 / EXACT_QUANTUM
+    return bool(np.all(scaled == np.round(scaled)) and np.abs(scaled).sum(axis=-1).max(initial=0) < 2.0**53)
+
+
+_NIBBLE_BITS = (np.arange(16)[:, None] >> np.arange(3, -1, -1)) & 1  # [16 values, 4 steps]: first step = high bit
+
+
+def _policy_utility_by_nibbles(retained_bits: np.ndarray, utility64: np.ndarray) -> np.ndarray:
+    """:func:`policy_utility` for utilities whose sums are exact in any order (:func:`_sums_exact`):
+    each group of 4 steps' 16 possible sums is tabled once per episode, and a run adds one entry per
+    half byte of its retained bits -- T/4 additions instead of T, and no [..., T] float table per run
+    (a quarter of a large sweep's host time went to the unpacked sum)."""
+    n_bytes = retained_bits.shape[-1]
+    steps = np.zeros(utility64.shape[:-1] + (8 * n_bytes,))
+    steps[..., : utility64.shape[-1]] = utility64  # steps past T add 0 whatever their bits
+    sums = steps.reshape(steps.shape[:-1] + (2 * n_bytes, 4)) @ _NIBBLE_BITS.T.astype(np.float64)  # [..., 2J, 16]
+    # one flat table: row r's half byte i of value v at (r * 2J + i) * 16 + v
+    rows = np.arange(np.prod(sums.shape[:-2], dtype=np.intp)).reshape(sums.shape[:-2])
+    lead = np.broadcast_shapes(retained_bits.shape[:-1], sums.shape[:-2])
+    index = np.empty(lead + (2 * n_bytes,), np.intp)
+    index[..., 0::2] = retained_bits >> 4  # a byte's first 4 steps are its high half
+    index[..., 1::2] = retained_bits & 15
+    index += 16 * (np.broadcast_to(rows, lead)[..., None] * (2 * n_bytes) + np.arange(2 * n_bytes))
+    return sums.reshape(-1).take(index).sum(axis=-1) + 0.0  # (+ 0.0: no -0.0)
 
 
 def score(
