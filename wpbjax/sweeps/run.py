@@ -36,7 +36,7 @@ from wpbjax.sweeps.plan import (
 from wpbjax.tracks import cost_track, sees_utility
 
 
-def _oracle_tables(plan: SweepPlan, chunk: Chunk) -> dict[str, np.ndarray]:
+def oracle_tables(plan: SweepPlan, chunk: Chunk) -> dict[str, np.ndarray]:
     """Cost track -> [n, B] oracle utility of the chunk's episodes (one task for every cost track, so
     that the oracle's program compiles once)."""
     encoded, real = plan.encoded, chunk.real
@@ -174,16 +174,23 @@ def run_chunk(
 
 
 def chunk_rows(
-    plan: SweepPlan, chunk: Chunk, progress: Progress | None = None, compiles: bool | None = None
+    plan: SweepPlan,
+    chunk: Chunk,
+    progress: Progress | None = None,
+    compiles: bool | None = None,
+    oracles: concurrent.futures.Future | None = None,
 ) -> Callable[[], pd.DataFrame] | None:
     """:func:`run_chunk` in two steps: the runs now, and a function that makes their table (putting
     rows in order and building the table is a tenth of a large chunk's time: a writer does it on its
-    own thread while the next chunk runs). None where :func:`run_chunk` returns None."""
+    own thread while the next chunk runs). None where :func:`run_chunk` returns None. ``oracles``:
+    the chunk's oracle tables (:func:`oracle_tables`) being computed elsewhere (default: here, first)."""
     compiles = chunk.index == 0 if compiles is None else compiles
     # calls of one device side by side (see SweepPlan.call_devices) keep every core busy in every chunk
     side_by_side = compiles or len(plan.call_devices) < len(plan.devices)
     parts = (
-        _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1) if len(chunk.real) else []
+        _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1, oracles)
+        if len(chunk.real)
+        else []
     )
     if plan.cluster is None:
         return functools.partial(_in_order, parts, plan.param_columns) if parts else None
@@ -199,7 +206,9 @@ def chunk_rows(
     )
 
 
-def _chunk_frames(plan: SweepPlan, chunk: Chunk, progress: Progress | None, workers: int) -> list[dict]:
+def _chunk_frames(
+    plan: SweepPlan, chunk: Chunk, progress: Progress | None, workers: int, oracles: concurrent.futures.Future | None
+) -> list[dict]:
     """This process's rows of a chunk, one part (column arrays) per (track, policy) in the published order."""
     names = [name for name in plan.policy_names if _runs_in(plan, chunk, name)]
     tracks_of = {name: tuple(track for track in plan.lineup if name in plan.lineup[track]) for name in names}
@@ -212,8 +221,8 @@ def _chunk_frames(plan: SweepPlan, chunk: Chunk, progress: Progress | None, work
         for tracks in {tracks for calls in calls_of.values() for tracks in calls}
     }
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        # the oracle first (the policies' rows wait on it)
-        oracles = pool.submit(_oracle_tables, plan, chunk)
+        if oracles is None:  # the oracle first (the policies' rows wait on it)
+            oracles = pool.submit(oracle_tables, plan, chunk)
 
         def policy_frames(name: str) -> dict:
             """Track -> rows of policy ``name`` on the chunk (every asked track it runs on)."""
@@ -345,9 +354,21 @@ def write_chunks(
         if after_write is not None:
             after_write(totals["sums"])
 
-    with concurrent.futures.ThreadPoolExecutor(1) as background:
-        for chunk in plan.chunks() if chunks is None else chunks:
-            table = chunk_rows(plan, chunk, progress, compiles=first)
+    chunks = list(plan.chunks() if chunks is None else chunks)
+    # Each chunk's oracle is computed one chunk ahead, on a thread of its own: its DP runs beside the
+    # previous chunk's policies (whose tracing holds the GIL, leaving a core to it), not before the
+    # chunk's own policies as run_chunk runs it.
+    with concurrent.futures.ThreadPoolExecutor(1) as background, concurrent.futures.ThreadPoolExecutor(1) as ahead:
+        oracles = {}
+
+        def oracle_ahead(number: int) -> None:
+            if number < len(chunks) and len(chunks[number].real) and number not in oracles:
+                oracles[number] = ahead.submit(oracle_tables, plan, chunks[number])
+
+        for number, chunk in enumerate(chunks):
+            oracle_ahead(number)
+            oracle_ahead(number + 1)
+            table = chunk_rows(plan, chunk, progress, compiles=first, oracles=oracles.pop(number, None))
             first = False
             if table is None or writer is None:
                 continue
