@@ -35,39 +35,29 @@ def latent(config: jax_gen.JaxGenConfig, start: int, count: int) -> dict:
     table = np.empty((count, config.steps, 7 + len(bounds)), np.int32)
     for index, episode in enumerate(range(start, start + count)):
         n_initial, draws = draw_episode(config, episode)
-        rows = []
-        version, length, initial_left = [1] * n_apis, list(n_initial), list(n_initial)
-        below = [(initial,) * len(bounds) for initial in n_initial]  # initial params sit below every class
-        slot, n_changes = list(range(n_apis)), 0
-        for endpoint, drift, coin, deprecated in draws:
-            if drift:  # the endpoint's state changes only on its drifts (8% of steps by default)
-                new_version = version[endpoint] = version[endpoint] + 1
-                new_length = length[endpoint]
-                if coin and new_length:
-                    new_length -= 1
-                    initial_left[endpoint] = min(initial_left[endpoint], new_length)
+        # An endpoint's state (version, length, initial_left, slot, below...) changes only on its
+        # drifts (8% of steps by default): the states are made once each, and every step takes its
+        # endpoint's current one (a Python loop over steps is most of the generator's time).
+        states = [
+            (1, initial, initial, endpoint) + (initial,) * len(bounds) for endpoint, initial in enumerate(n_initial)
+        ]
+        current = list(range(n_apis))  # endpoint -> its state's row in ``states``
+        state_of_step = []
+        for endpoint, drift, coin, _ in draws:
+            if drift:
+                version, length, initial_left, _, *below = states[current[endpoint]]
+                version += 1
+                if coin and length:
+                    length -= 1
+                    initial_left = min(initial_left, length)
                 else:
-                    new_length += 1
-                length[endpoint] = new_length
-                below[endpoint] = tuple(
-                    new_length if new_version < bound else min(under, new_length)
-                    for under, bound in zip(below[endpoint], bounds)
-                )
-                slot[endpoint] = n_apis + n_changes
-                n_changes += 1
-            rows.append(
-                (
-                    endpoint,
-                    drift,
-                    deprecated,
-                    version[endpoint],
-                    length[endpoint],
-                    initial_left[endpoint],
-                    slot[endpoint],
-                    *below[endpoint],
-                )
-            )
-        table[index] = rows  # one episode's rows at a time: memory stays flat for any set size
+                    length += 1
+                below = [length if version < bound else min(under, length) for under, bound in zip(below, bounds)]
+                current[endpoint] = len(states)
+                states.append((version, length, initial_left, len(states), *below))  # slot: n_apis + changes so far
+            state_of_step.append(current[endpoint])
+        table[index, :, :3] = np.array(draws, np.int32)[:, (0, 1, 3)]  # endpoint, drift, deprecated
+        table[index, :, 3:] = np.array(states, np.int32)[state_of_step]
     table = table.transpose(2, 1, 0)  # [K, T, N]
     t = np.arange(config.steps)[:, None]
     in_burst = (config.burst_interval > 0) & (t % max(config.burst_interval, 1) < config.burst_len)

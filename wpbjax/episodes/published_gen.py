@@ -54,12 +54,19 @@ def draw_episode(config: DriftConfig, episode_id: int) -> tuple[list[int], list[
     bursty = config.mode in ("burst_drift", "burst_redundancy")
     redundant = config.mode in ("redundancy", "burst_redundancy")
     n_initial = [rng.randint(2, config.max_params) for _ in range(config.api_pool)]
-    draws, endpoint, uniform = [], 0, rng.random
+    draws, endpoint, uniform, bits = [], 0, rng.random, rng.getrandbits
+    n_apis, width = config.api_pool, config.api_pool.bit_length()
+    burst_interval, burst_len, redundancy_prob = config.burst_interval, config.burst_len, config.redundancy_prob
+    drift_prob, burst_drift_prob = config.drift_prob, config.burst_drift_prob
     for t in range(config.steps):
-        in_burst = config.burst_interval > 0 and (t % config.burst_interval) < config.burst_len
-        if not (redundant and t > 0 and uniform() < config.redundancy_prob):
-            endpoint = rng.randrange(config.api_pool)  # else: the previous step's endpoint again
-        drift = uniform() < (config.burst_drift_prob if bursty and in_burst else config.drift_prob)
+        in_burst = burst_interval > 0 and (t % burst_interval) < burst_len
+        if not (redundant and t > 0 and uniform() < redundancy_prob):  # else: the previous step's endpoint again
+            # rng.randrange(n_apis), inlined (its draws exactly: CPython's getrandbits rejection loop);
+            # the generator is Python-bound, and this call was a third of it
+            endpoint = bits(width)
+            while endpoint >= n_apis:
+                endpoint = bits(width)
+        drift = uniform() < (burst_drift_prob if bursty and in_burst else drift_prob)
         if drift:
             coin = uniform() < 0.5
             draws.append((endpoint, True, coin, uniform() < 0.3))
