@@ -52,15 +52,15 @@ def test_a_streamed_sweep_writes_the_rows_of_one_in_memory(tmp_path, in_memory, 
 
 def test_a_killed_streamed_sweep_resumes_without_making_finished_blocks(tmp_path, in_memory, monkeypatch):
     out = tmp_path / "rows.csv"
-    written, write = [], ResultsWriter.write
+    written, write = [], ResultsWriter._write_text
 
-    def dies_after_four_chunks(self, table):
+    def dies_after_four_chunks(self, texts):  # each chunk's bytes, whichever way they were made
         if len(written) == 4:
             raise KeyboardInterrupt  # as a kill would, between chunks
-        written.append(len(table))
-        write(self, table)
+        written.append(len(texts))
+        write(self, texts)
 
-    monkeypatch.setattr(ResultsWriter, "write", dies_after_four_chunks)
+    monkeypatch.setattr(ResultsWriter, "_write_text", dies_after_four_chunks)
     # killed outright (SIGKILL): nothing cleans up, neither the temporary table nor its resume manifest
     monkeypatch.setattr(ResultsWriter, "abort", lambda self: None)
     monkeypatch.setattr(resume_lib, "finish", lambda target: None)

@@ -67,15 +67,15 @@ def test_a_failing_sweep_leaves_existing_results_byte_identical(kept, argv, mess
 def test_a_sweep_failing_mid_way_leaves_existing_results_byte_identical(kept, monkeypatch, capsys):
     """The second chunk's write fails (a full disk): the first chunk went to the temporary file only,
     which is removed; the old table and sidecar stay as they were."""
-    original, calls = ResultsWriter.write, []
+    original, calls = ResultsWriter._write_text, []
 
-    def write(self, table):
-        calls.append(len(table))
+    def write(self, texts):  # each chunk's bytes, whichever way they were made
+        calls.append(len(texts))
         if len(calls) == 2:
             raise OSError(f"{self.path}: No space left on device")
-        original(self, table)
+        original(self, texts)
 
-    monkeypatch.setattr(ResultsWriter, "write", write)
+    monkeypatch.setattr(ResultsWriter, "_write_text", write)
     before = _snapshot(kept, sidecar_path(kept))
     assert main(SMALL[:2] + ["6"] + SMALL[3:] + ["--memory-cap", "64K", "--out", str(kept)]) == 2
     assert "No space left on device" in capsys.readouterr().err

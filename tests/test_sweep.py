@@ -46,15 +46,15 @@ def test_a_failed_write_stops_the_sweep_with_its_error(tmp_path, monkeypatch, ca
     from wpbjax import sweeps
 
     calls = []
-    original = sweeps.ResultsWriter.write
+    original = sweeps.ResultsWriter._write_text
 
-    def write(self, table):
-        calls.append(len(table))
+    def write(self, texts):  # each chunk's bytes, whichever way they were made
+        calls.append(len(texts))
         if len(calls) == 2:
             raise OSError(f"{self.path}: No space left on device")
-        original(self, table)
+        original(self, texts)
 
-    monkeypatch.setattr(sweeps.ResultsWriter, "write", write)
+    monkeypatch.setattr(sweeps.ResultsWriter, "_write_text", write)
     out = tmp_path / "full.csv"
     assert main(SWEEP + ["--memory-cap", "100K", "--out", str(out)]) == 2
     assert f"wpbjax sweep: error: {out}: No space left on device" in capsys.readouterr().err

@@ -110,6 +110,24 @@ def _csv_text(table, header: bool) -> list:
         return list(pool.map(text, range(len(pieces))))
 
 
+def csv_rows(table):
+    """``table`` (a pyarrow Table) as CSV text without a header, one row per value of a pyarrow
+    ``large_binary`` array (each with its line end; the same bytes a whole-table write gives the
+    row), so that rows made apart can be put in order by ``take``; None where a value spans lines
+    (a quoted line break: rows are then not lines)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(table, sink, write_options=pcsv.WriteOptions(quoting_style="needed", include_header=False))
+    text = sink.getvalue()
+    ends = np.flatnonzero(np.frombuffer(text, np.uint8) == ord("\n")) + 1
+    if len(ends) != table.num_rows:
+        return None
+    offsets = np.concatenate([[0], ends]).astype(np.int64)
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), table.num_rows, [None, pa.py_buffer(offsets), text])
+
+
 class ResultsWriter:
     """Streams result chunks to ``.csv`` or ``.parquet`` (by ``path``'s extension) through pyarrow
     (~10x faster than pandas for CSV; floats round-trip exactly, an integral float is written
@@ -154,20 +172,45 @@ class ResultsWriter:
                 self._writer = pq.ParquetWriter(self.temporary, batch.schema)
             self._writer.write_table(batch)
         else:
-            header = self._sink is None and self.append_at is None
-            if self._sink is None:
-                self._opened = True
-                if self.append_at is not None:
-                    os.truncate(self.temporary, self.append_at)  # drop a chunk cut off by the kill
-                # our own sink, so that each chunk reaches the file (and ``size``) when written
-                self._sink = pa.OSFile(self.temporary, "ab" if self.append_at is not None else "wb")
-                # the table's SHA-256 as it is written (on this thread, not at commit: the sweep's tail)
-                self._digest = hashlib.sha256() if self.append_at is None else _file_digest(self.temporary)
-            for text in _csv_text(batch, header):
-                self._sink.write(text)
-                self._digest.update(text)
+            self._write_text(_csv_text(batch, self._header_due()))
         self.rows += len(table)
         self.chunks += 1
+
+    def write_csv_rows(self, rows, schema) -> None:
+        """Append one chunk of rows already made CSV text (a .csv writer): ``rows`` a pyarrow binary
+        array of one row's line each (:func:`csv_rows`, then put in order), ``schema`` the table's
+        (its column names make the header)."""
+        import pyarrow as pa
+
+        if self.format != "csv":
+            raise ValueError(f"{self.path}: CSV rows go to a .csv file")
+        texts = _csv_text(pa.Table.from_batches([], schema), True) if self._header_due() else []
+        offsets = np.frombuffer(rows.buffers()[1], np.int64, len(rows) + 1, rows.offset * 8)
+        data = rows.buffers()[2]
+        self._write_text(texts + [data[int(offsets[0]) : int(offsets[-1])]] if len(rows) else texts)
+        self.rows += len(rows)
+        self.chunks += 1
+
+    def _header_due(self) -> bool:
+        """Whether the next CSV text starts the file (so it begins with the header)."""
+        return self._sink is None and self.append_at is None
+
+    def _write_text(self, texts: list) -> None:
+        """Append CSV text (buffers, in order) to the temporary file, opened (or cut back to
+        ``append_at`` and reopened) at the first call; the running checksum follows."""
+        import pyarrow as pa
+
+        if self._sink is None:
+            self._opened = True
+            if self.append_at is not None:
+                os.truncate(self.temporary, self.append_at)  # drop a chunk cut off by the kill
+            # our own sink, so that each chunk reaches the file (and ``size``) when written
+            self._sink = pa.OSFile(self.temporary, "ab" if self.append_at is not None else "wb")
+            # the table's SHA-256 as it is written (on this thread, not at commit: the sweep's tail)
+            self._digest = hashlib.sha256() if self.append_at is None else _file_digest(self.temporary)
+        for text in texts:
+            self._sink.write(text)
+            self._digest.update(text)
 
     @property
     def size(self) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import jax
@@ -23,6 +22,7 @@ from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.oracle import oracle_batch
 from wpbjax.policies import make
 from wpbjax.progress import Progress
+from wpbjax.results_io import csv_rows
 from wpbjax.scoring import COLUMNS, leaderboard_sums, score_rows
 from wpbjax.sweeps.plan import (
     DEFAULT_MEMORY_CAP,
@@ -169,8 +169,22 @@ def run_chunk(
     chunk's rows (a collective: every process calls it for every chunk); the others get None.
     ``compiles``: this is the first chunk run in the process (default: chunk 0), so it runs its
     policies on one thread per core (their tracing and compiling overlap)."""
-    table = chunk_rows(plan, chunk, progress, compiles)
-    return None if table is None else table()
+    rows = chunk_rows(plan, chunk, progress, compiles)
+    return None if rows is None else rows.table()
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkRows:
+    """A chunk's rows before they are one table: ``parts`` (column arrays, one per (track, policy) of
+    ``keys``, in the published order; or one part gathered from several processes)."""
+
+    parts: list
+    keys: list  # [(track, policy)] of each part ([] for a gathered part)
+    param_columns: tuple
+
+    def table(self, columns=None) -> pd.DataFrame:
+        """The rows in the published order: ``columns`` (default: ``COLUMNS`` + the param columns)."""
+        return _in_order(self.parts, self.param_columns, columns)
 
 
 def chunk_rows(
@@ -179,21 +193,23 @@ def chunk_rows(
     progress: Progress | None = None,
     compiles: bool | None = None,
     oracles: concurrent.futures.Future | None = None,
-) -> Callable[[], pd.DataFrame] | None:
-    """:func:`run_chunk` in two steps: the runs now, and a function that makes their table (putting
-    rows in order and building the table is a tenth of a large chunk's time: a writer does it on its
-    own thread while the next chunk runs). None where :func:`run_chunk` returns None. ``oracles``:
-    the chunk's oracle tables (:func:`oracle_tables`) being computed elsewhere (default: here, first)."""
+    on_part: Callable[[str, str, dict], None] | None = None,
+) -> ChunkRows | None:
+    """:func:`run_chunk` in two steps: the runs now, and their rows (:meth:`ChunkRows.table` puts them
+    in order and makes the table: a tenth of a large chunk's time, which a writer does on its own
+    thread while the next chunk runs). None where :func:`run_chunk` returns None. ``oracles``: the
+    chunk's oracle tables (:func:`oracle_tables`) being computed elsewhere (default: here, first);
+    ``on_part(track, policy, part)``: called (on this thread) with each part as its policy finishes."""
     compiles = chunk.index == 0 if compiles is None else compiles
     # calls of one device side by side (see SweepPlan.call_devices) keep every core busy in every chunk
     side_by_side = compiles or len(plan.call_devices) < len(plan.devices)
-    parts = (
-        _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1, oracles)
+    keys, parts = (
+        _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1, oracles, on_part)
         if len(chunk.real)
-        else []
+        else ([], [])
     )
     if plan.cluster is None:
-        return functools.partial(_in_order, parts, plan.param_columns) if parts else None
+        return ChunkRows(parts, keys, plan.param_columns) if parts else None
     every = list(dict.fromkeys(column for part in parts for column in part)) + ["_point"]
     table = pd.DataFrame(_joined(parts, dict.fromkeys(every))) if parts else None
     gathered = plan.cluster.gather(table)  # every process's share, in process order, on process 0
@@ -201,15 +217,19 @@ def chunk_rows(
         return None
     if progress is not None:  # the other processes' runs
         progress.advance(len(gathered) - (0 if table is None else len(table)), "other processes")
-    return functools.partial(
-        _in_order, [{column: gathered[column].to_numpy() for column in gathered}], plan.param_columns
-    )
+    return ChunkRows([{column: gathered[column].to_numpy() for column in gathered}], [], plan.param_columns)
 
 
 def _chunk_frames(
-    plan: SweepPlan, chunk: Chunk, progress: Progress | None, workers: int, oracles: concurrent.futures.Future | None
-) -> list[dict]:
-    """This process's rows of a chunk, one part (column arrays) per (track, policy) in the published order."""
+    plan: SweepPlan,
+    chunk: Chunk,
+    progress: Progress | None,
+    workers: int,
+    oracles: concurrent.futures.Future | None,
+    on_part: Callable | None = None,
+) -> tuple[list, list[dict]]:
+    """This process's rows of a chunk: ([(track, policy)], one part (column arrays) of each), in the
+    published order."""
     names = [name for name in plan.policy_names if _runs_in(plan, chunk, name)]
     tracks_of = {name: tuple(track for track in plan.lineup if name in plan.lineup[track]) for name in names}
     # the tracks of each call of a policy: all in one, or one call each
@@ -242,7 +262,10 @@ def _chunk_frames(
             for track, part in by_policy[name].items():
                 if progress is not None:
                     progress.advance(len(part["f1"]), f"{track} {name}")
-    return [by_policy[name][track] for track in plan.lineup for name in plan.lineup[track] if name in by_policy]
+                if on_part is not None:
+                    on_part(track, name, part)
+    keys = [(track, name) for track in plan.lineup for name in plan.lineup[track] if name in by_policy]
+    return keys, [by_policy[name][track] for track, name in keys]
 
 
 def _joined(parts: list[dict], columns) -> dict:
@@ -257,16 +280,40 @@ def _joined(parts: list[dict], columns) -> dict:
     }
 
 
-def _in_order(parts: list[dict], param_columns) -> pd.DataFrame:
-    """A chunk's rows (``parts``: column arrays with the row-order columns) in the published order
-    (set, budget, episode, track and policy, grid point; stable), with the published columns and one
-    column per swept param (NaN where a policy has no such param), as one table built once."""
+def _row_order(parts: list[dict]) -> np.ndarray:
+    """[rows] the published order of a chunk's rows (``parts`` end to end, with their row-order
+    columns): set, budget, episode, track and policy, grid point; stable."""
     keys = ["_set", "_budget", "_episode", "_order"] + (["_point"] if any("_point" in part for part in parts) else [])
-    columns = _joined(parts, list(COLUMNS) + list(param_columns) + keys)
+    columns = _joined(parts, keys)
     # np.lexsort: stable, last key first; a NaN grid point (a policy without a grid) ties only within its own part
-    order = np.lexsort([np.nan_to_num(columns[key], nan=-1) for key in reversed(keys)])
+    return np.lexsort([np.nan_to_num(columns[key], nan=-1) for key in reversed(keys)])
+
+
+def _in_order(parts: list[dict], param_columns, columns=None) -> pd.DataFrame:
+    """A chunk's rows (``parts``: column arrays with the row-order columns) in the published order
+    (:func:`_row_order`), with ``columns`` (default: the published columns and one column per swept
+    param, NaN where a policy has no such param), as one table built once."""
+    columns = list(COLUMNS) + list(param_columns) if columns is None else list(columns)
+    order, joined = _row_order(parts), _joined(parts, columns)
     # (the gathered arrays are the table's own: copy=False spares pandas a copy of every number)
-    return pd.DataFrame({column: columns[column][order] for column in list(COLUMNS) + list(param_columns)}, copy=False)
+    return pd.DataFrame({column: joined[column][order] for column in columns}, copy=False)
+
+
+def _csv_part(part: dict, columns: list) -> tuple | None:
+    """(one part's rows as CSV lines, :func:`wpbjax.results_io.csv_rows`; the table's schema), its
+    ``columns`` typed as a whole table's would be (NaN: blank; a param the policy lacks: blank), or
+    None where a value spans lines."""
+    import pyarrow as pa
+
+    n = len(part["f1"])
+    table = pa.table(
+        {
+            column: pa.array(part[column] if column in part else np.full(n, np.nan), from_pandas=True)
+            for column in columns
+        }
+    )
+    lines = csv_rows(table)
+    return None if lines is None else (lines, table.schema)
 
 
 def iter_sweep(
@@ -346,11 +393,24 @@ def write_chunks(
     leaderboard), or None if nothing was written. With several processes only process 0 has a
     writer; the others pass None."""
     written, first, totals = None, True, {"sums": sums}
+    # A .csv file's rows are made CSV text part by part as the policies finish, on the writer's
+    # thread while the chunk still runs; the chunk's text is then put in order line by line. The last
+    # chunk's write, a large sweep's tail, is left only that ordering and the file's bytes.
+    as_text = writer is not None and writer.format == "csv" and plan.cluster is None
+    columns = list(COLUMNS) + list(plan.param_columns)
+    sum_columns = ["track", "policy", "budget_bytes", *plan.param_columns, "f1"]
 
-    def save(table: Callable[[], pd.DataFrame]) -> None:
-        table = table()
-        writer.write(table)
-        totals["sums"] = leaderboard_sums([part for part in (totals["sums"], table) if part is not None])
+    def save(rows: ChunkRows, texts: dict) -> None:
+        lines = [texts[key].result() for key in rows.keys] if as_text else [None]
+        if any(part is None for part in lines):  # a value spans lines (or not a .csv): the table
+            writer.write(rows.table())
+        else:
+            import pyarrow as pa
+
+            ordered = pa.concat_arrays([text for text, _ in lines]).take(_row_order(rows.parts))
+            writer.write_csv_rows(ordered, lines[0][1])
+        sums = rows.table(sum_columns)
+        totals["sums"] = leaderboard_sums([part for part in (totals["sums"], sums) if part is not None])
         if after_write is not None:
             after_write(totals["sums"])
 
@@ -368,13 +428,25 @@ def write_chunks(
         for number, chunk in enumerate(chunks):
             oracle_ahead(number)
             oracle_ahead(number + 1)
-            table = chunk_rows(plan, chunk, progress, compiles=first, oracles=oracles.pop(number, None))
+            texts = {}
+
+            def on_part(track: str, name: str, part: dict, texts=texts) -> None:
+                texts[track, name] = background.submit(_csv_part, part, columns)
+
+            rows = chunk_rows(
+                plan,
+                chunk,
+                progress,
+                compiles=first,
+                oracles=oracles.pop(number, None),
+                on_part=on_part if as_text else None,
+            )
             first = False
-            if table is None or writer is None:
+            if rows is None or writer is None:
                 continue
             if written is not None:
                 written.result()  # raises if that write failed
-            written = background.submit(save, table)
+            written = background.submit(save, rows, texts)
         if written is not None:
             written.result()
     return totals["sums"]
