@@ -42,3 +42,31 @@ def test_a_value_spanning_lines_is_not_a_line():
     assert results_io.csv_rows(pa.table({"a": [1, 2], "s": ["x", "y\nz"]})) is None
     lines = results_io.csv_rows(pa.table({"a": [1, 2], "s": ["x", 'y "q"']}))
     assert lines.to_pylist() == [b'1,"x"\n', b'2,"y ""q"""\n']
+
+
+@pytest.mark.parametrize("grid", [False, True])
+def test_chunk_sums_by_part_number_equal_the_tables(grid):
+    """The leaderboard's running sums of a chunk, grouped by part number and named after, are the
+    sums of the chunk's table (index order and dtypes included)."""
+    import pandas.testing
+
+    from wpbjax.api import _encoded, episode_source
+    from wpbjax.scoring import leaderboard_sums
+    from wpbjax.sweeps import make_plan
+
+    encoded, set_index = _encoded(None, episode_source(None, n_episodes=2))
+    if grid:
+        plan = make_plan(
+            encoded,
+            set_index=set_index,
+            budgets=[1024, 4096],
+            policies=["priority_threshold", "no_mem"],
+            tracks=["privileged"],
+            params={"threshold": [0.2, 0.5]},
+        )
+    else:
+        plan = make_plan(encoded, set_index=set_index, budgets=[1024, 4096])
+    rows = sweep_run.chunk_rows(plan, plan.chunks()[0])
+    sums = sweep_run._chunk_sums(rows)
+    pandas.testing.assert_frame_equal(sums, leaderboard_sums([rows.table()]))
+    assert len(sums) == (2 * 2 + 2 if grid else 2 * 12)  # (points + no_mem) x budgets; 12 (track, policy) x budgets

@@ -299,6 +299,22 @@ def _in_order(parts: list[dict], param_columns, columns=None) -> pd.DataFrame:
     return pd.DataFrame({column: joined[column][order] for column in columns}, copy=False)
 
 
+def _chunk_sums(rows: ChunkRows) -> pd.DataFrame:
+    """``leaderboard_sums([rows.table()])`` grouped by part number rather than by the track and
+    policy strings (slow to make for every row), the parts' (track, policy) put in after."""
+    parts, keys = rows.parts, ["budget_bytes", *rows.param_columns]
+    order, joined = _row_order(parts), _joined(parts, [*keys, "f1"])
+    number = np.repeat(np.arange(len(parts)), [len(part["f1"]) for part in parts])[order]
+    frame = pd.DataFrame({"_part": number, **{key: joined[key][order] for key in [*keys, "f1"]}}, copy=False)
+    sums = frame.groupby(["_part", *keys], sort=False, dropna=False)["f1"].agg(["sum", "count"])
+    part = sums.index.get_level_values("_part")
+    named = [np.array([key[side] for key in rows.keys], object)[part] for side in (0, 1)]
+    sums.index = pd.MultiIndex.from_arrays(
+        [*named, *(sums.index.get_level_values(key) for key in keys)], names=["track", "policy", *keys]
+    )
+    return sums
+
+
 def _csv_part(part: dict, columns: list) -> tuple | None:
     """(one part's rows as CSV lines, :func:`wpbjax.results_io.csv_rows`; the table's schema), its
     ``columns`` typed as a whole table's would be (NaN: blank; a param the policy lacks: blank), or
@@ -398,7 +414,6 @@ def write_chunks(
     # chunk's write, a large sweep's tail, is left only that ordering and the file's bytes.
     as_text = writer is not None and writer.format == "csv" and plan.cluster is None
     columns = list(COLUMNS) + list(plan.param_columns)
-    sum_columns = ["track", "policy", "budget_bytes", *plan.param_columns, "f1"]
 
     def save(rows: ChunkRows, texts: dict) -> None:
         lines = [texts[key].result() for key in rows.keys] if as_text else [None]
@@ -409,7 +424,7 @@ def write_chunks(
 
             ordered = pa.concat_arrays([text for text, _ in lines]).take(_row_order(rows.parts))
             writer.write_csv_rows(ordered, lines[0][1])
-        sums = rows.table(sum_columns)
+        sums = _chunk_sums(rows) if as_text else leaderboard_sums([rows.table()])
         totals["sums"] = leaderboard_sums([part for part in (totals["sums"], sums) if part is not None])
         if after_write is not None:
             after_write(totals["sums"])
