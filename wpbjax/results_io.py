@@ -10,6 +10,7 @@ within one directory, which is why the temporary files live beside their destina
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -208,9 +209,12 @@ class ResultsWriter:
             self._sink = pa.OSFile(self.temporary, "ab" if self.append_at is not None else "wb")
             # the table's SHA-256 as it is written (on this thread, not at commit: the sweep's tail)
             self._digest = hashlib.sha256() if self.append_at is None else _file_digest(self.temporary)
-        for text in texts:
-            self._sink.write(text)
-            self._digest.update(text)
+        # the checksum on a thread of its own while the bytes go to the file (both leave the GIL)
+        with concurrent.futures.ThreadPoolExecutor(1) as beside:
+            hashed = beside.submit(lambda: [self._digest.update(text) for text in texts])
+            for text in texts:
+                self._sink.write(text)
+            hashed.result()
 
     @property
     def size(self) -> int:
