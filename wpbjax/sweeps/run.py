@@ -253,8 +253,12 @@ def _chunk_frames(
                 )
             return frames
 
-        # longest compiles first (multi-action walks, more action kinds), so the threads finish together
-        by_size = sorted(names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)))
+        # Threads side by side: longest compiles first (multi-action walks, more action kinds), so that
+        # they finish together. One call at a time: the slowest runs last, so that the writer, making
+        # each finished part's text meanwhile, has at most its parts left when the chunk ends.
+        by_size = sorted(
+            names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)), reverse=workers == 1
+        )
         futures = {name: pool.submit(policy_frames, name) for name in by_size}
         by_policy = {}
         for name, future in futures.items():
