@@ -151,3 +151,37 @@ def test_parallel_generation_gives_the_same_rows_as_serial(seed, monkeypatch):
     serial = encode_episodes([e for config in configs for e in generate_episodes(config, n_episodes)])
     kwargs = dict(budgets=[400, 3000], policies="reference", set_index=np.repeat(np.arange(4), n_episodes))
     pd.testing.assert_frame_equal(run_sweep(parallel, **kwargs), run_sweep(serial, **kwargs))
+
+
+def test_tracks_share_a_call_unless_that_costs_chunks():
+    """The plan stacks a policy's tracks into one call where the chunks stay as few, and runs a call
+    per track where stacking would need more of them (a call's memory grows with its runs); the rows
+    are the same either way."""
+    import dataclasses
+
+    from wpbjax.sweeps import make_plan, plan as plan_lib, run_chunk
+
+    encoded = concat_encoded([encode_episodes(generate_episodes(DriftConfig(mode="default"), 6))])
+    budgets, seen = [1024, 4096], set()
+    per_episode = encoded.n_steps * (2 * plan_lib.BYTES_PER_RUN_STEP + plan_lib.BYTES_PER_EPISODE_STEP)
+    for episodes_per_cap in (1, 2, 3, 4, 6, 12, 24):
+        plan = make_plan(encoded, budgets=budgets, memory_cap=episodes_per_cap * per_episode)
+        units = [
+            plan_lib._layout(
+                encoded,
+                2 * tracks,
+                1,
+                episodes_per_cap * per_episode // plan.first_chunk_workers,
+                len(plan.call_devices),
+                6,
+            )[0]
+            for tracks in (2, 1)  # the published line-up: most policies run on both tracks
+        ]
+        assert plan.stack_tracks == (units[0] <= units[1])
+        assert plan.n_chunks == min(units)
+        seen.add(plan.stack_tracks)
+        if not plan.stack_tracks:
+            one_call = dataclasses.replace(plan, stack_tracks=True)
+            for chunk in plan.chunks()[:2]:
+                pd.testing.assert_frame_equal(run_chunk(plan, chunk), run_chunk(one_call, chunk))
+    assert seen == {True, False}
