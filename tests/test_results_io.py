@@ -130,18 +130,20 @@ def test_writer_commits_only_when_complete(tmp_path):
     assert pd.read_parquet(path)["a"].tolist() == [1, 2, 3] and not os.path.exists(partial_path(path))
 
 
-def test_csv_made_in_pieces_is_one_table_and_its_running_checksum_matches(tmp_path, monkeypatch):
-    """A chunk's CSV text is made in row ranges (here of at least 3 rows: 7 rows make one piece per
-    core, up to 2) and the SHA-256 is kept as the bytes are written: the file must equal one pyarrow
-    write of the whole table, and the checksum the file's, also when a run is continued from a cut file."""
+def test_csv_chunks_table_or_lines_are_one_table_and_the_running_checksum_matches(tmp_path):
+    """Chunks written as a table (``write``) and as CSV lines put in order (``write_csv_rows``) make
+    one pyarrow write of the whole table, and the SHA-256 kept as the bytes are written is the
+    file's, also when a run is continued from a cut file."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
     from wpbjax import results_io
 
-    monkeypatch.setattr(results_io, "CSV_ROWS_PER_PIECE", 3)
     first = pd.DataFrame({"a": np.arange(7), "b": np.linspace(0.1, 0.7, 7), "s": list("abcdefg")})
     second = first.assign(a=first.a + 7)
+    second_table = pa.Table.from_pandas(second, preserve_index=False)
+    reversed_lines = results_io.csv_rows(second_table.take(np.arange(6, -1, -1)))
+    second_lines = reversed_lines.take(np.arange(6, -1, -1))  # put back in order, as a sweep's chunk
     whole = pa.BufferOutputStream()
     pcsv.write_csv(
         pa.Table.from_pandas(pd.concat([first, second]), preserve_index=False),
@@ -152,7 +154,7 @@ def test_csv_made_in_pieces_is_one_table_and_its_running_checksum_matches(tmp_pa
     with ResultsWriter(path) as writer:
         writer.write(first)
         cut = writer.size
-        writer.write(second)
+        writer.write_csv_rows(second_lines, second_table.schema)
         writer.commit()
     assert path.read_bytes() == whole.getvalue().to_pybytes()
     assert read_sidecar(sidecar_path(path))["results"]["sha256"] == sha256(path)
@@ -160,7 +162,7 @@ def test_csv_made_in_pieces_is_one_table_and_its_running_checksum_matches(tmp_pa
     with open(partial_path(path), "wb") as handle:
         handle.write(path.read_bytes()[: cut + 5])
     with ResultsWriter(path, append_at=cut) as writer:
-        writer.write(second)
+        writer.write_csv_rows(second_lines, second_table.schema)
         writer.commit()
     assert path.read_bytes() == whole.getvalue().to_pybytes()
     assert read_sidecar(sidecar_path(path))["results"]["sha256"] == sha256(path)

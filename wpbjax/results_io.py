@@ -83,32 +83,15 @@ def check_output(path: str | os.PathLike, inputs=(), command: str = "sweep") -> 
     return path
 
 
-CSV_ROWS_PER_PIECE = 32768  # a chunk's CSV text is made in pieces of at least this many rows at once
-
-
 def _csv_text(table, header: bool) -> list:
-    """``table`` (a pyarrow Table) as CSV text (quoted where needed; the header first if ``header``),
-    made in row ranges on one thread per core (pyarrow's formatting leaves the GIL; it is most of a
-    large chunk's write, and the last chunk's write is a sweep's tail), in order: [pieces] buffers."""
-    import concurrent.futures
-
+    """``table`` (a pyarrow Table) as CSV text, quoted where needed, the header first if ``header``:
+    [buffers] for :meth:`ResultsWriter._write_text`."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    n_pieces = max(1, min(len(os.sched_getaffinity(0)), table.num_rows // CSV_ROWS_PER_PIECE))
-    step = -(-table.num_rows // n_pieces) if table.num_rows else 1
-    pieces = [table.slice(start, step) for start in range(0, max(table.num_rows, 1), step)]
-
-    def text(number: int):
-        sink = pa.BufferOutputStream()
-        options = pcsv.WriteOptions(quoting_style="needed", include_header=header and number == 0)
-        pcsv.write_csv(pieces[number], sink, write_options=options)
-        return sink.getvalue()
-
-    if len(pieces) == 1:
-        return [text(0)]
-    with concurrent.futures.ThreadPoolExecutor(len(pieces)) as pool:
-        return list(pool.map(text, range(len(pieces))))
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(table, sink, write_options=pcsv.WriteOptions(quoting_style="needed", include_header=header))
+    return [sink.getvalue()]
 
 
 def use_jemalloc() -> bool:

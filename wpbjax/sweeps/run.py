@@ -182,9 +182,9 @@ class ChunkRows:
     keys: list  # [(track, policy)] of each part ([] for a gathered part)
     param_columns: tuple
 
-    def table(self, columns=None) -> pd.DataFrame:
-        """The rows in the published order: ``columns`` (default: ``COLUMNS`` + the param columns)."""
-        return _in_order(self.parts, self.param_columns, columns)
+    def table(self) -> pd.DataFrame:
+        """The rows in the published order, with ``COLUMNS`` and the param columns."""
+        return _in_order(self.parts, self.param_columns)
 
 
 def chunk_rows(
@@ -293,11 +293,11 @@ def _row_order(parts: list[dict]) -> np.ndarray:
     return np.lexsort([np.nan_to_num(columns[key], nan=-1) for key in reversed(keys)])
 
 
-def _in_order(parts: list[dict], param_columns, columns=None) -> pd.DataFrame:
+def _in_order(parts: list[dict], param_columns) -> pd.DataFrame:
     """A chunk's rows (``parts``: column arrays with the row-order columns) in the published order
-    (:func:`_row_order`), with ``columns`` (default: the published columns and one column per swept
-    param, NaN where a policy has no such param), as one table built once."""
-    columns = list(COLUMNS) + list(param_columns) if columns is None else list(columns)
+    (:func:`_row_order`), with the published columns and one column per swept param (NaN where a
+    policy has no such param), as one table built once."""
+    columns = list(COLUMNS) + list(param_columns)
     order, joined = _row_order(parts), _joined(parts, columns)
     # (the gathered arrays are the table's own: copy=False spares pandas a copy of every number)
     return pd.DataFrame({column: joined[column][order] for column in columns}, copy=False)
@@ -420,15 +420,17 @@ def write_chunks(
     columns = list(COLUMNS) + list(plan.param_columns)
 
     def save(rows: ChunkRows, texts: dict) -> None:
-        lines = [texts[key].result() for key in rows.keys] if as_text else [None]
-        if any(part is None for part in lines):  # a value spans lines (or not a .csv): the table
-            writer.write(rows.table())
-        else:
+        lines = [texts[key].result() for key in rows.keys] if as_text else None
+        if lines is not None and all(line is not None for line in lines):
             import pyarrow as pa
 
             ordered = pa.concat_arrays([text for text, _ in lines]).take(_row_order(rows.parts))
             writer.write_csv_rows(ordered, lines[0][1])
-        sums = _chunk_sums(rows) if as_text else leaderboard_sums([rows.table()])
+            sums = _chunk_sums(rows)
+        else:  # not a .csv (or a value spans lines): the whole table
+            table = rows.table()
+            writer.write(table)
+            sums = leaderboard_sums([table])
         totals["sums"] = leaderboard_sums([part for part in (totals["sums"], sums) if part is not None])
         if after_write is not None:
             after_write(totals["sums"])
