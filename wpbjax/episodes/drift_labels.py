@@ -1,33 +1,30 @@
-"""Which changes of an API's request surface break a client: one small rule per kind of change.
+"""What a change of an API does to an existing client: one table of rules, one level per change.
 
 An endpoint's history is its *timeline*: ``[(version, Surface or None)]`` at the versions where its surface
-changed (None: absent). Each change is split into *atoms*, each a value over time: the endpoint's presence
-and deprecation; per parameter its presence, type, required flag and deprecation. A change of an atom is:
+changed (None: absent; :mod:`wpbjax.episodes.openapi_surface`). Each change is split into *atoms*, each a value
+over time: the endpoint's presence and deprecation; per field (a request parameter or body property, a
+response body property) its presence, type, required flag, enum values and deprecation. A change of an atom
+has a *kind* and a *level* (:data:`RULES`), decided by the client-contract model oasdiff's checks follow:
 
-================== ======== =================================================================
-kind               breaking rule
-================== ======== =================================================================
-endpoint_added     no       the endpoint appears
-endpoint_removed   yes      the endpoint disappears
-endpoint_deprecated yes     the operation's deprecated flag, or deprecation words in its text, appear
-endpoint_undeprecated no
-param_added        no       a parameter appears (a required one is also ``param_required``)
-param_removed      yes      a parameter disappears
-param_required     yes      a query / header / body parameter becomes required, or appears required
-param_optional     no       a required parameter becomes optional
-type_widened       no       the parameter's type gains forms and loses none
-type_changed       yes      the parameter's type loses a form
-param_deprecated   yes      the parameter's flag or deprecation words appear
-param_undeprecated no
-path_param_fixed   no       a path parameter appears, disappears or changes: the path template already
-                            fixed what the client sends, so this is a correction of the spec
-================== ======== =================================================================
+* a client **sends** requests: tightening what it may send breaks it (an endpoint or request field removed,
+  a field newly required, a type that loses a form, an enum value removed); loosening it is ``info``;
+* a client **reads** responses: loosening what it may receive breaks it (a required response property
+  removed, a property no longer required, a type that gains a form — ``null`` included); tightening it is
+  ``info``; an optional property removed or an enum value added is a ``warning`` (a conforming client
+  tolerates both; one that assumed more breaks);
+* additions are ``info``, deprecations ``warning`` (the client still works, and must move).
 
-A *glitch* is a change undone within ``window`` versions: an atom leaves a value at version v and has it
-again at a version w <= v + window; every change of that atom from v to w is a glitch, and no glitch is
-breaking. While an endpoint is absent through a glitch its parameters keep their values (so a parameter
-that changed across the gap shows as the one change it is). The window is chosen from the data
-(:data:`GLITCH_WINDOW`; README, "Real drift").
+Two rules take changes out of the labels, each a level ``none`` (:data:`LEVELS`):
+
+* a *glitch* is a change undone within ``window`` versions: an atom leaves a value at version v and has it
+  again at a version w <= v + window; every change of that atom from v to w is a glitch (a spec published
+  wrong and fixed, which no client could have built on). While an endpoint is absent through a glitch its
+  fields keep their values, so a field that changed across the gap shows as the one change it is;
+* a *respelling* is the same type transition of the same field name on at least ``spec_wide`` endpoints in
+  one version (:func:`respelled`): a spec generator re-describing a shared field, not that many endpoints
+  changing at once.
+
+A line's level is the worst level of its changes; it is *breaking* when that level is ``breaking``.
 """
 
 from __future__ import annotations
@@ -37,100 +34,283 @@ from typing import NamedTuple
 
 from wpbjax.episodes.openapi_surface import Surface
 
-# Stripe's history (2017-03 .. 2023-09, 688 readable versions) has 4,962 round trips of an atom
-# (round_trip_lags): 2,029 undone at the next version (1,737 of them within 2 days), 2,933 undone 2 or more
-# versions later (8 of them within 2 days: the rest are deliberate, weeks to years apart). So a glitch is a
-# change the next version undoes.
+# a change undone at the next version that changes the surface (README / docs/real_drift.md: the round-trip
+# lags of the shipped histories, drift_labels.round_trip_lags, put most round trips at one version)
 GLITCH_WINDOW = 1
-
-# Stripe's incompatible type changes per (version, parameter, old -> new): on 1 to 7 endpoints, except
-# ``expand`` on 86 and 104 endpoints on 2017-12-06 (its string form dropped from the spec's description).
+# the same type transition of one field name on this many endpoints in one version is a respelling
 SPEC_WIDE = 20
 
-BREAKING = frozenset(
-    {"endpoint_removed", "endpoint_deprecated", "param_removed", "param_required", "type_changed", "param_deprecated"}
-)
-ADDITIVE = frozenset({"endpoint_added", "param_added", "param_optional", "type_widened"})
-KINDS = (
-    "endpoint_added",
-    "endpoint_removed",
-    "endpoint_deprecated",
-    "endpoint_undeprecated",
-    "param_added",
-    "param_removed",
-    "param_required",
-    "param_optional",
-    "type_widened",
-    "type_refined",
-    "type_changed",
-    "type_respelled",
-    "param_deprecated",
-    "param_undeprecated",
-    "path_param_fixed",
-)
+LEVELS = ("none", "info", "warning", "breaking")  # worst last
+# utility of a step by its level: what a memory gains by holding it (real drift and changelog episodes)
+LEVEL_UTILITY = {"breaking": 1.0, "warning": 0.5, "info": 0.25, "none": 0.0}
+
+
+class Rule(NamedTuple):
+    """One kind of change: its level, oasdiff's check for the same change ("" where it has none, two
+    names where it splits parameters from body properties) and why."""
+
+    kind: str
+    level: str
+    oasdiff: str
+    reason: str
+
+
+RULES = {
+    rule.kind: rule
+    for rule in (
+        Rule("endpoint_added", "info", "endpoint-added", "a new endpoint: no client calls it yet"),
+        Rule(
+            "endpoint_removed",
+            "breaking",
+            "api-removed-without-deprecation",
+            "every call of it fails",
+        ),
+        Rule(
+            "endpoint_removed_deprecated",
+            "warning",
+            "api-removed-before-sunset",
+            "removed after a deprecation: breaks only the clients that ignored it (oasdiff: an error before the "
+            "sunset date, nothing after; histories carry no sunset dates)",
+        ),
+        Rule("endpoint_deprecated", "warning", "endpoint-deprecated", "still works; clients must move"),
+        Rule("endpoint_undeprecated", "info", "endpoint-reactivated", "nothing a client relies on changes"),
+        Rule(
+            "request_added",
+            "info",
+            "new-optional-request-parameter / new-optional-request-property",
+            "optional: an old request stays valid",
+        ),
+        Rule(
+            "request_added_required",
+            "breaking",
+            "new-required-request-parameter / new-required-request-property",
+            "an old request lacks it",
+        ),
+        Rule(
+            "request_removed",
+            "breaking",
+            "request-parameter-removed / request-property-removed",
+            "a client still sends it: a strict server rejects the unknown field, a lenient one drops what the "
+            "client meant (oasdiff: warning, because some servers ignore it)",
+        ),
+        Rule(
+            "request_required",
+            "breaking",
+            "request-parameter-became-required / request-property-became-required",
+            "an old request that left it out is now invalid",
+        ),
+        Rule(
+            "request_optional",
+            "info",
+            "request-parameter-became-optional / request-property-became-optional",
+            "every old request stays valid",
+        ),
+        Rule(
+            "request_type_narrowed",
+            "breaking",
+            "request-parameter-type-changed / request-property-type-changed",
+            "a value of the lost form is now refused",
+        ),
+        Rule(
+            "request_type_widened",
+            "info",
+            "request-parameter-type-generalized / request-property-type-generalized",
+            "every old value still fits",
+        ),
+        Rule(
+            "request_enum_narrowed",
+            "breaking",
+            "request-parameter-enum-value-removed / request-property-enum-value-removed",
+            "a client sending the removed value (or any value outside a new enum) is refused",
+        ),
+        Rule(
+            "request_enum_widened",
+            "info",
+            "request-parameter-enum-value-added / request-property-enum-value-added",
+            "every old value is still allowed",
+        ),
+        Rule(
+            "request_deprecated",
+            "warning",
+            "request-parameter-deprecated / request-property-deprecated",
+            "still accepted; clients must move",
+        ),
+        Rule("request_undeprecated", "info", "", "nothing a client relies on changes"),
+        Rule(
+            "path_param_fixed",
+            "info",
+            "",
+            "the path template fixes what is sent in the path; a change of a path parameter's declaration "
+            "corrects the spec, not the API",
+        ),
+        Rule(
+            "response_added",
+            "info",
+            "response-optional-property-added / response-required-property-added",
+            "a client ignores what it does not read",
+        ),
+        Rule(
+            "response_removed_required",
+            "breaking",
+            "response-required-property-removed",
+            "a client reading a promised property finds nothing",
+        ),
+        Rule(
+            "response_removed_optional",
+            "warning",
+            "response-optional-property-removed",
+            "a conforming client already handles its absence; one that relied on it breaks",
+        ),
+        Rule(
+            "response_optional",
+            "breaking",
+            "response-property-became-optional",
+            "a client reading a promised property may find nothing",
+        ),
+        Rule("response_required", "info", "response-property-became-required", "a client gets more than promised"),
+        Rule(
+            "response_type_changed",
+            "breaking",
+            "response-property-type-changed / response-property-became-nullable",
+            "a client receives a form (null included) it was never told of",
+        ),
+        Rule(
+            "response_type_narrowed",
+            "info",
+            "",
+            "a client that handles every old form handles the fewer new ones",
+        ),
+        Rule(
+            "response_enum_widened",
+            "warning",
+            "response-property-enum-value-added",
+            "a client with an exhaustive match over the values meets an unknown one",
+        ),
+        Rule(
+            "response_enum_narrowed",
+            "info",
+            "response-property-enum-value-removed",
+            "a client handles a subset of what it handled",
+        ),
+        Rule("response_deprecated", "warning", "response-property-deprecated", "still sent; clients must move"),
+        Rule("response_undeprecated", "info", "", "nothing a client relies on changes"),
+        Rule(
+            "type_refined",
+            "info",
+            "",
+            "the old type left a part unspecified (any): the spec got more precise, the API did not change",
+        ),
+        Rule(
+            "type_respelled",
+            "none",
+            "",
+            "the same transition of one field name on SPEC_WIDE or more endpoints in one version: a spec "
+            "generator re-describing a shared field",
+        ),
+    )
+}
+KINDS = tuple(RULES)
+BREAKING = frozenset(kind for kind, rule in RULES.items() if rule.level == "breaking")
 
 
 class Change(NamedTuple):
     kind: str
-    param: str  # "location.name", "" for the endpoint itself
+    field: str  # "location.name" of a request field, "response.name" of a response field, "" the endpoint
     glitch: bool
-    detail: str = ""  # a type change's "old -> new"
+    detail: str = ""  # a type change's "old -> new", an enum change's values
+
+    @property
+    def level(self) -> str:
+        return change_level(self)
 
     @property
     def breaking(self) -> bool:
-        return is_breaking(self)
+        return self.level == "breaking"
+
+
+def change_level(change: Change) -> str:
+    """The rule's level; ``none`` for a glitch."""
+    return "none" if change.glitch else RULES[change.kind].level
 
 
 def is_breaking(change: Change) -> bool:
-    """A change breaks a client iff its kind is in BREAKING and it is not a glitch."""
-    return change.kind in BREAKING and not change.glitch
+    return change_level(change) == "breaking"
 
 
-# --- one rule per kind ---------------------------------------------------------------------------------------
+def worst_level(levels) -> str:
+    """The worst of ``levels`` (LEVELS order), ``none`` for no level."""
+    return max(levels, key=LEVELS.index, default="none")
 
 
-def presence_change(old_present: bool, new_present: bool, what: str) -> str | None:
-    """``{what}_added`` / ``{what}_removed`` when presence flips (``what``: endpoint or param)."""
-    if old_present == new_present:
+# --- one rule per atom ---------------------------------------------------------------------------------------
+
+
+def _forms(type_: str, drop_null: bool = False) -> set:
+    forms = set(type_.split("|")) if type_ else set()
+    return forms - {"null"} if drop_null else forms
+
+
+def type_change(side: str, location: str, old: str, new: str) -> str | None:
+    """The kind of a type change. A request field breaks when its type loses a form (a value of that form is
+    refused); a response field when it gains one (the client receives a form it was never told of). A type
+    that was partly unspecified (``any``) made precise is ``type_refined``. ``null`` is no form of a
+    parameter outside the body: a query string or header cannot carry it (absent is its null)."""
+    drop_null = side == "request" and location != "body"
+    before, after = _forms(old, drop_null), _forms(new, drop_null)
+    if before == after:
         return None
-    return f"{what}_added" if new_present else f"{what}_removed"
+    if side == "request":
+        if before <= after:
+            return "request_type_widened"
+        return "type_refined" if "any" in before else "request_type_narrowed"
+    if after <= before:
+        return "response_type_narrowed"
+    return "type_refined" if "any" in before else "response_type_changed"
 
 
-def type_change(old_type: str, new_type: str) -> str | None:
-    """``type_widened`` when the new type keeps every old form (and adds some); ``type_refined`` when the old
-    type left a part unspecified (``any``: the spec got more precise, the API did not change); else
-    ``type_changed``."""
-    if old_type == new_type:
+def enum_change(side: str, old: tuple, new: tuple) -> str | None:
+    """The kind of an enum change; ``()`` is no enum (any value). A request narrows when a value it could
+    send goes (a new enum is a narrowing too); a response widens when a value it could get appears (an enum
+    dropped is a widening too)."""
+    if tuple(old) == tuple(new):
         return None
-    if set(old_type.split("|")) <= set(new_type.split("|")):
-        return "type_widened"
-    return "type_refined" if "any" in old_type else "type_changed"
+    before, after = set(old), set(new)
+    widened = not after or (bool(before) and before <= after)
+    return f"{side}_enum_{'widened' if widened else 'narrowed'}"
+
+
+def presence_change(side: str, old, new) -> str | None:
+    """A field's presence flips: added (a required request field is ``request_added_required``) or removed
+    (a response field by whether it was required)."""
+    if (old is None) == (new is None):
+        return None
+    if old is None:
+        return "request_added_required" if side == "request" and new.required else f"{side}_added"
+    if side == "response":
+        return "response_removed_required" if old.required else "response_removed_optional"
+    return "request_removed"
+
+
+def required_change(side: str, old: bool, new: bool) -> str | None:
+    if old == new:
+        return None
+    return f"{side}_{'required' if new else 'optional'}"
+
+
+def deprecation_change(old: bool, new: bool, what: str) -> str | None:
+    """``{what}_deprecated`` when the flag or the words appear, ``{what}_undeprecated`` when they go."""
+    if old == new:
+        return None
+    return f"{what}_{'deprecated' if new else 'undeprecated'}"
 
 
 def respelled(transitions: dict, threshold: int = SPEC_WIDE) -> set:
-    """The type transitions ``(version, param, old -> new)`` made on at least ``threshold`` endpoints in one
-    version (``transitions``: their endpoint counts): a spec generator re-describing a shared parameter,
-    not that many APIs breaking at once (kind ``type_respelled``)."""
+    """The type transitions ``(version, field, old -> new)`` made on at least ``threshold`` endpoints in one
+    version (``transitions``: their endpoint counts): kind ``type_respelled``."""
     return {key for key, count in transitions.items() if count >= threshold}
 
 
-def required_change(old_required: bool, new_required: bool) -> str | None:
-    """``param_required`` when a parameter becomes required (or appears required), ``param_optional`` back."""
-    if old_required == new_required:
-        return None
-    return "param_required" if new_required else "param_optional"
-
-
-def deprecation_change(old_deprecated: bool, new_deprecated: bool, what: str) -> str | None:
-    """``{what}_deprecated`` when the flag or the words appear, ``{what}_undeprecated`` when they go."""
-    if old_deprecated == new_deprecated:
-        return None
-    return f"{what}_deprecated" if new_deprecated else f"{what}_undeprecated"
-
-
-def path_param_change(location: str, kind: str | None) -> str | None:
-    """Any change of a path parameter is ``path_param_fixed`` (the path template fixes what is sent)."""
-    return None if kind is None else ("path_param_fixed" if location == "path" else kind)
+# --- glitches: round trips of an atom ----------------------------------------------------------------------
 
 
 def round_trips(events: Sequence[tuple], window: int) -> list[tuple]:
@@ -165,118 +345,165 @@ def reverted(events: Sequence[tuple], window: int) -> set:
 
 # --- an endpoint's timeline -> its labelled changes --------------------------------------------------------
 
+FIELD_ATOMS = ("presence", "type", "required", "enum", "deprecated")
 
-def _atom_events(timeline: Sequence[tuple], value_of) -> list[tuple]:
-    """[(version, old, new)] of one atom along ``timeline`` ([(version, state)])."""
-    events, previous = [], value_of(None)
-    for version, state in timeline:
-        value = value_of(state)
-        if version == 0:  # the first version is the baseline, not a change
-            previous = value
-        elif value != previous:
-            events.append((version, previous, value))
-            previous = value
+
+def _fields(surface: Surface | None) -> dict:
+    return {} if surface is None else {(field.side, field.location, field.name): field for field in surface.fields}
+
+
+def _atom_value(field, atom: str):
+    if atom == "presence":
+        return field is not None
+    if field is None:
+        return None
+    return field.deprecated if atom == "deprecated" else getattr(field, atom)
+
+
+def _field_events(states: Sequence[tuple]) -> dict:
+    """{(field key, atom): [(version, old, new)]} over ``states`` ([(version, Surface or None)]), version 0 the
+    baseline; only the fields that change are walked (a surface has hundreds, a version changes a few)."""
+    events: dict = {}
+    previous: dict = {}
+    for version, state in states:
+        fields = _fields(state)
+        if version != 0:
+            for key in previous.keys() | fields.keys():
+                old, new = previous.get(key), fields.get(key)
+                if old == new:
+                    continue
+                for atom in FIELD_ATOMS:
+                    before, after = _atom_value(old, atom), _atom_value(new, atom)
+                    if before != after:
+                        events.setdefault((key, atom), []).append((version, before, after))
+        previous = fields
     return events
 
 
-def _atom_glitches(timeline: Sequence[tuple], value_of, window: int) -> dict:
-    """{version: glitch?} of the changes of one atom along ``timeline`` (a version left out: not a glitch)."""
-    if window < 1:  # versions of one atom's events differ, so no round trip fits: skip the walk (priority's case)
-        return {}
-    events = _atom_events(timeline, value_of)
-    glitches = reverted(events, window)
-    return {event[0]: index in glitches for index, event in enumerate(events)}
+def _simple_events(states: Sequence[tuple], value_of) -> list[tuple]:
+    events, previous = [], None
+    for version, state in states:
+        value = value_of(state)
+        if version != 0 and value != previous:
+            events.append((version, previous, value))
+        previous = value
+    return events
+
+
+def _glitch_versions(events: Sequence[tuple], window: int) -> set:
+    """Versions of the events of one atom that are glitches."""
+    if window < 1:
+        return set()
+    return {events[index][0] for index in reverted(events, window)}
 
 
 def round_trip_lags(timeline: Sequence[tuple]) -> list[tuple]:
-    """[(first version, last version)] of every round trip of every atom of one endpoint, however long: the
-    data the glitch window is chosen from (README, "Real drift")."""
-    keys = sorted({key for _, state in timeline if state is not None for key in _params(state)})
-    atoms = [lambda state: state is not None, lambda state: bool(state and state.deprecated)]
-    atoms += [_param_value(key, field) for key in keys for field in (None, 2, 3, -1)]
+    """[(first version, last version)] of every round trip of every atom of one endpoint, however long: the data
+    the glitch window is chosen from (docs/real_drift.md)."""
+    all_events = [
+        _simple_events(timeline, lambda state: state is not None),
+        _simple_events(timeline, lambda state: bool(state and state.deprecated)),
+        *_field_events(timeline).values(),
+    ]
     out = []
-    for value_of in atoms:
-        events = _atom_events(timeline, value_of)
-        out += [(events[first][0], events[last][0]) for first, last in round_trips(events, len(timeline) + 10**9)]
+    for events in all_events:
+        out += [(events[first][0], events[last][0]) for first, last in round_trips(events, 10**12)]
     return out
 
 
-def _param_value(key: tuple, field: int | None):
-    """The value of one parameter atom in a Surface: presence (field None) or one Param field."""
-
-    def value_of(surface):
-        param = None if surface is None else _params(surface).get(key)
-        if field is None:
-            return param is not None
-        if param is None:
-            return None
-        return param.deprecated if field == -1 else param[field]
-
-    return value_of
-
-
-def _params(surface: Surface) -> dict:
-    return {(param.location, param.name): param for param in surface.params}
+def _parents(name: str):
+    """The field names above ``name`` ("a.b[].c" -> "a.b", "a"): a change of a parent covers its children."""
+    while True:
+        cut = max(name.rfind("."), name.rfind("[]"))
+        if cut <= 0:
+            return
+        name = name[:cut]
+        yield name
 
 
 def label_timeline(timeline: Sequence[tuple], window: int = GLITCH_WINDOW) -> list[tuple]:
     """[(version, surface or None, [Change])] for each change point of one endpoint's ``timeline``
     ([(version, Surface or None)], oldest first, consecutive states different)."""
-    present = _atom_glitches(timeline, lambda state: state is not None, window)
+    presence_events = _simple_events(timeline, lambda state: state is not None)
+    absent_glitch = _glitch_versions(presence_events, window)
     # through an absence that is a glitch the endpoint keeps its last surface
     effective, last, gap = [], None, False
     for version, state in timeline:
-        if state is None and present.get(version):
+        if state is None and version in absent_glitch:
             gap = True
         elif state is not None:
             gap = False
         effective.append((version, last if (state is None and gap) else state))
         last = state if state is not None else last
-    deprecated = _atom_glitches(effective, lambda state: bool(state and state.deprecated), window)
-    keys = sorted({key for _, state in effective if state is not None for key in _params(state)})
-    fields = {"presence": None, "type": 2, "required": 3, "deprecated": -1}
-    atoms = {
-        (key, name): _atom_glitches(effective, _param_value(key, field), window)
-        for key in keys
-        for name, field in fields.items()
-    }
+    deprecation_glitches = _glitch_versions(
+        _simple_events(effective, lambda state: bool(state and state.deprecated)), window
+    )
+    field_events = _field_events(effective)
+    field_glitches = {atom: _glitch_versions(events, window) for atom, events in field_events.items()}
+    by_version: dict = {}
+    for (key, atom), events in field_events.items():
+        for event in events:
+            by_version.setdefault(event[0], []).append((key, atom))
     out, before, before_seen = [], None, None
     for (version, state), (_, seen) in zip(timeline, effective):
         changes = []
-        kind = presence_change(before is not None, state is not None, "endpoint")
-        if kind:
-            changes.append(Change(kind, "", present.get(version, False)))
-        if before_seen is not None and seen is not None:  # a new endpoint's params and flags break nobody
+        if (before is None) != (state is None):
+            if state is not None:
+                kind = "endpoint_added"
+            else:
+                kind = "endpoint_removed_deprecated" if before.deprecated else "endpoint_removed"
+            changes.append(Change(kind, "", version in absent_glitch))
+        if before_seen is not None and seen is not None:  # a new endpoint's fields and flags break nobody
             kind = deprecation_change(before_seen.deprecated, seen.deprecated, "endpoint")
             if kind:
-                changes.append(Change(kind, "", deprecated.get(version, False)))
-            changes += _param_changes(before_seen, seen, version, atoms)
+                changes.append(Change(kind, "", version in deprecation_glitches))
+            changes += _field_changes(before_seen, seen, version, by_version.get(version, ()), field_glitches)
         out.append((version, state, changes))
         before, before_seen = state, seen
     return out
 
 
-def _param_changes(old: Surface, new: Surface, version: int, atoms: dict) -> list:
-    old_params, new_params = _params(old), _params(new)
+def _field_changes(old: Surface, new: Surface, version: int, atoms: Sequence, glitches: dict) -> list:
+    """The changes of the fields' atoms at ``version`` (``atoms``: [(field key, atom)] that changed there)."""
+    old_fields, new_fields = _fields(old), _fields(new)
     changes = []
-    for key in sorted(set(old_params) | set(new_params)):
-        before, after = old_params.get(key), new_params.get(key)
-        target = f"{key[0]}.{key[1]}"
-        found = [("presence", presence_change(before is not None, after is not None, "param"))]
-        if after is not None:
-            found += [
-                ("required", required_change(bool(before and before.required), after.required)),
-                ("deprecated", deprecation_change(bool(before and before.deprecated), after.deprecated, "param")),
-            ]
-            if before is not None:
-                found.append(("type", type_change(before.type, after.type)))
-        if after is not None and before is None:  # a new param: added, and required if it must be sent
-            found = [(atom, kind) for atom, kind in found if atom == "presence" or kind == "param_required"]
-        for atom, kind in found:
-            kind = path_param_change(key[0], kind)
-            if kind == "path_param_fixed" and changes and changes[-1][:2] == (kind, target):
+    presence = {
+        key: (old_fields.get(key) is None) for key, atom in atoms if atom == "presence"
+    }  # key -> added (True) or removed (False)
+    for key, atom in sorted(atoms):
+        side, location, name = key
+        before, after = old_fields.get(key), new_fields.get(key)
+        if atom != "presence" and (before is None or after is None):
+            continue  # a field that appears or goes is one presence change
+        if atom == "presence" and any(
+            presence.get((side, location, parent)) == presence[key] for parent in _parents(name)
+        ):
+            continue  # its parent appeared / went with it
+        if atom == "presence":
+            kind, detail = presence_change(side, before, after), ""
+        elif atom == "type":
+            kind, detail = type_change(side, location, before.type, after.type), f"{before.type} -> {after.type}"
+        elif atom == "required":
+            kind, detail = required_change(side, before.required, after.required), ""
+        elif atom == "enum":
+            kind = enum_change(side, before.enum, after.enum)
+            detail = _enum_detail(before.enum, after.enum)
+        else:
+            kind, detail = deprecation_change(before.deprecated, after.deprecated, side), ""
+        if kind is None:
+            continue
+        if location == "path" and side == "request":
+            if changes and changes[-1][:2] == ("path_param_fixed", f"path.{name}"):
                 continue  # one fix per path parameter and version
-            if kind:
-                detail = f"{before.type} -> {after.type}" if atom == "type" else ""
-                changes.append(Change(kind, target, atoms[(key, atom)].get(version, False), detail))
+            kind = "path_param_fixed"
+        field = f"response.{name}" if side == "response" else f"{location}.{name}"
+        changes.append(Change(kind, field, version in glitches.get((key, atom), ()), detail))
     return changes
+
+
+def _enum_detail(old: tuple, new: tuple) -> str:
+    before, after = set(old), set(new)
+    if not before or not after:
+        return f"{'any' if not before else len(before)} -> {'any' if not after else len(after)} values"
+    added, removed = sorted(after - before), sorted(before - after)
+    return " ".join([*(f"+{value}" for value in added[:5]), *(f"-{value}" for value in removed[:5])])

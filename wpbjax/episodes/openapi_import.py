@@ -5,16 +5,21 @@
 
 Each line (sorted keys, ASCII; lines in version order, then endpoint order)::
 
-    {"version": 41, "date": "2018-06-09T00:10:31Z", "commit": "...", "endpoint": "POST /v1/charges",
-     "params": [{"name", "in", "type", "required", "deprecated"}, ...], "deprecated": false, "removed": false,
-     "changes": [{"kind", "param", "glitch", "detail"}, ...], "breaking": true}
+    {"version": 41, "date": "2018-06-09T00:10:31Z", "commit": "...", "api_version": "2018-05-21",
+     "endpoint": "POST /v1/charges",
+     "request": [{"name", "in", "type", "required", "enum", "deprecated"}, ...],
+     "response": [{"name", "type", "required", "enum", "deprecated"}, ...],
+     "deprecated": false, "removed": false,
+     "changes": [{"kind", "field", "level", "glitch", "detail"}, ...], "level": "breaking", "breaking": true}
 
-``version`` counts the readable versions (the glitch window is in these); the first version lists every
-endpoint as ``endpoint_added`` (the baseline). An endpoint is ``METHOD path``, or ``METHOD host+path`` for a
-(method, path) that two hosts serve in one version somewhere in the history. ``breaking``: some change that
-is breaking and not a glitch (:mod:`wpbjax.episodes.drift_labels`). Versions are read and parsed in a pool
-of processes (one ``git cat-file --batch`` each); the labels need the whole history (a glitch is known only
-once it is undone), so they are computed after the walk.
+``version`` counts the versions whose surface changed (the glitch window is in these; a commit that changed
+only descriptions or examples is no version); ``api_version`` is the spec's ``info.version``; the first
+version lists every endpoint as ``endpoint_added`` (the baseline). An endpoint is ``METHOD path`` with the
+server's base path folded in (:mod:`wpbjax.episodes.openapi_surface`), spelled as it first appeared.
+``level`` is the worst level of the line's changes and ``breaking`` is ``level == "breaking"``
+(:mod:`wpbjax.episodes.drift_labels`). Versions are read and parsed in a pool of processes
+(:mod:`wpbjax.episodes.openapi_read`); the labels need the whole history (a glitch is known only once it is
+undone), so they are computed after the walk.
 """
 
 from __future__ import annotations
@@ -23,70 +28,17 @@ import collections
 import gzip
 import hashlib
 import json
-import multiprocessing
 import os
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from wpbjax.episodes import drift_labels, openapi_history
 from wpbjax.episodes.openapi_history import SpecError
-from wpbjax.episodes.openapi_surface import Param, Surface, endpoint_surfaces, visible
+from wpbjax.episodes.openapi_surface import Field, Surface, visible
 
 IMPORTER = "wpbjax import-openapi"
-IMPORTER_VERSION = 1  # bump when the lines an input gives change
-SCHEMA = "wpbjax.openapi-history/1"
-
-# --- reading every version (in worker processes) ---------------------------------------------------------
-
-_worker: dict = {}
-
-
-def _start_worker(source: str, is_git: bool) -> None:
-    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None)
-
-
-def _read_version(version: openapi_history.Version):
-    """((surfaces, text-only deprecations) or None, notes) of one version, in a worker."""
-    reader = _worker["reader"]
-    outcome = openapi_history.read_files(
-        version.files,
-        reader.read if reader else openapi_history.read_file_bytes,
-        f"{_worker['source']}: commit {version.commit}",
-    )
-    if outcome.documents is None:
-        return None, outcome.notes
-    return visible(endpoint_surfaces({stem: document for stem, _, document in outcome.documents})), outcome.notes
-
-
-def read_surfaces(source: str, versions: Sequence, is_git: bool, processes: int = 0, progress: bool = False):
-    """Yield (version, surfaces or None, notes) in order; ``processes`` workers (0: one per core, at most 2
-    when there are few versions; 1: in this process)."""
-    processes = processes or min(os.cpu_count() or 1, max(1, len(versions) // 4))
-    bar = _bar(len(versions), progress)
-    try:
-        if processes == 1:
-            _start_worker(source, is_git)
-            try:
-                for version in versions:
-                    yield (version, *_read_version(version))
-                    bar.update(1)
-            finally:
-                if _worker.get("reader"):
-                    _worker["reader"].close()
-            return
-        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        with context.Pool(processes, initializer=_start_worker, initargs=(source, is_git)) as pool:
-            for version, result in zip(versions, pool.imap(_read_version, versions, chunksize=1)):
-                yield (version, *result)
-                bar.update(1)
-    finally:
-        bar.close()
-
-
-def _bar(total: int, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, disable=not enabled, unit=" versions", dynamic_ncols=True, leave=False)
-
+IMPORTER_VERSION = 2  # bump when the lines an input gives change
+SCHEMA = "wpbjax.openapi-history/2"
 
 # --- versions -> labelled lines --------------------------------------------------------------------------------
 
@@ -113,41 +65,65 @@ def find_versions(source: str, patterns: Sequence[str]) -> tuple[list, bool]:
     return versions, is_git
 
 
+class _Walk:
+    """What the walk over the versions gathers (module note): each endpoint's timeline of surfaces."""
+
+    def __init__(self):
+        self.readable = []  # openapi_history.Version of each surface-changing version, in order
+        self.api_versions = []  # its info.version
+        self.timelines = collections.defaultdict(list)  # key -> [(version index, Surface or None)]
+        self.names = {}  # key -> "METHOD path" as first seen
+        self.previous = {}
+        self.versions = []  # every readable commit: [commit, date, api_version, version index or None]
+        self.unreadable, self.fallbacks = [], collections.Counter()
+        self.text_deprecations, self.stats = collections.Counter(), collections.Counter()
+
+    def add(self, version, read, notes) -> None:
+        if read is None:
+            self.unreadable.append(version)
+            return
+        for kind in sorted({kind for kind, _, _ in notes}):
+            self.fallbacks[kind] += 1  # versions read from a twin (a file missing / invalid), fragments unread
+        for name, value in read.stats._asdict().items():
+            self.stats[name] += value
+        surfaces, text_only = visible({key: surface for key, (_, surface) in read.surfaces.items()})
+        if surfaces == self.previous:
+            self.versions.append([version.commit, version.date, read.api_version, None])
+            return
+        index = len(self.readable)
+        self.readable.append(version)
+        self.api_versions.append(read.api_version)
+        self.versions.append([version.commit, version.date, read.api_version, index])
+        for key in self.previous.keys() | surfaces.keys():
+            before, after = self.previous.get(key), surfaces.get(key)
+            if before != after:
+                self.timelines[key].append((index, after))
+                _count_text_deprecations(key, before, after, text_only, self.text_deprecations)
+            if key not in self.names and after is not None:
+                self.names[key] = f"{key[0]} {read.surfaces[key][0]}"
+        self.previous = surfaces
+
+
 def import_history(
     source: str, patterns: Sequence[str] | str, processes: int = 0, progress: bool = False
 ) -> tuple[list, dict]:
     """(lines, sidecar record) of the spec's history in ``source`` (module note); the record's ``counts``
     say how many versions were unreadable and how many were read from a twin."""
+    from wpbjax.episodes.openapi_read import read_surfaces
+
     patterns = openapi_history.parse_patterns(patterns)
     versions, is_git = find_versions(source, patterns)
-    readable, timelines, previous = [], collections.defaultdict(list), {}
-    unreadable, fallbacks, text_deprecations = [], collections.Counter(), collections.Counter()
+    walk = _Walk()
     for version, read, notes in read_surfaces(source, versions, is_git, processes, progress):
-        if read is None:
-            unreadable.append(version)
-            continue
-        for kind in sorted({kind for kind, _, _ in notes}):
-            fallbacks[kind] += 1  # versions read from a twin because a file was missing / invalid
-        surfaces, text_only = read
-        index = len(readable)
-        readable.append(version)
-        for key in previous.keys() | surfaces.keys():
-            before, after = previous.get(key), surfaces.get(key)
-            if before != after:
-                timelines[key].append((index, after))
-                _count_text_deprecations(key, before, after, text_only, text_deprecations)
-        previous = surfaces
-    if not readable:
-        first = unreadable[0]
+        walk.add(version, read, notes)
+    if not walk.readable:
+        first = walk.unreadable[0]
         raise SpecError(
             f"{source}: commit {first.commit}, file {first.files[0].stem}: no readable version (the "
-            f"contents of every one of the {len(unreadable)} versions are absent)"
+            f"contents of every one of the {len(walk.unreadable)} versions are absent)"
         )
-    lines = label_lines(readable, timelines)
-    meta = _sidecar(
-        source, patterns, is_git, versions, readable, unreadable, fallbacks, text_deprecations, timelines, lines
-    )
-    return lines, meta
+    lines = label_lines(_Versions.of(walk.readable, walk.api_versions), walk.timelines, unique_names(walk.names))
+    return lines, _sidecar(source, patterns, is_git, versions, walk, lines)
 
 
 def _count_text_deprecations(key, before, after, text_only: set, counter) -> None:
@@ -156,40 +132,35 @@ def _count_text_deprecations(key, before, after, text_only: set, counter) -> Non
         return
     if (key, None) in text_only and not before.deprecated:
         counter["endpoint"] += 1
-    old = {(param.location, param.name): param for param in before.params}
-    for param in after.params:
-        was = old.get((param.location, param.name))
-        if was is not None and (key, (param.location, param.name)) in text_only and not was.deprecated:
-            counter["param"] += 1
+    old = {(field.side, field.location, field.name): field for field in before.fields}
+    for field in after.fields:
+        was = old.get((field.side, field.location, field.name))
+        if was is not None and (key, (field.side, field.location, field.name)) in text_only and not was.deprecated:
+            counter[field.side] += 1
 
 
-def endpoint_names(keys) -> dict:
-    """{(host, METHOD, path): display name}: ``METHOD path``, with the host where another host serves the
-    same (method, path)."""
-    hosts = collections.defaultdict(set)
-    for host, method, path in keys:
-        hosts[(method, path)].add(host)
-    return {
-        (host, method, path): f"{method} {host}{path}" if len(hosts[(method, path)]) > 1 else f"{method} {path}"
-        for host, method, path in keys
-    }
+def unique_names(names: dict) -> dict:
+    """{key: display name}, a name two keys share suffixed with its key's normalised path."""
+    count = collections.Counter(names.values())
+    return {key: name if count[name] == 1 else f"{name} [{key[1]}]" for key, name in names.items()}
 
 
 def label_lines(
-    readable: Sequence,
+    versions,
     timelines: dict,
+    names: dict,
     window: int = drift_labels.GLITCH_WINDOW,
     spec_wide: int = drift_labels.SPEC_WIDE,
 ) -> list[dict]:
-    """The history's lines from each endpoint's timeline ({key: [(version, Surface or None)]})."""
-    names = endpoint_names(timelines)
+    """The history's lines from each endpoint's timeline ({key: [(version, Surface or None)]}); ``versions``:
+    version index -> an object with ``commit``, ``date`` and ``api_version``; ``names``: {key: endpoint}."""
     labelled = {key: drift_labels.label_timeline(timeline, window) for key, timeline in timelines.items()}
     transitions = collections.Counter(
-        (version, change.param, change.detail)
+        (version, change.field, change.detail)
         for points in labelled.values()
         for version, _, changes in points
         for change in changes
-        if change.kind == "type_changed" and not change.glitch
+        if change.kind in ("request_type_narrowed", "response_type_changed") and not change.glitch
     )
     respelled = drift_labels.respelled(transitions, spec_wide)
     rows = []
@@ -198,105 +169,145 @@ def label_lines(
         for version, surface, changes in points:
             changes = [
                 change._replace(kind="type_respelled")
-                if (version, change.param, change.detail) in respelled
-                and change.kind == "type_changed"
+                if (version, change.field, change.detail) in respelled
+                and change.kind in ("request_type_narrowed", "response_type_changed")
                 and not change.glitch
                 else change
                 for change in changes
             ]
             shown = surface if surface is not None else last
             rows.append(
-                (version, names[key], _line(readable[version], version, names[key], shown, surface is None, changes))
+                (version, names[key], _line(versions[version], version, names[key], shown, surface is None, changes))
             )
             last = shown
     rows.sort(key=lambda row: row[:2])
     return [line for _, _, line in rows]
 
 
+def _field_record(field: Field) -> dict:
+    record = {"name": field.name, "type": field.type, "required": field.required, "enum": list(field.enum)}
+    if field.side == "request":
+        record["in"] = field.location
+    record["deprecated"] = field.deprecated
+    return record
+
+
 def _line(version, index: int, endpoint: str, surface: Surface, removed: bool, changes: Sequence) -> dict:
+    fields = () if removed else surface.fields
+    level = drift_labels.worst_level(change.level for change in changes)
     return {
         "version": index,
         "date": version.date,
         "commit": version.commit,
+        "api_version": version.api_version,
         "endpoint": endpoint,
-        "params": []
-        if removed
-        else [
-            {
-                "name": param.name,
-                "in": param.location,
-                "type": param.type,
-                "required": param.required,
-                "deprecated": param.deprecated,
-            }
-            for param in surface.params
-        ],
+        "request": [_field_record(field) for field in fields if field.side == "request"],
+        "response": [_field_record(field) for field in fields if field.side == "response"],
         "deprecated": bool(surface.deprecated) and not removed,
         "removed": removed,
         "changes": [
-            {"kind": change.kind, "param": change.param, "glitch": change.glitch, "detail": change.detail}
+            {
+                "kind": change.kind,
+                "field": change.field,
+                "level": change.level,
+                "glitch": change.glitch,
+                "detail": change.detail,
+            }
             for change in changes
         ],
-        "breaking": any(drift_labels.is_breaking(change) for change in changes),
+        "level": level,
+        "breaking": level == "breaking",
     }
 
 
 # --- lines -> timelines again (for re-deriving the labels) -------------------------------------------------------
 
 
-def timelines_from_lines(lines: Sequence[dict]) -> tuple[list, dict]:
-    """(versions [(commit, date)], {endpoint name: [(version, Surface or None)]}) of a history's lines: what
-    :func:`label_lines` needs to label them again."""
+def surface_of(line: dict) -> Surface | None:
+    """The surface a line records (None for a removed endpoint)."""
+    if line["removed"]:
+        return None
+    fields = [
+        Field(
+            "request",
+            record["in"],
+            record["name"],
+            record["type"],
+            record["required"],
+            tuple(record["enum"]),
+            record["deprecated"],
+            False,
+        )
+        for record in line["request"]
+    ] + [
+        Field(
+            "response",
+            "body",
+            record["name"],
+            record["type"],
+            record["required"],
+            tuple(record["enum"]),
+            record["deprecated"],
+            False,
+        )
+        for record in line["response"]
+    ]
+    return Surface(bool(line["deprecated"]), False, tuple(sorted(fields, key=lambda f: (f.side, f.location, f.name))))
+
+
+def timelines_from_lines(lines: Sequence[dict]) -> tuple[dict, dict]:
+    """({version: line}, {endpoint: [(version, Surface or None)]}) of a history's lines: what
+    :func:`label_lines` needs to label them again (the endpoint name is the key)."""
     versions: dict = {}
     timelines = collections.defaultdict(list)
     for line in lines:
-        versions[line["version"]] = (line["commit"], line["date"])
-        surface = (
-            None
-            if line["removed"]
-            else Surface(
-                bool(line["deprecated"]),
-                False,
-                tuple(
-                    Param(param["name"], param["in"], param["type"], param["required"], param["deprecated"], False)
-                    for param in line["params"]
-                ),
-            )
-        )
-        timelines[("", line["endpoint"].split(" ", 1)[0], line["endpoint"].split(" ", 1)[1])].append(
-            (line["version"], surface)
-        )
+        versions[line["version"]] = line
+        timelines[line["endpoint"]].append((line["version"], surface_of(line)))
     return versions, timelines
 
 
 def relabel(lines: Sequence[dict]) -> list[dict]:
     """The lines labelled again from their own surfaces (equal to ``lines`` for an importer's output)."""
     versions, timelines = timelines_from_lines(lines)
-    readable = _Versions(versions)
-    return label_lines(readable, timelines)
+    return label_lines(_Versions(versions), timelines, {name: name for name in timelines})
 
 
 class _Versions:
-    """version index -> an object with ``commit`` and ``date`` (from the lines)."""
+    """version index -> an object with ``commit``, ``date`` and ``api_version``."""
 
     def __init__(self, versions: dict):
-        self.versions = versions
+        self.versions = versions  # index -> a dict with commit, date, api_version
+
+    @classmethod
+    def of(cls, readable: Sequence, api_versions: Sequence) -> _Versions:
+        return cls(
+            {
+                index: {"commit": version.commit, "date": version.date, "api_version": api_version}
+                for index, (version, api_version) in enumerate(zip(readable, api_versions))
+            }
+        )
 
     def __getitem__(self, index: int):
-        commit, date = self.versions[index]
-        return openapi_history.Version(commit, date, "", ())
+        record = self.versions[index]
+        return _Version(record["commit"], record["date"], record.get("api_version", ""))
+
+
+class _Version(NamedTuple):
+    commit: str
+    date: str
+    api_version: str
 
 
 # --- the sidecar and the files ------------------------------------------------------------------------------------
 
 
-def _sidecar(
-    source, patterns, is_git, versions, readable, unreadable, fallbacks, text_deprecations, timelines, lines
-) -> dict:
+def _sidecar(source, patterns, is_git, versions, walk: _Walk, lines) -> dict:
     kinds: dict = collections.Counter()
+    levels: dict = collections.Counter(line["level"] for line in lines)
     for line in lines:
         for change in line["changes"]:
             kinds[change["kind"] + (" (glitch)" if change["glitch"] else "")] += 1
+    readable = walk.readable
     licence = (
         openapi_history.git_licence(source, readable[-1].commit)
         if is_git
@@ -310,8 +321,10 @@ def _sidecar(
             ["git", "-C", source, "config", "--get", "remote.origin.url"], capture_output=True, text=True, check=False
         )
         origin = done.stdout.strip() or None
+    timelines = walk.timelines
     first = {key for key, timeline in timelines.items() if timeline[0][0] == 0}
     last = {key for key, timeline in timelines.items() if timeline[-1][1] is not None}
+    unreadable = walk.unreadable
     return {
         "schema": SCHEMA,
         "importer": {
@@ -333,24 +346,30 @@ def _sidecar(
         "licence": licence,
         "counts": {
             "versions": len(versions),
-            "readable": len(readable),
+            "readable": len(walk.versions),
+            "surface_versions": len(readable),
             "unreadable": len(unreadable),
             "unreadable_commits": (
                 [[unreadable[0].commit, unreadable[0].date], [unreadable[-1].commit, unreadable[-1].date]]
                 if unreadable
                 else None
             ),
-            "read_from_twin_missing": fallbacks.get("missing", 0),
-            "read_from_twin_invalid": fallbacks.get("invalid", 0),
+            "read_from_twin_missing": walk.fallbacks.get("missing", 0),
+            "read_from_twin_invalid": walk.fallbacks.get("invalid", 0),
+            "fragment_unreadable": walk.fallbacks.get("fragment_unreadable", 0),
+            "surface": dict(sorted(walk.stats.items())),
             "endpoints_ever": len(timelines),
             "endpoints_first": len(first),
             "endpoints_last": len(last),
             "lines": len(lines),
-            "breaking_lines": sum(line["breaking"] for line in lines),
+            "breaking_lines": levels.get("breaking", 0),
+            "levels": dict(sorted(levels.items())),
             "glitch_changes": sum(change["glitch"] for line in lines for change in line["changes"]),
-            "text_only_deprecations": dict(text_deprecations),
+            "text_only_deprecations": dict(sorted(walk.text_deprecations.items())),
             "changes": dict(sorted(kinds.items())),
         },
+        # every readable commit: [commit, date, info.version, version index or null (no surface change)]
+        "versions": walk.versions,
     }
 
 

@@ -4,17 +4,18 @@ The history's lines, in order, are one stream of steps (``t`` = the line's posit
 episode is a window of ``steps`` consecutive steps, windows ``stride`` apart (default half a window), the
 last window ending at the stream's end; its id is ``"NAME:STEPS:START"``. A step:
 
-* observation ``{"api": endpoint, "params": [names], "required": [names], "deprecated": bool}`` (a removed
-  endpoint: no params, not deprecated);
-* metadata ``{"mode": "real", "priority": p, "source": NAME, "date", "version", "removed"}``; the privileged
-  ``priority`` uses only what a client could see at that version: the surface before and after it
+* observation ``{"api": endpoint, "request": [field], "response": [field], "deprecated": bool}``, each field
+  as text (:func:`field_text`, ``"query.limit?: integer"``): the endpoint's surface at that version, what a
+  memory would store (a removed endpoint: no fields, not deprecated);
+* metadata ``{"mode": "real", "priority": p, "source": NAME, "date", "version", "level", "removed"}``; the
+  privileged ``priority`` uses only what a client could see at that version: the surface before and after it
   (:func:`priority`), never a later version (so it cannot know a change will be undone);
-* labels: ``critical_steps`` = the breaking steps (``breaking`` in the history: a breaking change that is not
-  a glitch); ``utility_by_step`` = 1 for a breaking step, 0.25 for a step with an additive change that is not
-  a glitch (an endpoint or parameter added, a parameter made optional, a type widened, a deprecation
-  lifted), 0 for the rest (glitches, spec respellings and fixes); ``total_drift_events`` = the breaking
-  steps; ``facts`` = the endpoint as a fact whose value is the version, to persist unless every change of
-  the step is a glitch (WRIT's ``[fact_id, version, should_persist]``, :mod:`wpbjax.episodes.facts`).
+* labels: ``critical_steps`` = the breaking steps (level ``breaking`` in the history,
+  :mod:`wpbjax.episodes.drift_labels`); ``utility_by_step`` = the line's level as a utility
+  (``drift_labels.LEVEL_UTILITY``: breaking 1, warning 0.5, info 0.25, none 0 — glitches, respellings);
+  ``total_drift_events`` = the breaking steps; ``facts`` = the endpoint as a fact whose value is the version,
+  to persist unless every change of the step is a glitch (WRIT's ``[fact_id, version, should_persist]``,
+  :mod:`wpbjax.episodes.facts`).
 
 Temporal split: ``train`` windows end before :data:`SPLIT_DATE`, ``test`` windows start on or after it
 (a window across it is in neither). A *real spec* names a set for sweeps: ``real:NAME[:STEPS[:STRIDE]][:train|:test]``,
@@ -39,8 +40,6 @@ DEFAULT_STEPS = 200
 # 70% of Stripe's changed (version, endpoint) lines are from before 2020 (1,957 of 2,812)
 SPLIT_DATE = "2020-01-01"
 SPLITS = ("train", "test")
-BREAKING_UTILITY, ADDITIVE_UTILITY = 1.0, 0.25
-ADDITIVE_KINDS = drift_labels.ADDITIVE | {"endpoint_undeprecated", "param_undeprecated"}
 
 
 def is_real(spec) -> bool:
@@ -88,35 +87,45 @@ def load_history(name_or_path: str) -> tuple:
 
 
 def priority(before: dict | None, line: dict) -> float:
-    """What a client could see at this version: 1.0 the endpoint removed or newly deprecated; 0.75 a change
-    that would break a client if it stayed (a parameter removed, newly required, its type narrowed or
-    deprecated); 0.5 the endpoint or a parameter already deprecated; 0.25 otherwise (an addition, a first
+    """What a client could see at this version: the level of the change from the endpoint's previous line to
+    this one with no glitch window (a glitch is known only once it is undone), as a utility
+    (``drift_labels.LEVEL_UTILITY``: breaking 1.0, warning 0.5), at least 0.25 (an addition, a first
     sighting)."""
-    from wpbjax.episodes.openapi_import import timelines_from_lines
+    from wpbjax.episodes.openapi_import import surface_of
 
     if line["removed"]:
-        return 1.0
+        return drift_labels.LEVEL_UTILITY["breaking"]
     if before is None:
-        return 0.25
-    _, timelines = timelines_from_lines([dict(before, version=1), dict(line, version=2)])
-    (timeline,) = timelines.values()
-    kinds = {change.kind for change in drift_labels.label_timeline(timeline, window=0)[-1][2]}
-    if "endpoint_deprecated" in kinds:
-        return 1.0
-    if kinds & drift_labels.BREAKING:
-        return 0.75
-    if line["deprecated"] or any(param["deprecated"] for param in line["params"]):
-        return 0.5
-    return 0.25
+        return drift_labels.LEVEL_UTILITY["info"]
+    timeline = [(1, surface_of(before)), (2, surface_of(line))]
+    changes = drift_labels.label_timeline(timeline, window=0)[-1][2]
+    level = drift_labels.worst_level(change.level for change in changes)
+    return max(drift_labels.LEVEL_UTILITY[level], drift_labels.LEVEL_UTILITY["info"])
 
 
 def utility(line: dict) -> float:
-    """1 for a breaking step, 0.25 for one with an additive change that is not a glitch, else 0."""
-    if line["breaking"]:
-        return BREAKING_UTILITY
-    if any(change["kind"] in ADDITIVE_KINDS and not change["glitch"] for change in line["changes"]):
-        return ADDITIVE_UTILITY
-    return 0.0
+    """The line's level as a utility (``drift_labels.LEVEL_UTILITY``)."""
+    return drift_labels.LEVEL_UTILITY[line["level"]]
+
+
+def field_text(record: dict) -> str:
+    """One field of a surface as a policy sees it: ``query.limit?: integer``, ``response.status: string =
+    failed|paid`` (``?``: optional; ``= ...``: the enum; `` (deprecated)``)."""
+    where = record.get("in", "response")
+    text = f"{where}.{record['name']}{'' if record['required'] else '?'}: {record['type']}"
+    if record["enum"]:
+        text += " = " + "|".join(record["enum"])
+    return text + (" (deprecated)" if record["deprecated"] else "")
+
+
+def observation(line: dict) -> dict:
+    """What a step shows: the endpoint's surface at this version, as a memory would store it."""
+    return {
+        "api": line["endpoint"],
+        "request": [field_text(record) for record in line["request"]],
+        "response": [field_text(record) for record in line["response"]],
+        "deprecated": bool(line["deprecated"]),
+    }
 
 
 def stream(lines, name: str) -> list[tuple]:
@@ -126,18 +135,14 @@ def stream(lines, name: str) -> list[tuple]:
         endpoint = line["endpoint"]
         step = {
             "t": t,
-            "observation": {
-                "api": endpoint,
-                "params": [param["name"] for param in line["params"]],
-                "required": [param["name"] for param in line["params"] if param["required"]],
-                "deprecated": bool(line["deprecated"]),
-            },
+            "observation": observation(line),
             "metadata": {
                 "mode": MODE,
                 "priority": priority(last.get(endpoint), line),
                 "source": name,
                 "date": line["date"],
                 "version": line["version"],
+                "level": line["level"],
                 "removed": line["removed"],
             },
         }
