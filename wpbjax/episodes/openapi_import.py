@@ -23,70 +23,17 @@ import collections
 import gzip
 import hashlib
 import json
-import multiprocessing
 import os
 from collections.abc import Sequence
 
 from wpbjax.episodes import drift_labels, openapi_history
 from wpbjax.episodes.openapi_history import SpecError
-from wpbjax.episodes.openapi_surface import Param, Surface, endpoint_surfaces, visible
+from wpbjax.episodes.openapi_read import read_surfaces
+from wpbjax.episodes.openapi_surface import Param, Surface, visible
 
 IMPORTER = "wpbjax import-openapi"
 IMPORTER_VERSION = 1  # bump when the lines an input gives change
 SCHEMA = "wpbjax.openapi-history/1"
-
-# --- reading every version (in worker processes) ---------------------------------------------------------
-
-_worker: dict = {}
-
-
-def _start_worker(source: str, is_git: bool) -> None:
-    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None)
-
-
-def _read_version(version: openapi_history.Version):
-    """((surfaces, text-only deprecations) or None, notes) of one version, in a worker."""
-    reader = _worker["reader"]
-    outcome = openapi_history.read_files(
-        version.files,
-        reader.read if reader else openapi_history.read_file_bytes,
-        f"{_worker['source']}: commit {version.commit}",
-    )
-    if outcome.documents is None:
-        return None, outcome.notes
-    return visible(endpoint_surfaces({stem: document for stem, _, document in outcome.documents})), outcome.notes
-
-
-def read_surfaces(source: str, versions: Sequence, is_git: bool, processes: int = 0, progress: bool = False):
-    """Yield (version, surfaces or None, notes) in order; ``processes`` workers (0: one per core, at most 2
-    when there are few versions; 1: in this process)."""
-    processes = processes or min(os.cpu_count() or 1, max(1, len(versions) // 4))
-    bar = _bar(len(versions), progress)
-    try:
-        if processes == 1:
-            _start_worker(source, is_git)
-            try:
-                for version in versions:
-                    yield (version, *_read_version(version))
-                    bar.update(1)
-            finally:
-                if _worker.get("reader"):
-                    _worker["reader"].close()
-            return
-        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        with context.Pool(processes, initializer=_start_worker, initargs=(source, is_git)) as pool:
-            for version, result in zip(versions, pool.imap(_read_version, versions, chunksize=1)):
-                yield (version, *result)
-                bar.update(1)
-    finally:
-        bar.close()
-
-
-def _bar(total: int, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, disable=not enabled, unit=" versions", dynamic_ncols=True, leave=False)
-
 
 # --- versions -> labelled lines --------------------------------------------------------------------------------
 
@@ -128,7 +75,7 @@ def import_history(
             continue
         for kind in sorted({kind for kind, _, _ in notes}):
             fallbacks[kind] += 1  # versions read from a twin because a file was missing / invalid
-        surfaces, text_only = read
+        surfaces, text_only = visible(read.surfaces)
         index = len(readable)
         readable.append(version)
         for key in previous.keys() | surfaces.keys():
@@ -145,7 +92,7 @@ def import_history(
         )
     lines = label_lines(readable, timelines)
     meta = _sidecar(
-        source, patterns, is_git, versions, readable, unreadable, fallbacks, text_deprecations, timelines, lines
+        source, patterns, is_git, readable + unreadable, readable, unreadable, fallbacks, text_deprecations, timelines, lines
     )
     return lines, meta
 
@@ -360,20 +307,52 @@ def dumps_line(line: dict) -> str:
 
 def write_history(out: str | os.PathLike, lines: Sequence[dict], meta: dict) -> dict:
     """Write the lines (gzip when ``out`` ends in .gz, no timestamp: equal lines, equal bytes) and the sidecar
-    ``out + ".meta.json"`` (``meta`` + file, rows, sha256), each through a temporary name renamed into place
-    (the history first: a sidecar never describes a file that is not there). Returns the sidecar record."""
-    from wpbjax.atomic import atomic_file, check_writable
+    ``out + ".meta.json"`` (``meta`` + file, rows, sha256) as one commit: both written under temporary names,
+    then renamed into place, the old history kept aside until the sidecar is in, and put back if it cannot
+    be (a failure leaves the old pair, or none). Refuses an ``out`` inside ``meta["source"]`` (an input).
+    Returns the sidecar record."""
+    from wpbjax.atomic import check_writable, destination
 
     out = os.fspath(check_writable(out))
+    if meta.get("source"):
+        openapi_history.refuse_output_inside(out, meta["source"])
     data = "".join(dumps_line(line) + "\n" for line in lines).encode("ascii")
     if out.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     meta = dict(meta, file=os.path.basename(out), rows=len(lines), sha256=hashlib.sha256(data).hexdigest())
-    with atomic_file(out, "wb") as handle:
-        handle.write(data)
-    with atomic_file(sidecar_path(out), "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    sidecar = (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8")
+    _commit_pair([(destination(out), data), (destination(sidecar_path(out)), sidecar)])
     return meta
+
+
+def _commit_pair(files: Sequence[tuple]) -> None:
+    """Write each (path, bytes) under a temporary name, then rename them into place in order; if a rename
+    fails (or is interrupted), the ones already in place are put back as they were."""
+    from wpbjax.atomic import temporary_name
+
+    temporaries, backups, placed = {}, {}, []
+    try:
+        for path, data in files:
+            temporaries[path] = temporary_name(path)
+            with open(temporaries[path], "wb") as handle:
+                handle.write(data)
+        for path, _ in files:
+            if os.path.exists(path):
+                backups[path] = temporary_name(path)
+                os.link(path, backups[path])  # the old file stays reachable until the whole pair is in
+            os.replace(temporaries.pop(path), path)
+            placed.append(path)
+    except BaseException:  # Ctrl-C too
+        for path in reversed(placed):
+            if path in backups:
+                os.replace(backups.pop(path), path)
+            else:
+                os.remove(path)
+        raise
+    finally:
+        for leftover in [*temporaries.values(), *backups.values()]:
+            if os.path.exists(leftover):
+                os.remove(leftover)
 
 
 def sidecar_path(path: str | os.PathLike) -> str:
@@ -381,9 +360,19 @@ def sidecar_path(path: str | os.PathLike) -> str:
 
 
 def read_history(path: str | os.PathLike) -> list[dict]:
-    """The lines of a history file (gzip or not)."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return [json.loads(text) for text in data.decode("ascii").splitlines() if text.strip()]
+    """The lines of a history file (gzip or not; UTF-8): each a JSON object; an EpisodeFormatError naming
+    the file and line of one that is not, and the file when it has no line."""
+    from wpbjax.episodes.jsonl import EpisodeFormatError
+    from wpbjax.episodes.jsontext import parse_json, text_lines
+
+    path = os.fspath(path)
+    lines = []
+    for number, text in text_lines(path, EpisodeFormatError, "history file"):
+        if text.strip():
+            line = parse_json(text, f"{path}:{number}", EpisodeFormatError)
+            if not isinstance(line, dict):
+                raise EpisodeFormatError(f"{path}:{number}: not a history line (a JSON object)")
+            lines.append(line)
+    if not lines:
+        raise EpisodeFormatError(f"{path}: an empty history (no lines); write one with wpbjax import-openapi")
+    return lines
