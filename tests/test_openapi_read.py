@@ -253,9 +253,10 @@ def test_empty_or_scalar_yaml_is_not_a_spec(tmp_path, capsys, text):
 
 def test_integers_of_thousands_of_digits(tmp_path):
     big = "7" * 5000
-    paths = '{"/a": {"get": {"parameters": [{"name": "n", "in": "query", "schema": {"maximum": %s}}]}}}' % big
+    parameter = '{"name": "n", "in": "query", "schema": {"maximum": ' + big + "}}"
+    paths = '{"/a": {"get": {"parameters": [' + parameter + "]}}}"
     repo = _repo(tmp_path)
-    _commit(repo, 1, {"api.json": '{"openapi": "3.0.0", "info": {"version": %s}, "paths": %s}' % (big, paths)})
+    _commit(repo, 1, {"api.json": '{"openapi": "3.0.0", "info": {"version": ' + big + '}, "paths": ' + paths + "}"})
     _commit(repo, 2, {"api.yaml": f"openapi: 3.0.0\ninfo: {{version: {big}}}\npaths: {paths}\n", "api.json": None})
     versions, read = _read_all(repo, "api.json")
     assert [result.api_version for _, result, _ in read] == [big, big]

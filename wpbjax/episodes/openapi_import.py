@@ -92,7 +92,16 @@ def import_history(
         )
     lines = label_lines(readable, timelines)
     meta = _sidecar(
-        source, patterns, is_git, readable + unreadable, readable, unreadable, fallbacks, text_deprecations, timelines, lines
+        source,
+        patterns,
+        is_git,
+        readable + unreadable,
+        readable,
+        unreadable,
+        fallbacks,
+        text_deprecations,
+        timelines,
+        lines,
     )
     return lines, meta
 
@@ -340,7 +349,8 @@ def _commit_pair(files: Sequence[tuple]) -> None:
             if os.path.exists(path):
                 backups[path] = temporary_name(path)
                 os.link(path, backups[path])  # the old file stays reachable until the whole pair is in
-            os.replace(temporaries.pop(path), path)
+            os.replace(temporaries[path], path)
+            del temporaries[path]
             placed.append(path)
     except BaseException:  # Ctrl-C too
         for path in reversed(placed):

@@ -34,6 +34,7 @@ from wpbjax.episodes import openapi_history, openapi_surface
 
 FRAGMENT_UNREADABLE = "fragment_unreadable"  # a note's kind: a $ref'd file that could not be read
 READ_AHEAD = 4  # versions in flight per worker process
+PARSED_KEPT = 16384  # fragment documents a worker keeps parsed (DigitalOcean's spec has ~2,900 files)
 
 
 class VersionRead(NamedTuple):
@@ -50,8 +51,11 @@ class _Fragments:
     """The loader of one version's other files: ``load(path) -> dict | None``; ``seen`` {path: blob id,
     or None when absent} of the git paths it was asked for, ``notes`` the files it could not read."""
 
-    def __init__(self, version: openapi_history.Version, source: str, reader):
+    def __init__(self, version: openapi_history.Version, source: str, reader, parsed: dict | None = None):
         self.version, self.source, self.reader = version, source, reader
+        # {(blob id, extension): document or the reason it is none}, kept by the worker across versions: a
+        # fragment mostly has the same blob from one version to the next (the surfaces never change a document)
+        self.parsed = {} if parsed is None else parsed
         self.cache: dict = {}
         self.seen: dict = {}
         self.notes: list = []
@@ -65,20 +69,23 @@ class _Fragments:
     def _read(self, path: str) -> dict | None:
         if path.startswith(("/", "../")) or path in (".", "..") or "\n" in path:
             return self._unreadable(path, "outside the repository")
+        extension = posixpath.splitext(path)[1].lower()
         if self.reader is not None:
             oid, data, problem = self.reader.lookup(f"{self.version.commit}:{path}")
             self.seen[path] = oid
         else:
-            data, problem = self._read_file(path)
+            (data, problem), oid = self._read_file(path), None
         if data is None:
             return self._unreadable(path, problem or "absent")
-        try:
-            document = openapi_history.parse_data(data, posixpath.splitext(path)[1].lower())
-        except ValueError as err:
-            return self._unreadable(path, str(err))
-        if not isinstance(document, dict):
-            return self._unreadable(path, "not a mapping")
-        return document
+        key = (oid, extension)
+        document = self.parsed.get(key) if oid is not None else None
+        if document is None:
+            document = _parse_fragment(data, extension)
+            if oid is not None:
+                if len(self.parsed) >= PARSED_KEPT:
+                    self.parsed.pop(next(iter(self.parsed)))  # the oldest
+                self.parsed[key] = document
+        return self._unreadable(path, document) if isinstance(document, str) else document
 
     def _read_file(self, path: str) -> tuple:
         root = os.path.realpath(os.path.join(self.source, self.version.commit))
@@ -93,6 +100,15 @@ class _Fragments:
         return None
 
 
+def _parse_fragment(data: bytes, extension: str) -> dict | str:
+    """A fragment file's mapping, or why it is none."""
+    try:
+        document = openapi_history.parse_data(data, extension)
+    except ValueError as err:
+        return str(err)
+    return document if isinstance(document, dict) else "not a mapping"
+
+
 # --- one version, in a worker ----------------------------------------------------------------------------------
 
 _worker: dict = {}
@@ -103,7 +119,7 @@ def _start_worker(source: str, is_git: bool, parent: int | None = None) -> None:
     if parent is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent acts
         _die_with(parent)
-    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None)
+    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None, parsed={})
 
 
 def _die_with(parent: int) -> None:
@@ -135,7 +151,7 @@ def _read_version(version: openapi_history.Version) -> tuple:
     )
     if outcome.documents is None:
         return None, outcome.notes, {}
-    fragments = _Fragments(version, source, reader)
+    fragments = _Fragments(version, source, reader, _worker["parsed"])
     documents = {stem: document for stem, _, document in outcome.documents}
     surfaces, stats = _endpoint_surfaces(documents, fragments.load)
     read = VersionRead(surfaces, stats, api_version(outcome.documents[0][2]))
