@@ -3,8 +3,22 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+
+USES_JAX = False
+
+
+def _processes(text: str) -> int:
+    """``--processes``: 0 (one per core) or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 (one per core) or more; got {value}")
+    return value
 
 
 def add_parser(commands) -> None:
@@ -32,17 +46,21 @@ def add_parser(commands) -> None:
         metavar="URL",
         help="where SOURCE came from, recorded in the sidecar (default: its git remote 'origin')",
     )
-    parser.add_argument("--processes", type=int, default=0, help="parsing processes (default: one per core)")
+    parser.add_argument(
+        "--processes", type=_processes, default=0, help="parsing processes (default 0: one per core; 1: no pool)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     parser.set_defaults(run=cmd_import_openapi)
 
 
 def cmd_import_openapi(args) -> int:
     from wpbjax.atomic import check_writable
+    from wpbjax.episodes.openapi_history import refuse_output_inside
     from wpbjax.episodes.openapi_import import import_history, write_history
 
     started = time.perf_counter()
     check_writable(args.out)  # before minutes of parsing
+    refuse_output_inside(args.out, args.source)
     lines, meta = import_history(args.source, args.spec, processes=args.processes, progress=not args.quiet)
     if args.origin:
         meta["origin"] = args.origin

@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from wpbjax.episodes import drift_labels, openapi_history
 from wpbjax.episodes.openapi_history import SpecError
+from wpbjax.episodes.openapi_read import read_surfaces
 from wpbjax.episodes.openapi_surface import Field, Surface, visible
 
 IMPORTER = "wpbjax import-openapi"
@@ -109,8 +110,6 @@ def import_history(
 ) -> tuple[list, dict]:
     """(lines, sidecar record) of the spec's history in ``source`` (module note); the record's ``counts``
     say how many versions were unreadable and how many were read from a twin."""
-    from wpbjax.episodes.openapi_read import read_surfaces
-
     patterns = openapi_history.parse_patterns(patterns)
     versions, is_git = find_versions(source, patterns)
     walk = _Walk()
@@ -123,7 +122,7 @@ def import_history(
             f"contents of every one of the {len(walk.unreadable)} versions are absent)"
         )
     lines = label_lines(_Versions.of(walk.readable, walk.api_versions), walk.timelines, unique_names(walk.names))
-    return lines, _sidecar(source, patterns, is_git, versions, walk, lines)
+    return lines, _sidecar(source, patterns, is_git, walk, lines)
 
 
 def _count_text_deprecations(key, before, after, text_only: set, counter) -> None:
@@ -301,7 +300,7 @@ class _Version(NamedTuple):
 # --- the sidecar and the files ------------------------------------------------------------------------------------
 
 
-def _sidecar(source, patterns, is_git, versions, walk: _Walk, lines) -> dict:
+def _sidecar(source, patterns, is_git, walk: _Walk, lines) -> dict:
     kinds: dict = collections.Counter()
     levels: dict = collections.Counter(line["level"] for line in lines)
     for line in lines:
@@ -345,7 +344,7 @@ def _sidecar(source, patterns, is_git, versions, walk: _Walk, lines) -> dict:
         },
         "licence": licence,
         "counts": {
-            "versions": len(versions),
+            "versions": len(walk.versions) + len(walk.unreadable),  # candidates that were versions
             "readable": len(walk.versions),
             "surface_versions": len(readable),
             "unreadable": len(unreadable),
@@ -379,20 +378,53 @@ def dumps_line(line: dict) -> str:
 
 def write_history(out: str | os.PathLike, lines: Sequence[dict], meta: dict) -> dict:
     """Write the lines (gzip when ``out`` ends in .gz, no timestamp: equal lines, equal bytes) and the sidecar
-    ``out + ".meta.json"`` (``meta`` + file, rows, sha256), each through a temporary name renamed into place
-    (the history first: a sidecar never describes a file that is not there). Returns the sidecar record."""
-    from wpbjax.atomic import atomic_file, check_writable
+    ``out + ".meta.json"`` (``meta`` + file, rows, sha256) as one commit: both written under temporary names,
+    then renamed into place, the old history kept aside until the sidecar is in, and put back if it cannot
+    be (a failure leaves the old pair, or none). Refuses an ``out`` inside ``meta["source"]`` (an input).
+    Returns the sidecar record."""
+    from wpbjax.atomic import check_writable, destination
 
     out = os.fspath(check_writable(out))
+    if meta.get("source"):
+        openapi_history.refuse_output_inside(out, meta["source"])
     data = "".join(dumps_line(line) + "\n" for line in lines).encode("ascii")
     if out.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     meta = dict(meta, file=os.path.basename(out), rows=len(lines), sha256=hashlib.sha256(data).hexdigest())
-    with atomic_file(out, "wb") as handle:
-        handle.write(data)
-    with atomic_file(sidecar_path(out), "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    sidecar = (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8")
+    _commit_pair([(destination(out), data), (destination(sidecar_path(out)), sidecar)])
     return meta
+
+
+def _commit_pair(files: Sequence[tuple]) -> None:
+    """Write each (path, bytes) under a temporary name, then rename them into place in order; if a rename
+    fails (or is interrupted), the ones already in place are put back as they were."""
+    from wpbjax.atomic import temporary_name
+
+    temporaries, backups, placed = {}, {}, []
+    try:
+        for path, data in files:
+            temporaries[path] = temporary_name(path)
+            with open(temporaries[path], "wb") as handle:
+                handle.write(data)
+        for path, _ in files:
+            if os.path.exists(path):
+                backups[path] = temporary_name(path)
+                os.link(path, backups[path])  # the old file stays reachable until the whole pair is in
+            os.replace(temporaries[path], path)
+            del temporaries[path]
+            placed.append(path)
+    except BaseException:  # Ctrl-C too
+        for path in reversed(placed):
+            if path in backups:
+                os.replace(backups.pop(path), path)
+            else:
+                os.remove(path)
+        raise
+    finally:
+        for leftover in [*temporaries.values(), *backups.values()]:
+            if os.path.exists(leftover):
+                os.remove(leftover)
 
 
 def sidecar_path(path: str | os.PathLike) -> str:
@@ -400,9 +432,19 @@ def sidecar_path(path: str | os.PathLike) -> str:
 
 
 def read_history(path: str | os.PathLike) -> list[dict]:
-    """The lines of a history file (gzip or not)."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return [json.loads(text) for text in data.decode("ascii").splitlines() if text.strip()]
+    """The lines of a history file (gzip or not; UTF-8): each a JSON object; an EpisodeFormatError naming
+    the file and line of one that is not, and the file when it has no line."""
+    from wpbjax.episodes.jsonl import EpisodeFormatError
+    from wpbjax.episodes.jsontext import parse_json, text_lines
+
+    path = os.fspath(path)
+    lines = []
+    for number, text in text_lines(path, EpisodeFormatError, "history file"):
+        if text.strip():
+            line = parse_json(text, f"{path}:{number}", EpisodeFormatError)
+            if not isinstance(line, dict):
+                raise EpisodeFormatError(f"{path}:{number}: not a history line (a JSON object)")
+            lines.append(line)
+    if not lines:
+        raise EpisodeFormatError(f"{path}: an empty history (no lines); write one with wpbjax import-openapi")
+    return lines

@@ -17,9 +17,14 @@ last window ending at the stream's end; its id is ``"NAME:STEPS:START"``. A step
   to persist unless every change of the step is a glitch (WRIT's ``[fact_id, version, should_persist]``,
   :mod:`wpbjax.episodes.facts`).
 
-Temporal split: ``train`` windows end before :data:`SPLIT_DATE`, ``test`` windows start on or after it
-(a window across it is in neither). A *real spec* names a set for sweeps: ``real:NAME[:STEPS[:STRIDE]][:train|:test]``,
-NAME a shipped history (:data:`SHIPPED`) or a history file's path.
+A window longer than the stream is the whole stream, and its id says so (``x:300:0`` for ``real:x:1000`` on a
+300-line history). Temporal split: the stream is cut at its first line dated on or after :data:`SPLIT_DATE`
+(commit dates can go backwards; the cut follows the stream's order): ``train`` windows end before the cut,
+``test`` windows start at or after it (a window across it is in neither). A *real spec* names a set for
+sweeps: ``real:NAME[:STEPS[:STRIDE]][:train|:test]``, NAME a shipped history (:data:`SHIPPED`) or a history
+file's path; STEPS and STRIDE at least 1. Ids are ``LABEL:STEPS:START``, LABEL the shipped name or the
+file's name up to its first dot; within one sweep (:func:`labels`), two files of one name get their
+folder's name too (``v1/products``), or a short hash of their path.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 
 from wpbjax.episodes import drift_labels
 from wpbjax.episodes.jsonl import EpisodeFormatError
@@ -46,20 +52,33 @@ def is_real(spec) -> bool:
     return isinstance(spec, str) and spec.startswith(PREFIX)
 
 
+GRAMMAR = "real:NAME[:STEPS[:STRIDE]][:train|:test]"
+
+
 def parse_spec(spec: str) -> dict:
-    """``real:NAME[:STEPS[:STRIDE]][:train|:test]`` -> {name, path, steps, stride, split}."""
+    """``real:NAME[:STEPS[:STRIDE]][:train|:test]`` -> {name, path, steps, stride, split}; a ValueError naming
+    the spec for a count below 1, a third count, or a split that is repeated or not last."""
     parts = spec[len(PREFIX) :].split(":")
-    options: dict = {"steps": None, "stride": None, "split": None}
-    while len(parts) > 1 and (parts[-1].isdigit() or parts[-1] in SPLITS):
-        last = parts.pop()
-        if last in SPLITS:
-            options["split"] = last
-        else:
-            options["stride"], options["steps"] = options["steps"], int(last)
+    tail: list = []
+    while len(parts) > 1 and (re.fullmatch(r"[0-9]+", parts[-1]) or parts[-1] in SPLITS):
+        tail.insert(0, parts.pop())
+    splits = [part for part in tail if part in SPLITS]
+    counts = [int(part) for part in tail if part not in SPLITS]
+    problem = None
+    if len(splits) > 1:
+        problem = f"one split at most (got {', '.join(splits)})"
+    elif splits and tail[-1] not in SPLITS:
+        problem = f"the split ({splits[0]}) comes last"
+    elif len(counts) > 2:
+        problem = f"STEPS and STRIDE at most (got {len(counts)} numbers: {', '.join(map(str, counts))})"
+    elif any(count < 1 for count in counts):
+        problem = f"STEPS and STRIDE must be at least 1 (got {', '.join(map(str, counts))})"
+    if problem:
+        raise ValueError(f"{spec}: expected {GRAMMAR}; {problem}")
     name = ":".join(parts)
-    if options["steps"] is None and options["stride"] is not None:
-        options["steps"], options["stride"] = options["stride"], None
-    return dict(name=name, path=history_path(name, spec), **options)
+    steps, stride = (counts + [None, None])[:2]
+    split = splits[0] if splits else None
+    return dict(name=name, path=history_path(name, spec), steps=steps, stride=stride, split=split)
 
 
 def history_path(name: str, where: str | None = None) -> str:
@@ -74,16 +93,61 @@ def history_path(name: str, where: str | None = None) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _history(path: str, mtime: float) -> tuple:
+def _history(path: str, stamp: tuple) -> tuple:
     from wpbjax.episodes.openapi_import import read_history
 
     return tuple(read_history(path))
 
 
+def _stamp(path: str) -> tuple:
+    """What tells a history file's versions apart for the caches: (modification time in ns, size)."""
+    status = os.stat(path)
+    return status.st_mtime_ns, status.st_size
+
+
 def load_history(name_or_path: str) -> tuple:
-    """The lines of a history (cached per file and modification time)."""
+    """The lines of a history (cached per file and modification)."""
     path = history_path(name_or_path)
-    return _history(path, os.path.getmtime(path))
+    return _history(path, _stamp(path))
+
+
+def default_label(name: str) -> str:
+    """The episode ids' first part: a shipped name, or the history file's name up to its first dot."""
+    return name if name in SHIPPED else os.path.basename(name).split(".")[0]
+
+
+def labels(specs) -> dict:
+    """{real spec: label} for the specs of one sweep: :func:`default_label`, and where two different files
+    share one, their folder's name too (``v1/products``), or a short hash of the path if those agree as well."""
+    real_specs = [spec for spec in specs if is_real(spec)]
+    paths = {spec: os.path.realpath(parse_spec(spec)["path"]) for spec in real_specs}
+    out = {spec: default_label(parse_spec(spec)["name"]) for spec in real_specs}
+    for rename in (
+        lambda spec: f"{os.path.basename(os.path.dirname(paths[spec]))}/{out[spec]}",
+        lambda spec: f"{out[spec]}-{hashlib.sha256(paths[spec].encode()).hexdigest()[:8]}",
+    ):
+        files = {}
+        for spec in real_specs:
+            files.setdefault(out[spec], set()).add(paths[spec])
+        shared = {label for label, where in files.items() if len(where) > 1}
+        out.update({spec: rename(spec) for spec in real_specs if out[spec] in shared})
+    return out
+
+
+def refuse_repeated_windows(specs, sets) -> None:
+    """ValueError when two real specs of one sweep name a window twice (one history, the same window length
+    and start): the sweep would run it twice and its report refuse the duplicate rows."""
+    owner: dict = {}
+    for spec, episodes_of_spec in zip(specs, sets):
+        if not is_real(spec):
+            continue
+        for episode in episodes_of_spec:
+            episode_id = episode["labels"]["episode_id"]
+            if episode_id in owner and owner[episode_id] != spec:
+                raise ValueError(
+                    f"{spec}: names the same windows as {owner[episode_id]} (e.g. {episode_id}); name each once"
+                )
+            owner.setdefault(episode_id, spec)
 
 
 def priority(before: dict | None, line: dict) -> float:
@@ -166,34 +230,43 @@ def episodes(
     stride: int | None = None,
     split: str | None = None,
     split_date: str = SPLIT_DATE,
+    label: str | None = None,
 ) -> list[dict]:
-    """The windows of a history as dict episodes (module note)."""
+    """The windows of a history as dict episodes (module note); ``label``: the ids' first part (default
+    :func:`default_label`)."""
     if steps < 1 or (stride is not None and stride < 1):
         raise ValueError(f"steps and stride must be >= 1; got {steps}, {stride}")
     if split not in (None, *SPLITS):
         raise ValueError(f"split must be one of {', '.join(SPLITS)} or None; got {split!r}")
-    label = name if name in SHIPPED else os.path.basename(name).split(".")[0]
+    label = label or default_label(name)
     steps_all = _stream(history_path(name), label)
     stride = stride or max(steps // 2, 1)
+    steps = min(steps, len(steps_all))  # a window longer than the stream is the stream, and its id says so
+    cut = split_index(steps_all, split_date)
     out = []
     for start in window_starts(len(steps_all), steps, stride):
-        window = steps_all[start : start + steps]
-        first, last = window[0][0]["metadata"]["date"], window[-1][0]["metadata"]["date"]
-        if (split == "train" and last >= split_date) or (split == "test" and first < split_date):
+        if (split == "train" and start + steps > cut) or (split == "test" and start < cut):
             continue
-        out.append(_episode(window, f"{label}:{steps}:{start}"))
+        out.append(_episode(steps_all[start : start + steps], f"{label}:{steps}:{start}"))
     if not out:
         raise ValueError(f"real:{name}: no {split} window of {steps} steps (split date {split_date})")
     return out
 
 
+def split_index(stream_steps, split_date: str) -> int:
+    """The position of the stream's first step dated on or after ``split_date`` (its length if none)."""
+    return next(
+        (t for t, (step, *_) in enumerate(stream_steps) if step["metadata"]["date"] >= split_date), len(stream_steps)
+    )
+
+
 @functools.lru_cache(maxsize=4)
-def _stream_cached(path: str, mtime: float, label: str) -> tuple:
-    return tuple(stream(_history(path, mtime), label))
+def _stream_cached(path: str, stamp: tuple, label: str) -> tuple:
+    return tuple(stream(_history(path, stamp), label))
 
 
 def _stream(path: str, label: str) -> tuple:
-    return _stream_cached(path, os.path.getmtime(path), label)
+    return _stream_cached(path, _stamp(path), label)
 
 
 def _episode(window, episode_id: str) -> dict:
@@ -214,8 +287,8 @@ def _episode(window, episode_id: str) -> dict:
     }
 
 
-def load_spec(spec: str) -> list[dict]:
-    """The dict episodes a real spec names."""
+def load_spec(spec: str, label: str | None = None) -> list[dict]:
+    """The dict episodes a real spec names (``label``: the ids' first part, :func:`labels`)."""
     options = parse_spec(spec)
     try:
         return episodes(
@@ -223,9 +296,12 @@ def load_spec(spec: str) -> list[dict]:
             steps=options["steps"] or DEFAULT_STEPS,
             stride=options["stride"],
             split=options["split"],
+            label=label,
         )
-    except (KeyError, TypeError) as err:
-        raise EpisodeFormatError(f"{spec}: not an imported OpenAPI history ({err})") from None
+    except (KeyError, TypeError, AttributeError, IndexError) as err:
+        raise EpisodeFormatError(
+            f"{spec}: {options['path']} is not an imported OpenAPI history ({type(err).__name__}: {err})"
+        ) from None
 
 
 def spec_sha256(spec: str) -> str:

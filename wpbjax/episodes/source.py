@@ -158,7 +158,12 @@ class EpisodeSource:
                     raise ValueError(f"episode file {path} changed since the sweep (SHA-256 differs)")
         from wpbjax.episodes.validate import check_episode_ids
 
-        sets = [real_drift.load_spec(path) if real_drift.is_real(path) else load_jsonl(path) for path in self.files]
+        labels = real_drift.labels(self.files)  # two history files of one name: distinct episode ids
+        sets = [
+            real_drift.load_spec(path, labels[path]) if real_drift.is_real(path) else load_jsonl(path)
+            for path in self.files
+        ]
+        real_drift.refuse_repeated_windows(self.files, sets)
         check_episode_ids(sets, list(self.files))
         n_steps = max(len(episode["steps"]) for episodes in sets for episode in episodes)
         encoded = concat_encoded(

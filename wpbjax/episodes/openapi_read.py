@@ -1,0 +1,271 @@
+"""Reading a spec's versions: each version's files parsed and its endpoint surfaces computed, in a pool of
+worker processes (one ``git cat-file --batch`` each), yielded in version order.
+
+A worker reads a version's entry files (:func:`wpbjax.episodes.openapi_history.read_files`) and hands
+:func:`wpbjax.episodes.openapi_surface.endpoint_surfaces` a loader for any other file of that version (a
+``$ref`` into a fragment file): ``COMMIT:PATH`` through the same git process, or the file under the
+version's directory; parsed as JSON or YAML by its extension, cached for the version; None when it is
+absent, does not parse to a mapping, or lies outside the repository, each such file a note
+``("fragment_unreadable", path, reason)``.
+
+Which git candidates are versions (:mod:`wpbjax.episodes.openapi_history` module note) is decided here, in
+order: a candidate whose chosen files changed is one; a candidate that changed only other files is one if
+a file the previous version loaded now has another blob. Candidates likely to be versions (they change a
+file some version loaded) are read ahead in the pool; the others only once they are known to be versions.
+
+Interrupts: workers ignore SIGINT (the parent takes the Ctrl-C and ends the pool) and are killed with their
+parent (Linux's parent-death signal), so neither a Ctrl-C nor a killed parent makes a worker print a
+traceback; git runs in its own process group and is closed by whoever started it.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import multiprocessing
+import os
+import posixpath
+import signal
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.episodes import openapi_history, openapi_surface
+
+FRAGMENT_UNREADABLE = "fragment_unreadable"  # a note's kind: a $ref'd file that could not be read
+READ_AHEAD = 4  # versions in flight per worker process
+PARSED_KEPT = 16384  # fragment documents a worker keeps parsed (DigitalOcean's spec has ~2,900 files)
+
+
+class VersionRead(NamedTuple):
+    """What one version gave: ``surfaces`` {key: (display path, Surface)} and ``stats``
+    (:class:`wpbjax.episodes.openapi_surface.SurfaceStats`) from ``endpoint_surfaces``; ``api_version``:
+    ``info.version`` of its first entry document, as text ("" when absent)."""
+
+    surfaces: dict
+    stats: tuple
+    api_version: str
+
+
+class _Fragments:
+    """The loader of one version's other files: ``load(path) -> dict | None``; ``seen`` {path: blob id,
+    or None when absent} of the git paths it was asked for, ``notes`` the files it could not read."""
+
+    def __init__(self, version: openapi_history.Version, source: str, reader, parsed: dict | None = None):
+        self.version, self.source, self.reader = version, source, reader
+        # {(blob id, extension): document or the reason it is none}, kept by the worker across versions: a
+        # fragment mostly has the same blob from one version to the next (the surfaces never change a document)
+        self.parsed = {} if parsed is None else parsed
+        self.cache: dict = {}
+        self.seen: dict = {}
+        self.notes: list = []
+
+    def load(self, path: str) -> dict | None:
+        normal = posixpath.normpath(str(path))
+        if normal not in self.cache:
+            self.cache[normal] = self._read(normal)
+        return self.cache[normal]
+
+    def _read(self, path: str) -> dict | None:
+        if path.startswith(("/", "../")) or path in (".", "..") or "\n" in path:
+            return self._unreadable(path, "outside the repository")
+        extension = posixpath.splitext(path)[1].lower()
+        if self.reader is not None:
+            oid, data, problem = self.reader.lookup(f"{self.version.commit}:{path}")
+            self.seen[path] = oid
+        else:
+            (data, problem), oid = self._read_file(path), None
+        if data is None:
+            return self._unreadable(path, problem or "absent")
+        key = (oid, extension)
+        document = self.parsed.get(key) if oid is not None else None
+        if document is None:
+            document = _parse_fragment(data, extension)
+            if oid is not None:
+                if len(self.parsed) >= PARSED_KEPT:
+                    self.parsed.pop(next(iter(self.parsed)))  # the oldest
+                self.parsed[key] = document
+        return self._unreadable(path, document) if isinstance(document, str) else document
+
+    def _read_file(self, path: str) -> tuple:
+        root = os.path.realpath(os.path.join(self.source, self.version.commit))
+        full = os.path.realpath(os.path.join(root, *path.split("/")))
+        if os.path.commonpath([root, full]) != root:
+            return None, "outside the version's directory"
+        data = openapi_history.read_file_bytes(full) if os.path.isfile(full) else None
+        return data, "" if data is not None else "absent"
+
+    def _unreadable(self, path: str, reason: str) -> None:
+        self.notes.append((FRAGMENT_UNREADABLE, path, reason))
+        return None
+
+
+def _parse_fragment(data: bytes, extension: str) -> dict | str:
+    """A fragment file's mapping, or why it is none."""
+    try:
+        document = openapi_history.parse_data(data, extension)
+    except ValueError as err:
+        return str(err)
+    return document if isinstance(document, dict) else "not a mapping"
+
+
+# --- one version, in a worker ----------------------------------------------------------------------------------
+
+_worker: dict = {}
+
+
+def _start_worker(source: str, is_git: bool, parent: int | None = None) -> None:
+    """Set up a reader; ``parent``: the pid of the process that started the pool (a pool worker)."""
+    if parent is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent acts
+        _die_with(parent)
+    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None, parsed={})
+
+
+def _die_with(parent: int) -> None:
+    """Be killed when ``parent`` dies (Linux; elsewhere a worker ends at its next read of the task queue)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # died before the signal was armed
+        os._exit(0)
+
+
+def _stop_worker() -> None:
+    if _worker.get("reader") is not None:
+        _worker["reader"].close()
+    _worker.clear()
+
+
+def _read_version(version: openapi_history.Version) -> tuple:
+    """(VersionRead or None when unreadable, notes, {path: blob id} of the fragments read) of one version."""
+    reader, source = _worker["reader"], _worker["source"]
+    outcome = openapi_history.read_files(
+        version.files,
+        reader.read if reader else openapi_history.read_file_bytes,
+        f"{source}: commit {version.commit}",
+    )
+    if outcome.documents is None:
+        return None, outcome.notes, {}
+    fragments = _Fragments(version, source, reader, _worker["parsed"])
+    documents = {stem: document for stem, _, document in outcome.documents}
+    surfaces, stats = _endpoint_surfaces(documents, fragments.load)
+    read = VersionRead(surfaces, stats, api_version(outcome.documents[0][2]))
+    return read, outcome.notes + fragments.notes, fragments.seen
+
+
+def api_version(document: dict) -> str:
+    """``info.version`` as text ("" when absent; an integer of any length)."""
+    info = document.get("info")
+    version = info.get("version") if isinstance(info, dict) else None
+    if version is None:
+        return ""
+    with openapi_history.unlimited_digits():
+        return str(version)
+
+
+# Until openapi_surface.endpoint_surfaces takes the loader and returns (surfaces, stats) (written in parallel):
+# the one-argument form, its surfaces keyed as before. To be removed when the new contract lands.
+_NEW_CONTRACT = len(inspect.signature(openapi_surface.endpoint_surfaces).parameters) >= 2
+
+
+class _NoStats(NamedTuple):
+    cycles_cut: int = 0
+    unresolved_refs: int = 0
+    depth_cut: int = 0
+
+
+def _endpoint_surfaces(documents: dict, load) -> tuple:
+    if _NEW_CONTRACT:
+        return openapi_surface.endpoint_surfaces(documents, load)
+    return openapi_surface.endpoint_surfaces(documents), _NoStats()
+
+
+# --- every version, in order -------------------------------------------------------------------------------------
+
+
+class _InProcess:
+    """A read done here, when it is asked for (``--processes 1``)."""
+
+    def __init__(self, version):
+        self.version = version
+
+    def get(self):
+        return _read_version(self.version)
+
+
+class _Readers:
+    """Reads of versions: in a pool of ``processes`` workers, or here (1)."""
+
+    def __init__(self, source: str, is_git: bool, processes: int):
+        self.pool = None
+        if processes == 1:
+            _start_worker(source, is_git)
+            return
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        self.pool = context.Pool(processes, initializer=_start_worker, initargs=(source, is_git, os.getpid()))
+
+    def submit(self, version):
+        return _InProcess(version) if self.pool is None else self.pool.apply_async(_read_version, (version,))
+
+    def close(self) -> None:
+        if self.pool is None:
+            _stop_worker()
+        else:
+            self.pool.terminate()  # SIGTERM: a worker busy on a version is not waited for
+            self.pool.join()
+
+
+def read_surfaces(
+    source: str, versions: Sequence, is_git: bool, processes: int = 0, progress: bool = False
+) -> Iterator[tuple]:
+    """Yield (version, VersionRead or None when unreadable, notes) of each version in order (the git
+    candidates that are versions, module note); ``processes`` workers (0: one per core, fewer when there are
+    few versions; 1: in this process)."""
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 0:
+        raise ArgumentError(f"{arg('processes')}: expected 0 (one per core) or a number of processes; got {processes}")
+    processes = processes or min(os.cpu_count() or 1, max(1, len(versions) // 4))
+    bar = _bar(len(versions), progress)
+    readers = _Readers(source, is_git, processes)
+    try:
+        queue: collections.deque = collections.deque()  # (candidate, its read if started ahead)
+        upcoming = iter(versions)
+        tree: dict = {}  # path -> blob id of the files under the candidates' directories
+        loaded: dict = {}  # {path: blob id} the previous version's fragments had
+        ever_loaded: set = set()
+        ahead = 1 if readers.pool is None else READ_AHEAD * processes
+        while True:
+            while len(queue) < ahead:
+                version = next(upcoming, None)
+                if version is None:
+                    break
+                likely = version.entry_changed or any(path in ever_loaded for path, _ in version.changes)
+                queue.append((version, readers.submit(version) if likely and readers.pool else None))
+            if not queue:
+                break
+            version, pending = queue.popleft()
+            for path, blob in version.changes:
+                tree[path] = blob
+            if version.entry_changed or _fragment_changed(version, loaded, tree):
+                read, notes, loaded = (pending or readers.submit(version)).get()
+                ever_loaded |= loaded.keys()
+                yield version, read, notes
+            bar.update(1)
+    finally:
+        readers.close()
+        bar.close()
+
+
+def _fragment_changed(version, loaded: dict, tree: dict) -> bool:
+    """Whether a file the previous version loaded, under this candidate's directories, has another blob."""
+    return any(version.scope(path) and tree.get(path) != blob for path, blob in loaded.items())
+
+
+def _bar(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not enabled, unit=" versions", dynamic_ncols=True, leave=False)
