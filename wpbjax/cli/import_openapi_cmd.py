@@ -82,7 +82,8 @@ def summary(meta: dict) -> list[str]:
     first, last = meta["commits"]["first_date"][:10], meta["commits"]["last_date"][:10]
     out = [
         (
-            f"{counts['readable']:,} of {counts['versions']:,} versions read, {first} .. {last}; "
+            f"{counts['readable']:,} of {counts['versions']:,} versions read ({counts['surface_versions']:,} change "
+            f"the surface), {first} .. {last}; "
             f"{counts['endpoints_first']} -> {counts['endpoints_last']} endpoints ({counts['endpoints_ever']} ever)"
         )
     ]
@@ -98,9 +99,19 @@ def summary(meta: dict) -> list[str]:
                 f"{counts[f'read_from_twin_{reason}']:,} versions read from a twin in another format (a file "
                 f"{'absent' if reason == 'missing' else 'not valid JSON/YAML'})"
             )
-    glitches = counts["glitch_changes"]
+    if counts["fragment_unreadable"]:
+        out.append(f"{counts['fragment_unreadable']:,} versions refer to a fragment file that could not be read")
+    surface = counts["surface"]
+    if any(surface.values()):
+        out.append(
+            f"schemas: {surface.get('cycles_cut', 0):,} cycles cut, {surface.get('unresolved_refs', 0):,} "
+            f"unresolved $refs skipped, {surface.get('depth_cut', 0):,} subtrees below the depth limit"
+        )
+    levels = counts["levels"]
     out.append(
-        f"{counts['lines']:,} changed (version, endpoint) lines, {counts['breaking_lines']:,} breaking; "
-        f"{glitches:,} changes are glitches (undone within {meta['importer']['glitch_window']} version)"
+        f"{counts['lines']:,} changed (version, endpoint) lines: "
+        + ", ".join(f"{levels.get(level, 0):,} {level}" for level in ("breaking", "warning", "info", "none"))
+        + f"; {counts['glitch_changes']:,} changes are glitches (undone within "
+        f"{meta['importer']['glitch_window']} version)"
     )
     return out
