@@ -376,6 +376,71 @@ def dumps_line(line: dict) -> str:
     return json.dumps(line, sort_keys=True)
 
 
+# --- on disk: each surface stored as its change from the endpoint's line before -------------------------------
+# A line's surface is hundreds of fields of which a version changes a few, and an endpoint's lines lie far
+# apart in the file (beyond gzip's window), so the file keeps the first line's surface whole and every later
+# one as {"set": [records new or changed], "drop": [keys gone]}; read_history puts the lines back whole.
+
+SIDES = ("request", "response")
+
+
+def _record_key(record: dict) -> str:
+    return f"{record['in']}.{record['name']}" if "in" in record else record["name"]
+
+
+def pack_lines(lines: Sequence[dict]) -> list[dict]:
+    """The lines as stored (module note above): ``request`` / ``response`` replaced, after an endpoint's first
+    line, by ``request_delta`` / ``response_delta``."""
+    last: dict = {}
+    packed = []
+    for line in lines:
+        before = last.get(line["endpoint"])
+        out = dict(line)
+        if before is not None:
+            for side in SIDES:
+                old = {_record_key(record): record for record in before[side]}
+                new = {_record_key(record): record for record in line[side]}
+                del out[side]
+                out[side + "_delta"] = {
+                    "set": [record for key, record in new.items() if old.get(key) != record],
+                    "drop": sorted(old.keys() - new.keys()),
+                }
+        last[line["endpoint"]] = line
+        packed.append(out)
+    return packed
+
+
+def unpack_lines(packed: Sequence[dict], where: str = "history") -> list[dict]:
+    """The whole lines of a stored history (:func:`pack_lines` undone)."""
+    last: dict = {}
+    lines = []
+    for number, stored in enumerate(packed, start=1):
+        line = dict(stored)
+        for side in SIDES:
+            delta = line.pop(side + "_delta", None)
+            if delta is None:
+                continue
+            before = last.get(line.get("endpoint"))
+            if before is None:
+                raise ValueError(
+                    f"{where}: line {number} changes endpoint {line.get('endpoint')!r}'s surface "
+                    f"before any line gives it"
+                )
+            fields = {_record_key(record): record for record in before[side]}
+            for key in delta["drop"]:
+                fields.pop(key, None)
+            for record in delta["set"]:
+                fields[_record_key(record)] = record
+            line[side] = [fields[key] for key in sorted(fields, key=lambda k: _sort_key(fields[k]))]
+        last[line.get("endpoint")] = line
+        lines.append(line)
+    return lines
+
+
+def _sort_key(record: dict) -> tuple:
+    return (record.get("in", ""), record["name"])
+
+
 def write_history(out: str | os.PathLike, lines: Sequence[dict], meta: dict) -> dict:
     """Write the lines (gzip when ``out`` ends in .gz, no timestamp: equal lines, equal bytes) and the sidecar
     ``out + ".meta.json"`` (``meta`` + file, rows, sha256) as one commit: both written under temporary names,
@@ -387,7 +452,7 @@ def write_history(out: str | os.PathLike, lines: Sequence[dict], meta: dict) -> 
     out = os.fspath(check_writable(out))
     if meta.get("source"):
         openapi_history.refuse_output_inside(out, meta["source"])
-    data = "".join(dumps_line(line) + "\n" for line in lines).encode("ascii")
+    data = "".join(dumps_line(line) + "\n" for line in pack_lines(lines)).encode("ascii")
     if out.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     meta = dict(meta, file=os.path.basename(out), rows=len(lines), sha256=hashlib.sha256(data).hexdigest())
@@ -447,4 +512,9 @@ def read_history(path: str | os.PathLike) -> list[dict]:
             lines.append(line)
     if not lines:
         raise EpisodeFormatError(f"{path}: an empty history (no lines); write one with wpbjax import-openapi")
-    return lines
+    try:
+        return unpack_lines(lines, path)
+    except (KeyError, TypeError, AttributeError) as err:
+        raise EpisodeFormatError(f"{path}: not an imported OpenAPI history (a line lacks {err})") from None
+    except ValueError as err:
+        raise EpisodeFormatError(str(err)) from None

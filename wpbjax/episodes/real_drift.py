@@ -4,9 +4,9 @@ The history's lines, in order, are one stream of steps (``t`` = the line's posit
 episode is a window of ``steps`` consecutive steps, windows ``stride`` apart (default half a window), the
 last window ending at the stream's end; its id is ``"NAME:STEPS:START"``. A step:
 
-* observation ``{"api": endpoint, "request": [field], "response": [field], "deprecated": bool}``, each field
-  as text (:func:`field_text`, ``"query.limit?: integer"``): the endpoint's surface at that version, what a
-  memory would store (a removed endpoint: no fields, not deprecated);
+* observation ``{"api": endpoint, "deprecated": bool, "query.limit": "integer?", "response.status": "string =
+  failed|paid", ...}``: the endpoint's surface at that version, one key per field (:func:`observation`), what a
+  memory would store (a removed endpoint: ``{"api", "removed": true}``);
 * metadata ``{"mode": "real", "priority": p, "source": NAME, "date", "version", "level", "removed"}``; the
   privileged ``priority`` uses only what a client could see at that version: the surface before and after it
   (:func:`priority`), never a later version (so it cannot know a change will be undone);
@@ -173,23 +173,26 @@ def utility(line: dict) -> float:
 
 
 def field_text(record: dict) -> str:
-    """One field of a surface as a policy sees it: ``query.limit?: integer``, ``response.status: string =
-    failed|paid`` (``?``: optional; ``= ...``: the enum; `` (deprecated)``)."""
-    where = record.get("in", "response")
-    text = f"{where}.{record['name']}{'' if record['required'] else '?'}: {record['type']}"
+    """One field's contract as a policy sees it: ``integer?`` (``?``: optional), ``string = failed|paid``
+    (the enum), `` (deprecated)``."""
+    text = f"{record['type']}{'' if record['required'] else '?'}"
     if record["enum"]:
         text += " = " + "|".join(record["enum"])
     return text + (" (deprecated)" if record["deprecated"] else "")
 
 
 def observation(line: dict) -> dict:
-    """What a step shows: the endpoint's surface at this version, as a memory would store it."""
-    return {
-        "api": line["endpoint"],
-        "request": [field_text(record) for record in line["request"]],
-        "response": [field_text(record) for record in line["response"]],
-        "deprecated": bool(line["deprecated"]),
-    }
+    """What a step shows: the endpoint's surface at this version, what a memory would store, one key per
+    field (``query.limit``, ``body.card.number``, ``response.status``) so that a MERGE's canonical delta
+    holds just the fields that changed; a removed endpoint is ``{"api", "removed": true}``."""
+    if line["removed"]:
+        return {"api": line["endpoint"], "removed": True}
+    shown = {"api": line["endpoint"], "deprecated": bool(line["deprecated"])}
+    for record in line["request"]:
+        shown[f"{record['in']}.{record['name']}"] = field_text(record)
+    for record in line["response"]:
+        shown[f"response.{record['name']}"] = field_text(record)
+    return shown
 
 
 def stream(lines, name: str) -> list[tuple]:
