@@ -145,7 +145,8 @@ class _Flat:
 _NOTHING = _Flat({}, None, {}, frozenset(), (), frozenset(), False, False, "nothing")
 _INF = 1 << 30
 _NONE: frozenset = frozenset()
-_NULL_ENUM = frozenset({"null"})
+_JSON_FORMS = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
+_JSON_FORMS.update({list: "array<any>", dict: "object"})
 _NOT_LEAF = frozenset({"$ref", "allOf", "anyOf", "oneOf", "properties", "items", "required"})
 
 
@@ -298,7 +299,7 @@ class _Reader:
         kinds = node.get("type")
         kinds = kinds if isinstance(kinds, list) else (kinds,) if isinstance(kinds, str) else ()
         raw_enum = node.get("enum")
-        raw_enum = raw_enum if isinstance(raw_enum, list) else None
+        raw_enum = raw_enum if isinstance(raw_enum, list) else [node["const"]] if "const" in node else None
         items_node = node.get("items")
         items = ((items_node, file),) if isinstance(items_node, dict) else ()
         for kind in kinds:
@@ -309,10 +310,12 @@ class _Reader:
             elif isinstance(kind, str):
                 forms[kind] = None
         enum = _enum_of(raw_enum) if raw_enum is not None else None
-        if "const" in node:
-            enum = _enum_of([node["const"]])
-        if not kinds and enum == _NULL_ENUM:
-            forms["null"] = None
+        if raw_enum is not None:
+            if None in raw_enum:
+                forms["null"] = None
+            if not kinds:  # the forms of the values allowed
+                for value in raw_enum:
+                    forms[_JSON_FORMS.get(type(value), "any") if value != "" else '""'] = None
         if node.get("nullable") is True or node.get("x-nullable") is True:
             forms["null"] = None
         props_node = node.get("properties")
