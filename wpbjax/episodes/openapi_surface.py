@@ -1,27 +1,63 @@
-"""The request surface of every endpoint of an OpenAPI 3 or Swagger 2 document: what a client sends.
+"""What a client depends on at every endpoint of an OpenAPI 3 or Swagger 2 document: what it sends (the
+request) and what it reads back (the success responses).
 
-An endpoint is (server host, METHOD, path); its surface is whether it is deprecated and its parameters,
-each ``Param(name, location, type, required, deprecated_flag, deprecated_text)``:
+    surfaces, stats = endpoint_surfaces({"openapi/spec3": document}, load)
+    surfaces[("GET", "/v1/charges/{}")] == ("/v1/charges/{charge}", Surface(...))
 
-* parameters of the path item and of the operation (the operation's win on the same name and location),
-  ``$ref`` resolved (within the document, or into another file of the same version by relative path);
-* the request body's top-level properties as parameters in ``body`` (OpenAPI 3: the first of
-  form-urlencoded, JSON, multipart, else any media type; Swagger 2: an ``in: body`` schema's properties,
-  and ``formData`` parameters), required from the schema's ``required`` list;
-* ``type``: the schema's allowed forms, ``|``-joined and sorted (``anyOf``/``oneOf`` members, a list
-  ``type``, an array as ``array<items>``, an object as ``object``, ``""`` as an empty-string form), so a
-  widening is a superset of forms; nested properties are not part of the surface;
+An endpoint's key is ``(METHOD, normalised path)``: the base path (OpenAPI 3: the path part of the first
+server url of the operation, path item or document, server variables at their defaults, the host ignored;
+Swagger 2: ``basePath``) joined with the path template, duplicate and trailing slashes dropped, and every
+``{param}`` written ``{}``. So moving ``/v2`` between the server url and the paths, adding a server, changing
+the host or renaming a path parameter changes no key. Two templates with one key: the first in sorted order.
+
+Its :class:`Surface` is the operation's deprecation and its :class:`Field` s, sorted by (side, location, name):
+
+* request parameters of the path item and of the operation (the operation's win on the same location and
+  name), a path parameter named by its position in the template (``{0}``, ``{1}``), so a rename changes no
+  field (one declared but absent from the template is dropped);
+* the request body (OpenAPI 3: the first of form-urlencoded, JSON, multipart, else any media type;
+  Swagger 2: an ``in: body`` schema, and ``formData`` parameters) and the success response bodies (every
+  ``2xx``, ``default`` only where no ``2xx`` is declared; JSON preferred; several bodies merged as
+  alternatives: forms and enums united, a field required only where every body requires it), as dotted
+  fields: ``card``, ``card.exp_month``; an array's items add ``[]``: ``data``, ``data[]``, ``data[].id``; a
+  top-level array body: ``[]``, ``[].id``;
+* ``type``: the allowed forms, ``|``-joined and sorted (``anyOf``/``oneOf`` members, a list ``type``, an array
+  as ``array<items>``, ``object``, ``""`` as an empty-string form, ``null`` when nullable: ``nullable: true``,
+  a ``"null"`` type, a null member or enum), so a widening is a superset of forms; ``enum``: the allowed
+  values as sorted strings (None as ``null``), () when unconstrained;
+* ``required``: a parameter's ``required: true`` (a path parameter always); a body property's name in its
+  object's ``required`` list (a list; anything else names nothing) and its parent required (the request body
+  unless ``requestBody.required`` is false);
+* composition: ``allOf`` members merged; ``anyOf``/``oneOf`` alternatives united (a property is required
+  only where every alternative that has properties requires it); ``$ref`` resolved within the document or
+  into another file relative to the referring one, through ``load``;
 * deprecation: the ``deprecated`` flag, and separately the words of :data:`DEPRECATION_TEXT` in the
-  operation's summary / description or the parameter's description.
+  operation's summary / description or the field's description.
 
-The host: the operation's, path item's or document's first server (OpenAPI 3), or ``host`` (Swagger 2);
-"" when none is declared.
+Size: the surface is the observation a policy stores, so it is kept to a readable size: body fields stop at
+:data:`MAX_FIELD_DEPTH` dotted segments (``[]`` is not one) and at :data:`MAX_FIELDS` body fields per side
+in name order (parameters are never cut, so a new body field cannot push one out). Where the walk stops is
+counted in :class:`SurfaceStats`: ``depth_cut`` (an object whose properties lie past the depth, a nesting
+past :data:`MAX_NESTING`), ``cycles_cut`` (a schema that refers back to itself: through ``$ref`` /
+``allOf`` / ``anyOf`` / ``items`` with no property between, or a property whose schema is its own parent's,
+as a tree's ``children``: listed, not expanded; a longer loop through properties ends at the depth),
+``unresolved_refs`` (a ``$ref`` that names nothing, counted once per referring file, and a parameter without
+a string ``name`` and ``in``, skipped). Each counts once per schema and version however many endpoints reuse
+it.
+
+Speed: the fields below a schema are worked out once per version and depth and reused, prefixed, by every
+endpoint and property that refers to it. The cuts above depend on the schema alone, never on the path by
+which an endpoint reached it, so one endpoint's fields do not change when another endpoint changes.
 """
 
 from __future__ import annotations
 
+import gc
+import heapq
 import posixpath
 import re
+from itertools import chain, islice
+from operator import itemgetter
 from typing import NamedTuple
 from urllib.parse import unquote, urlparse
 
@@ -32,14 +68,21 @@ BODY_MEDIA = ("application/x-www-form-urlencoded", "application/json", "multipar
 DEPRECATION_TEXT = re.compile(
     r"(?:\b(?:is|are|been|now)\s+deprecated\b|(?:^|[>\[(.]\s*|\*\*)deprecated\b)", re.IGNORECASE
 )
-MAX_TYPE_DEPTH = 3
+MAX_FIELD_DEPTH = 3  # dotted segments of a body field: "a.b.c"
+MAX_FIELDS = 400  # body fields of one endpoint side, in name order
+MAX_TYPE_DEPTH = 3  # nesting of "array<...>" in a type
+MAX_NESTING = 64  # schema composition / array nesting followed before the walk stops
+_PATH_PARAM = re.compile(r"\{([^{}/]*)\}")
+_SUCCESS = re.compile(r"2(?:\d\d|XX|xx)")
 
 
-class Param(NamedTuple):
-    name: str
-    location: str  # path | query | header | cookie | body
+class Field(NamedTuple):
+    side: str  # "request" | "response"
+    location: str  # request: path | query | header | cookie | body; response: body
+    name: str  # a parameter's name, "{0}" for the first path parameter, or a dotted body path "a.b", "a[].b"
     type: str  # "|"-joined sorted forms
     required: bool
+    enum: tuple  # sorted allowed values as strings (None as "null"); () when unconstrained
     deprecated_flag: bool
     deprecated_text: bool
 
@@ -51,243 +94,739 @@ class Param(NamedTuple):
 class Surface(NamedTuple):
     deprecated_flag: bool
     deprecated_text: bool
-    params: tuple  # Param, sorted by (location, name)
+    fields: tuple  # Field, sorted by (side, location, name)
 
     @property
     def deprecated(self) -> bool:
         return self.deprecated_flag or self.deprecated_text
 
 
+class SurfaceStats(NamedTuple):
+    cycles_cut: int
+    unresolved_refs: int
+    depth_cut: int
+
+
 def deprecated_in_text(*texts) -> bool:
     """Whether any of ``texts`` says the thing it describes is deprecated (DEPRECATION_TEXT)."""
     # every match contains the word (its letters have no non-ASCII case twins), and a substring test is far
-    # cheaper than the pattern's scan: most descriptions never say it (a sixth of the importer's CPU before)
+    # cheaper than the pattern's scan: most descriptions never say it
     return any(
         isinstance(text, str) and "deprecated" in text.lower() and DEPRECATION_TEXT.search(text) is not None
         for text in texts
     )
 
 
-class Resolver:
-    """``$ref`` lookup within one version: ``documents`` {stem path: dict}; refs relative to ``current``."""
+class _Flat:
+    """One schema with its composition folded in: what its fields and its type are made of.
 
-    def __init__(self, documents: dict, current: str):
-        self.documents, self.current = documents, current
+    ``forms``: {form: None, or ("array", id) -> item members}; ``props``: {name: (mode, members)} with mode
+    "all" (allOf-merged) or "any" (alternatives) and members ((schema node, file), ...); ``items``: members of
+    the array items; ``objects``: ids of the nodes that declare properties (a property whose schema has all of
+    its parent's is the parent again); ``shape``: equal for schemas with the same fields below them."""
 
-    def resolve(self, node, seen=()):
-        """(target, resolver of the target's file); follows chains of refs, stops at a cycle."""
-        resolver = self
-        while isinstance(node, dict) and isinstance(node.get("$ref"), str):
-            ref = node["$ref"]
-            if ref in seen:
-                return {}, resolver
-            seen = seen + (ref,)
-            node, resolver = resolver._lookup(ref)
-        return node, resolver
+    __slots__ = ("forms", "enum", "props", "required", "items", "objects", "deprecated_flag", "deprecated_text")
+    __slots__ += ("shape",)
 
-    def _lookup(self, ref: str):
+    def __init__(self, forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape):
+        self.forms, self.enum, self.props, self.required, self.items = forms, enum, props, required, items
+        self.objects, self.deprecated_flag, self.deprecated_text, self.shape = (
+            objects,
+            deprecated_flag,
+            deprecated_text,
+            shape,
+        )
+
+    @property
+    def null_only(self) -> bool:
+        return list(self.forms) == ["null"]
+
+
+_NOTHING = _Flat({}, None, {}, frozenset(), (), frozenset(), False, False, "nothing")
+_INF = 1 << 30
+_NONE: frozenset = frozenset()
+_JSON_FORMS = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
+_JSON_FORMS.update({list: "array<any>", dict: "object"})
+_NOT_LEAF = frozenset({"$ref", "allOf", "anyOf", "oneOf", "properties", "items", "required"})
+
+
+def _enum_of(values) -> frozenset:
+    return frozenset("null" if value is None else str(value) for value in values)
+
+
+class _Reader:
+    """The schemas of one version: refs resolved and every folded schema, type and field list memoised."""
+
+    def __init__(self, documents: dict, load):
+        self.documents, self.load = documents, load
+        self.loaded: dict = {}
+        self.refs: dict = {}
+        self.unresolved: set = set()
+        self.cycles = self.depth_cut = 0
+        self.alive: list = []  # objects whose id() keys a memo (an id is unique only while its object lives)
+        self.flats: dict = {}
+        self.shapes: dict = {}
+        self.leaves: dict = {}
+        self.flat_stack: dict = {}
+        self.combined: dict = {}
+        self.infos: dict = {}
+        self.forms_memo: dict = {}
+        self.below_memo: dict = {}
+        self.below_stack: dict = {}
+        self.body_memo: dict = {}
+
+    # --- $ref --------------------------------------------------------------------------------------------
+
+    def resolve(self, ref: str, file: str):
+        """(node, its file) that ``ref`` names from ``file``, or None (counted)."""
+        key = (file, ref)
+        if key in self.refs:
+            return self.refs[key]
+        found = self._lookup(ref, file)
+        if found is None:
+            self.unresolved.add(key)
+        self.refs[key] = found
+        return found
+
+    def _lookup(self, ref: str, file: str):
         file_part, _, pointer = ref.partition("#")
-        current = self.current
+        target = file
         if file_part:
-            target = posixpath.normpath(posixpath.join(posixpath.dirname(self.current), file_part))
-            stem = re.sub(r"\.(json|ya?ml)$", "", target)
-            if stem not in self.documents:
-                return {}, self
-            current = stem
-        node = self.documents[current]
-        for token in pointer.split("/")[1:] if pointer else []:
+            if "://" in file_part:
+                return None
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(file), unquote(file_part))).lstrip("/")
+        node = self._document(target)
+        if node is None or (pointer and not pointer.startswith("/")):
+            return None
+        for token in pointer.split("/")[1:]:
             token = unquote(token).replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and token in node:
                 node = node[token]
             elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
                 node = node[int(token)]
             else:
-                return {}, self
-        return node, Resolver(self.documents, current)
+                return None
+        stem = re.sub(r"\.(json|ya?ml)$", "", target)
+        return node, stem if stem in self.documents else target
 
+    def _document(self, target: str):
+        if target in self.documents:  # an entry file, by stem
+            return self.documents[target]
+        stem = re.sub(r"\.(json|ya?ml)$", "", target)
+        if stem in self.documents:
+            return self.documents[stem]
+        if target not in self.loaded:
+            self.loaded[target] = self.load(target) if self.load is not None else None
+        return self.loaded[target]
 
-def schema_forms(schema, resolver: Resolver, depth: int = 0) -> set:
-    """The set of forms a schema allows (module note)."""
-    schema, resolver = resolver.resolve(schema)
-    if not isinstance(schema, dict):
-        return {"any"}
-    forms: set = set()
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            for member in schema[key]:
-                forms |= schema_forms(member, resolver, depth + 1)
-    if isinstance(schema.get("allOf"), list) and schema["allOf"]:
-        merged: set = set()
-        for member in schema["allOf"]:
-            merged |= schema_forms(member, resolver, depth + 1) - {"any"}
-        forms |= merged or {"any"}
-    kinds = schema.get("type")
-    kinds = kinds if isinstance(kinds, list) else [kinds] if isinstance(kinds, str) else []
-    for kind in kinds:
-        if kind == "array":
-            items = schema.get("items", {})
-            inner = "|".join(sorted(schema_forms(items, resolver, depth + 1))) if depth < MAX_TYPE_DEPTH else "any"
-            forms.add(f"array<{inner}>")
-        elif kind == "string" and schema.get("enum") == [""]:
-            forms.add('""')
+    def follow(self, node, file: str):
+        """(node, file) with a chain of ``$ref`` followed (a parameter, a body, a response), or None."""
+        seen = set()
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            if (file, node["$ref"]) in seen:
+                self.cycles += 1
+                return None
+            seen.add((file, node["$ref"]))
+            found = self.resolve(node["$ref"], file)
+            if found is None:
+                return None
+            node, file = found
+        return node, file
+
+    # --- folding one schema ----------------------------------------------------------------------------
+
+    def flat(self, node, file: str) -> _Flat:
+        return self._flat(node, file)[0]
+
+    def _flat(self, node, file: str):
+        """(_Flat, lowest stack index a cycle cut reached): memoised unless a cut reached an outer schema."""
+        if not isinstance(node, dict):
+            return _NOTHING, _INF
+        key = id(node)
+        found = self.flats.get(key)
+        if found is not None:
+            return found, _INF
+        if key in self.flat_stack:
+            self.cycles += 1
+            return _NOTHING, self.flat_stack[key]
+        if node.keys().isdisjoint(_NOT_LEAF):
+            flat = self.flats[key] = self._leaf(node, file)
+            return flat, _INF
+        if len(self.flat_stack) >= MAX_NESTING:
+            self.depth_cut += 1
+            return _NOTHING, _INF
+        index = self.flat_stack[key] = len(self.flat_stack)
+        try:
+            flat, low = self._fold(node, file)
+        finally:
+            del self.flat_stack[key]
+        self.alive.append(flat)
+        if low >= index:
+            self.flats[key] = flat
+            low = _INF
+        else:  # cut short by a loop through an outer schema: its fields are its own, shared with no one
+            flat.shape = ("partial", id(flat))
+        return flat, low
+
+    def _leaf(self, node: dict, file: str) -> _Flat:
+        """A schema with nothing below it: one shared _Flat per distinct set of facts (most properties of a
+        large spec are a handful of kinds: a string, a nullable integer...), so their types are worked out
+        once."""
+        kinds = node.get("type")
+        enum = node.get("enum")
+        description = node.get("description")
+        signature = (
+            tuple(kinds) if isinstance(kinds, list) else kinds,
+            _enum_of(enum) if isinstance(enum, list) else None,
+            enum == [""],
+            _enum_of([node["const"]]) if "const" in node else None,
+            node.get("nullable") is True or node.get("x-nullable") is True,
+            isinstance(node.get("additionalProperties"), dict | bool),
+            node.get("deprecated") is True,
+            description is not None and deprecated_in_text(description),
+        )
+        try:
+            found = self.leaves.get(signature)
+        except TypeError:  # an unhashable "type"
+            return self._fold(node, file)[0]
+        if found is None:
+            found = self.leaves[signature] = self._fold(node, file)[0]
+            self.alive.append(found)
+        return found
+
+    def _fold(self, node: dict, file: str):
+        forms: dict = {}
+        kinds = node.get("type")
+        kinds = kinds if isinstance(kinds, list) else (kinds,) if isinstance(kinds, str) else ()
+        raw_enum = node.get("enum")
+        raw_enum = raw_enum if isinstance(raw_enum, list) else [node["const"]] if "const" in node else None
+        items_node = node.get("items")
+        items = ((items_node, file),) if isinstance(items_node, dict) else ()
+        for kind in kinds:
+            if kind == "array":
+                forms[("array", id(items_node))] = items
+            elif kind == "string" and raw_enum == [""]:
+                forms['""'] = None
+            elif isinstance(kind, str):
+                forms[kind] = None
+        enum = _enum_of(raw_enum) if raw_enum is not None else None
+        if raw_enum is not None:
+            if None in raw_enum:
+                forms["null"] = None
+            if not kinds:  # the forms of the values allowed
+                for value in raw_enum:
+                    forms[_JSON_FORMS.get(type(value), "any") if value != "" else '""'] = None
+        if node.get("nullable") is True or node.get("x-nullable") is True:
+            forms["null"] = None
+        props_node = node.get("properties")
+        props = (
+            {str(name): ("all", ((schema, file),)) for name, schema in props_node.items()}
+            if isinstance(props_node, dict) and props_node
+            else {}
+        )
+        if not kinds and (props or isinstance(node.get("additionalProperties"), dict | bool)):
+            forms["object"] = None
+        required = node.get("required")
+        required = (
+            frozenset(name for name in required if isinstance(name, str)) if isinstance(required, list) else _NONE
+        )
+        objects = frozenset((id(node),)) if props else _NONE
+        deprecated_flag = node.get("deprecated") is True
+        description = node.get("description")
+        deprecated_text = description is not None and deprecated_in_text(description)
+        if "$ref" not in node and "allOf" not in node and "anyOf" not in node and "oneOf" not in node:
+            shape = id(node) if props or items or required else "leaf"
+            flat = _Flat(forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape)
+            return flat, _INF
+
+        low = _INF
+        members, alternatives = [], []
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            found = self.resolve(ref, file)
+            if found is not None:
+                flat, sub_low = self._flat(*found)
+                low = min(low, sub_low)
+                members.append(flat)
+        for member in _list(node.get("allOf")):
+            flat, sub_low = self._flat(member, file)
+            low = min(low, sub_low)
+            members.append(flat)
+        for word in ("anyOf", "oneOf"):
+            for member in _list(node.get(word)):
+                flat, sub_low = self._flat(member, file)
+                low = min(low, sub_low)
+                alternatives.append(flat)
+        # the fields below depend on props, required, items and objects only, so a schema's shape is made of
+        # its own (if it declares any) and its members': every `anyOf: [string, $ref: X]` shares X's fields
+        own = id(node) if props or items or required else None
+        if own is None and not alternatives and len(members) == 1:
+            shape = members[0].shape
         else:
-            forms.add(kind)
-    if not forms:
-        forms.add("object" if "properties" in schema or "additionalProperties" in schema else "any")
-    return forms
+            shape = (own, tuple(member.shape for member in members), tuple(member.shape for member in alternatives))
+            shape = self.shapes.setdefault(shape, ("shape", len(self.shapes)))
+        for member in members:  # allOf (and a $ref's target): merged
+            for form, payload in member.forms.items():
+                forms.setdefault(form, payload)
+            if member.enum is not None:
+                enum = member.enum if enum is None else enum & member.enum
+            _merge_props(props, member.props, "all")
+            required |= member.required
+            items += member.items
+            objects |= member.objects
+            deprecated_flag |= member.deprecated_flag
+            deprecated_text |= member.deprecated_text
+        if alternatives:  # anyOf / oneOf: united
+            for member in alternatives:
+                for form, payload in member.forms.items():
+                    forms.setdefault(form, payload)
+                _merge_props(props, member.props, "any")
+                items += member.items
+                objects |= member.objects
+            valued = [member for member in alternatives if not member.null_only]
+            if valued and all(member.enum is not None for member in valued):
+                united = frozenset().union(*(member.enum for member in valued))
+                enum = united if enum is None else enum & united
+            shaped = [member for member in alternatives if member.props or member.objects]
+            if shaped:
+                required |= frozenset.intersection(*(member.required for member in shaped))
+        flat = _Flat(forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape)
+        return flat, low
+
+    def position(self, mode: str, members: tuple) -> _Flat:
+        """The folded schema of a field whose schema is ``members`` (merged, or alternatives)."""
+        if len(members) == 1:
+            return self.flat(*members[0])
+        flats = tuple(self.flat(node, file) for node, file in members)
+        key = (mode, tuple(id(flat) for flat in flats))
+        found = self.combined.get(key)
+        if found is None:
+            found = self.combined[key] = _combine(mode, flats)
+            self.alive.append(found)
+        return found
+
+    # --- a field's own facts ---------------------------------------------------------------------------
+
+    def info(self, flat: _Flat) -> tuple:
+        """(type, enum, deprecated_flag, deprecated_text) of a field with this folded schema."""
+        found = self.infos.get(id(flat))
+        if found is None:
+            enum = tuple(sorted(flat.enum)) if flat.enum is not None else ()
+            type_ = "|".join(sorted(self.forms(flat, 0)))
+            found = self.infos[id(flat)] = (type_, enum, flat.deprecated_flag, flat.deprecated_text)
+        return found
+
+    def forms(self, flat: _Flat, depth: int) -> frozenset:
+        key = (id(flat), depth)
+        found = self.forms_memo.get(key)
+        if found is not None:
+            return found
+        out = set()
+        for form, items in flat.forms.items():
+            if isinstance(form, str):
+                out.add(form)
+            elif depth >= MAX_TYPE_DEPTH or not items:
+                out.add("array<any>")
+            else:
+                out.add(f"array<{'|'.join(sorted(self.forms(self.position('any', items), depth + 1)))}>")
+        found = self.forms_memo[key] = frozenset(out or {"any"})
+        return found
+
+    # --- the fields below a schema ---------------------------------------------------------------------
+
+    def below(self, flat: _Flat, depth: int) -> tuple:
+        return self._below(flat, depth)[0]
+
+    def _below(self, flat: _Flat, depth: int):
+        """(entries, lowest stack index a cut reached): the fields under a field whose folded schema is
+        ``flat``, ``depth`` dotted segments still allowed; an entry is (suffix, type, required, enum,
+        deprecated_flag, deprecated_text), suffix ".name..." or "[]...", sorted by suffix, at most
+        MAX_FIELDS."""
+        if not flat.props and not flat.items:
+            return (), _INF
+        key = (flat.shape, depth)
+        found = self.below_memo.get(key)
+        if found is not None:
+            return found, _INF
+        if key in self.below_stack:  # an array of itself
+            self.cycles += 1
+            return (), self.below_stack[key]
+        if len(self.below_stack) >= MAX_NESTING:
+            self.depth_cut += 1
+            return (), _INF
+        index = self.below_stack[key] = len(self.below_stack)
+        try:
+            entries, low = self._entries(flat, depth)
+        finally:
+            del self.below_stack[key]
+        if low >= index:
+            self.below_memo[key] = entries
+            low = _INF
+        return entries, low
+
+    def _entries(self, flat: _Flat, depth: int):
+        blocks, low = [], _INF  # (head, entries below it, their prefix, whether required), in name order
+        if flat.props and depth < 1:
+            self.depth_cut += 1
+        elif flat.props:
+            for name in sorted(flat.props):
+                child = self.position(*flat.props[name])
+                required = name in flat.required
+                head = ("." + name, *self._head(child, required))
+                if flat.objects and self._is_parent(child, flat.objects):
+                    self.cycles += 1
+                    blocks.append((head, (), "", required))
+                    continue
+                sub, sub_low = self._below(child, depth - 1)
+                low = min(low, sub_low)
+                blocks.append((head, sub, head[0], required))
+        if flat.items:  # "[]..." sorts after every ".name..."
+            child = self.position("any", flat.items)
+            head = ("[]", *self._head(child, True))
+            sub, sub_low = self._below(child, depth)
+            low = min(low, sub_low)
+            blocks.append((head, sub, "[]", True))
+        # blocks follow each other in name order unless a name continues another's with a character that
+        # sorts before "." or "[" ("a" then "a-b", "a[]" then "aB"): then they are merged
+        ordered = all(
+            (prefix + sub[-1][0] if sub else head[0]) < after[0][0]
+            for (head, sub, prefix, _), after in zip(blocks, blocks[1:])
+        )
+        streams = [chain((head,), _prefixed(sub, prefix, required)) for head, sub, prefix, required in blocks]
+        merged = chain.from_iterable(streams) if ordered else heapq.merge(*streams, key=itemgetter(0))
+        return tuple(islice(merged, MAX_FIELDS)), low
+
+    def _head(self, child: _Flat, required: bool) -> tuple:
+        type_, enum, deprecated_flag, deprecated_text = self.info(child)
+        return type_, required, enum, deprecated_flag, deprecated_text
+
+    def _is_parent(self, child: _Flat, parent_objects: frozenset) -> bool:
+        """Whether the field's schema (or its items', to a few levels) declares all its parent's properties."""
+        for _ in range(4):
+            if child.objects and parent_objects <= child.objects:
+                return True
+            if not child.items:
+                return False
+            child = self.position("any", child.items)
+        return False
+
+    def body_fields(self, flat: _Flat, side: str, required: bool) -> tuple:
+        """Field s of a body with folded schema ``flat``, sorted by name, at most MAX_FIELDS."""
+        key = (flat.shape, side, required)
+        found = self.body_memo.get(key)
+        if found is None:
+            fields = sorted(
+                (
+                    Field(
+                        side,
+                        "body",
+                        suffix[1:] if suffix[0] == "." else suffix,
+                        type_,
+                        req and required,
+                        enum,
+                        flag,
+                        text,
+                    )
+                    for suffix, type_, req, enum, flag, text in self.below(flat, MAX_FIELD_DEPTH)
+                ),
+                key=_by_name,
+            )
+            found = self.body_memo[key] = tuple(fields[:MAX_FIELDS])
+        return found
+
+    def stats(self) -> SurfaceStats:
+        return SurfaceStats(self.cycles, len(self.unresolved), self.depth_cut)
 
 
-def type_of(schema, resolver: Resolver) -> str:
-    return "|".join(sorted(schema_forms(schema, resolver)))
+def _by_name(field: Field) -> str:
+    return field.name
 
 
-def _host(url) -> str:
-    return urlparse(url).netloc if isinstance(url, str) and "//" in url else ""
+def _prefixed(entries: tuple, prefix: str, required: bool):
+    if required:
+        return ((prefix + entry[0], *entry[1:]) for entry in entries)
+    return ((prefix + suffix, type_, False, enum, flag, text) for suffix, type_, _, enum, flag, text in entries)
 
 
-def _server_host(*levels) -> str | None:
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _merge_props(props: dict, more: dict, mode: str) -> None:
+    for name, (sub_mode, members) in more.items():
+        if name in props:
+            props[name] = (mode, props[name][1] + members)
+        else:
+            props[name] = (sub_mode, members)
+
+
+def _combine(mode: str, flats: tuple) -> _Flat:
+    """Several folded schemas of one field: merged ("all") or alternatives ("any", as anyOf)."""
+    forms: dict = {}
+    props: dict = {}
+    items: tuple = ()
+    objects: frozenset = frozenset()
+    for flat in flats:
+        for form, payload in flat.forms.items():
+            forms.setdefault(form, payload)
+        _merge_props(props, flat.props, mode)
+        items += flat.items
+        objects |= flat.objects
+    if mode == "all":
+        enums = [flat.enum for flat in flats if flat.enum is not None]
+        enum = frozenset.intersection(*enums) if enums else None
+        required = frozenset().union(*(flat.required for flat in flats))
+        deprecated_flag = any(flat.deprecated_flag for flat in flats)
+        deprecated_text = any(flat.deprecated_text for flat in flats)
+    else:
+        valued = [flat for flat in flats if not flat.null_only]
+        enum = (
+            frozenset().union(*(flat.enum for flat in valued))
+            if valued and all(flat.enum is not None for flat in valued)
+            else None
+        )
+        shaped = [flat for flat in flats if flat.props or flat.objects]
+        required = frozenset.intersection(*(flat.required for flat in shaped)) if shaped else frozenset()
+        deprecated_flag = all(flat.deprecated_flag for flat in flats)
+        deprecated_text = all(flat.deprecated_text for flat in flats)
+    shape = ("combined", mode, tuple(flat.shape for flat in flats))
+    return _Flat(forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape)
+
+
+# --- endpoints -------------------------------------------------------------------------------------------
+
+
+def _join(base: str, template: str) -> str:
+    path = re.sub(r"/{2,}", "/", "/" + base.strip("/") + "/" + template.lstrip("/"))
+    return path.rstrip("/") or "/"
+
+
+def _base_path(url) -> str:
+    if not isinstance(url, str):
+        return ""
+    parsed = urlparse(url if "//" in url else "http://host/" + url.lstrip("/"))
+    return parsed.path
+
+
+def _server_base(levels) -> str:
+    """The path part of the first server url found at ``levels`` (operation, path item, document)."""
     for level in levels:
         servers = level.get("servers") if isinstance(level, dict) else None
         if isinstance(servers, list) and servers and isinstance(servers[0], dict):
-            return _host(servers[0].get("url"))
-    return None
+            server = servers[0]
+            url = server.get("url")
+            if not isinstance(url, str):
+                return ""
+            variables = server.get("variables") if isinstance(server.get("variables"), dict) else {}
+            for name, variable in variables.items():
+                if isinstance(variable, dict) and isinstance(variable.get("default"), str | int | float):
+                    url = url.replace("{" + str(name) + "}", str(variable["default"]))
+            return _base_path(url)
+    return ""
 
 
-def _swagger2_param(param: dict, resolver: Resolver) -> list:
-    """Params of one Swagger 2 parameter: a body schema's properties, or the parameter itself."""
-    location = param.get("in")
-    if location == "body":
-        return _body_params(param.get("schema", {}), resolver, bool(param.get("required")))
-    schema = {key: param[key] for key in ("type", "items", "enum") if key in param}
-    return [
-        Param(
-            str(param.get("name")),
-            "body" if location == "formData" else str(location),
-            type_of(schema, resolver),
-            bool(param.get("required")) or location == "path",
-            bool(param.get("deprecated")),
-            deprecated_in_text(param.get("description")),
-        )
-    ]
+def _media(content: dict, preferred: tuple):
+    """The entry of the preferred media type present (else any JSON type, else the first)."""
+    for name in preferred:
+        if name in content:
+            return content[name]
+    for name in content:
+        if isinstance(name, str) and "json" in name:
+            return content[name]
+    return next(iter(content.values()))
 
 
-def _openapi3_param(param: dict, resolver: Resolver) -> list:
-    schema = param.get("schema")
-    if schema is None and isinstance(param.get("content"), dict) and param["content"]:
-        schema = next(iter(param["content"].values())).get("schema", {})
-    target, _ = resolver.resolve(schema) if schema is not None else ({}, resolver)
-    return [
-        Param(
-            str(param.get("name")),
-            str(param.get("in")),
-            type_of(schema or {}, resolver),
-            bool(param.get("required")) or param.get("in") == "path",
-            bool(param.get("deprecated")),
-            deprecated_in_text(
-                param.get("description"), target.get("description") if isinstance(target, dict) else None
-            ),
-        )
-    ]
+_RESPONSE_MEDIA = ("application/json", *BODY_MEDIA)
 
 
-def _properties(schema, resolver: Resolver) -> tuple[dict, set, Resolver]:
-    """(properties, required names, resolver of the properties' file), allOf members merged."""
-    schema, resolver = resolver.resolve(schema)
-    if not isinstance(schema, dict):
-        return {}, set(), resolver
-    properties = dict(schema.get("properties") or {}) if isinstance(schema.get("properties"), dict) else {}
-    required = {name for name in schema.get("required") or [] if isinstance(name, str)}
-    for member in schema.get("allOf") or []:
-        more, more_required, _ = _properties(member, resolver)
-        properties.update(more)
-        required |= more_required
-    return properties, required, resolver
+class _Operation(NamedTuple):
+    """One operation to read: its node and file, its path item's, the template, the document's version."""
+
+    operation: dict
+    operation_file: str
+    item: dict
+    item_file: str
+    template: str
+    swagger2: bool
 
 
-def _body_params(schema, resolver: Resolver, body_required: bool) -> list:
-    properties, required, resolver = _properties(schema, resolver)
-    params = []
-    for name, prop in properties.items():
-        target, _ = resolver.resolve(prop)
-        target = target if isinstance(target, dict) else {}
-        params.append(
-            Param(
-                str(name),
-                "body",
-                type_of(prop, resolver),
-                body_required and name in required,
-                bool(target.get("deprecated")),
-                deprecated_in_text(target.get("description")),
-            )
-        )
-    return params
+def endpoint_surfaces(documents: dict, load=None) -> tuple[dict, SurfaceStats]:
+    """({(METHOD, normalised path): (path as written in this version, Surface)}, stats) of one version.
+
+    ``documents``: {stem: parsed dict} of the version's entry files (stem: repo-relative path without its
+    extension); ``load(path)``: the parsed document of any other repo-relative file path (with extension),
+    None when absent or unreadable; None: only ``documents`` resolve."""
+    # the walk makes many small tuples and no reference cycles; a full collection during it would traverse
+    # the whole parsed document again and again
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _endpoint_surfaces(documents, load)
+    finally:
+        if paused:
+            gc.enable()
 
 
-def _request_body(body, resolver: Resolver) -> list:
-    body, resolver = resolver.resolve(body)
-    if not isinstance(body, dict) or not isinstance(body.get("content"), dict) or not body["content"]:
-        return []
-    content = body["content"]
-    media = next((name for name in BODY_MEDIA if name in content), next(iter(content)))
-    entry = content[media] if isinstance(content[media], dict) else {}
-    # an OpenAPI 3 body is required only if requestBody.required; Stripe's form bodies leave it out and
-    # mark required properties in the schema, so absent means "as the schema says"
-    return _body_params(entry.get("schema", {}), resolver, body.get("required", True) is not False)
-
-
-def endpoint_surfaces(documents: dict) -> dict:
-    """{(host, METHOD, path): Surface} of one version; ``documents``: {stem: parsed document}."""
-    surfaces: dict = {}
-    for stem, document in sorted(documents.items()):
-        resolver = Resolver(documents, stem)
+def _endpoint_surfaces(documents: dict, load) -> tuple[dict, SurfaceStats]:
+    reader = _Reader(documents, load)
+    found: dict = {}
+    for stem in sorted(documents):
+        document = documents[stem]
+        if not isinstance(document, dict) or not isinstance(document.get("paths"), dict):
+            continue
         swagger2 = "swagger" in document
-        doc_host = document.get("host", "") if swagger2 else _server_host(document)
-        paths = document.get("paths") if isinstance(document.get("paths"), dict) else {}
-        for path, item in paths.items():
-            item, item_resolver = resolver.resolve(item)
-            if not isinstance(item, dict):
+        for template, item in document["paths"].items():
+            if not isinstance(template, str):
                 continue
+            followed = reader.follow(item, stem)
+            if followed is None or not isinstance(followed[0], dict):
+                continue
+            item, item_file = followed
             for method in METHODS:
-                operation = item.get(method)
-                if not isinstance(operation, dict):
+                followed = reader.follow(item.get(method), item_file)
+                if followed is None or not isinstance(followed[0], dict):
                     continue
-                host = doc_host if swagger2 else _server_host(operation, item, document)
-                surfaces[(str(host or ""), method.upper(), str(path))] = _surface(
-                    operation, item, item_resolver, swagger2
+                operation, operation_file = followed
+                if swagger2:
+                    base = document.get("basePath") if isinstance(document.get("basePath"), str) else ""
+                else:
+                    base = _server_base((operation, item, document))
+                path = _join(base, template)
+                key = (method.upper(), _PATH_PARAM.sub("{}", path))
+                candidate = (path, stem, _Operation(operation, operation_file, item, item_file, template, swagger2))
+                if key not in found or candidate[:2] < found[key][:2]:
+                    found[key] = candidate
+    surfaces = {key: (path, _surface(reader, read)) for key, (path, _, read) in found.items()}
+    return surfaces, reader.stats()
+
+
+def _surface(reader: _Reader, read: _Operation) -> Surface:
+    operation = read.operation
+    positions = {name: index for index, name in reversed(list(enumerate(_PATH_PARAM.findall(read.template))))}
+    params: dict = {}
+    body: tuple = ()
+    for level, file in (
+        (read.item.get("parameters"), read.item_file),
+        (operation.get("parameters"), read.operation_file),
+    ):
+        for param in _list(level):
+            followed = reader.follow(param, file)
+            if followed is None or not isinstance(followed[0], dict):
+                if followed is not None:
+                    reader.unresolved.add(("parameter", id(param)))
+                continue
+            param, param_file = followed
+            name, location = param.get("name"), param.get("in")
+            if not isinstance(name, str) or not isinstance(location, str):
+                reader.unresolved.add(("parameter", id(param)))
+                continue
+            if read.swagger2 and location == "body":
+                body = reader.body_fields(
+                    reader.flat(param.get("schema"), param_file), "request", param.get("required") is True
                 )
-    return surfaces
-
-
-def _surface(operation: dict, item: dict, resolver: Resolver, swagger2: bool) -> Surface:
-    to_params = _swagger2_param if swagger2 else _openapi3_param
-    by_key: dict = {}
-    for level in (item.get("parameters") or [], operation.get("parameters") or []):
-        for param in level if isinstance(level, list) else []:
-            param, param_resolver = resolver.resolve(param)
-            if isinstance(param, dict):
-                for entry in to_params(param, param_resolver):
-                    by_key[(entry.location, entry.name)] = entry
-    if not swagger2 and "requestBody" in operation:
-        for entry in _request_body(operation["requestBody"], resolver):
-            by_key[(entry.location, entry.name)] = entry
+                continue
+            field = _param_field(reader, param, param_file, read.swagger2)
+            if location == "path":
+                if name not in positions:
+                    continue
+                field = field._replace(name=f"{{{positions[name]}}}", required=True)
+            params[(field.location, name)] = field
+    if not read.swagger2:
+        followed = reader.follow(operation.get("requestBody"), read.operation_file)
+        if followed is not None and isinstance(followed[0], dict):
+            request_body, body_file = followed
+            content = request_body.get("content")
+            if isinstance(content, dict) and content:
+                entry = _media(content, BODY_MEDIA)
+                if isinstance(entry, dict) and "schema" in entry:
+                    # an OpenAPI 3 body is required only if requestBody.required; Stripe's form bodies leave
+                    # it out and mark required properties in the schema, so absent means "as the schema says"
+                    body = reader.body_fields(
+                        reader.flat(entry["schema"], body_file), "request", request_body.get("required") is not False
+                    )
+    request = body
+    if params:
+        named = {(field.location, field.name): field for field in body}
+        named.update({(field.location, field.name): field for field in params.values()})
+        request = tuple(named[key] for key in sorted(named))
     return Surface(
-        bool(operation.get("deprecated")),
+        operation.get("deprecated") is True,
         deprecated_in_text(operation.get("summary"), operation.get("description")),
-        tuple(by_key[key] for key in sorted(by_key)),
+        request + _response_fields(reader, operation.get("responses"), read),
     )
 
 
+def _param_field(reader: _Reader, param: dict, file: str, swagger2: bool) -> Field:
+    location = param["in"]
+    if swagger2:
+        schema = {key: param[key] for key in ("type", "items", "enum", "x-nullable") if key in param}
+        reader.alive.append(schema)
+        location = "body" if location == "formData" else location
+    else:
+        schema = param.get("schema")
+        content = param.get("content")
+        if schema is None and isinstance(content, dict) and content:
+            entry = next(iter(content.values()))
+            schema = entry.get("schema") if isinstance(entry, dict) else None
+    type_, enum, flag, text = reader.info(reader.flat(schema, file))
+    return Field(
+        "request",
+        location,
+        param["name"],
+        type_,
+        param.get("required") is True,
+        enum,
+        param.get("deprecated") is True or flag,
+        deprecated_in_text(param.get("description")) or text,
+    )
+
+
+def _response_fields(reader: _Reader, responses, read: _Operation) -> tuple:
+    """Fields of the success responses' bodies, merged as alternatives."""
+    if not isinstance(responses, dict):
+        return ()
+    statuses = [status for status in responses if _SUCCESS.fullmatch(str(status))]
+    if not statuses and "default" in responses:
+        statuses = ["default"]
+    members = []
+    for status in sorted(statuses, key=str):
+        followed = reader.follow(responses[status], read.operation_file)
+        if followed is None or not isinstance(followed[0], dict):
+            continue
+        response, file = followed
+        if read.swagger2:
+            schema = response.get("schema")
+        else:
+            content = response.get("content")
+            entry = _media(content, _RESPONSE_MEDIA) if isinstance(content, dict) and content else None
+            schema = entry.get("schema") if isinstance(entry, dict) else None
+        if isinstance(schema, dict):
+            members.append((schema, file))
+    if not members:
+        return ()
+    return reader.body_fields(reader.position("any", tuple(members)), "response", True)
+
+
 def visible(surfaces: dict) -> tuple[dict, set]:
-    """(surfaces with each deprecation folded into its flag, {(endpoint, None or (location, name))} whose
-    deprecation only the words show): what a history line records, and what the counts need."""
+    """(surfaces with each deprecation folded into its flag, {(endpoint, None or (side, location, name))}
+    whose deprecation only the words show): what a history line records, and what the counts need.
+    ``surfaces``: {key: Surface}; unchanged fields and surfaces are returned as they are."""
     folded, text_only = {}, set()
     for key, surface in surfaces.items():
         if surface.deprecated_text and not surface.deprecated_flag:
             text_only.add((key, None))
-        params = []
-        for param in surface.params:
-            if param.deprecated_text and not param.deprecated_flag:
-                text_only.add((key, (param.location, param.name)))
-            params.append(param._replace(deprecated_flag=param.deprecated, deprecated_text=False))
-        folded[key] = Surface(surface.deprecated, False, tuple(params))
+        fields = surface.fields
+        if any(field.deprecated_text for field in fields):
+            changed = []
+            for field in fields:
+                if field.deprecated_text:
+                    if not field.deprecated_flag:
+                        text_only.add((key, (field.side, field.location, field.name)))
+                    field = field._replace(deprecated_flag=True, deprecated_text=False)
+                changed.append(field)
+            fields = tuple(changed)
+        if fields is surface.fields and not surface.deprecated_text:
+            folded[key] = surface
+        else:
+            folded[key] = Surface(surface.deprecated, False, fields)
     return folded, text_only
