@@ -16,6 +16,7 @@ import pytest
 from wpbjax.cli import main
 from wpbjax.episodes import openapi_history, openapi_import, openapi_read
 from wpbjax.episodes.openapi_history import SpecError
+from wpbjax.episodes.openapi_surface import SurfaceStats
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -86,7 +87,7 @@ def _following_surfaces(calls: list):
                     stack.extend(item.values())
                 elif isinstance(item, list):
                     stack.extend(item)
-        return found, openapi_read._NoStats()
+        return found, SurfaceStats(0, 0, 0)
 
     return surfaces
 
@@ -122,7 +123,7 @@ def fragment_repo(tmp_path):
 def test_fragment_only_commits_are_versions(fragment_repo, monkeypatch):
     repo, commits = fragment_repo
     calls: list = []
-    monkeypatch.setattr(openapi_read, "_endpoint_surfaces", _following_surfaces(calls))
+    monkeypatch.setattr(openapi_read.openapi_surface, "endpoint_surfaces", _following_surfaces(calls))
     for processes in (1, 2):
         versions, read = _read_all(repo, "spec/api.yaml", processes)
         # candidates: every commit touching a .json/.yaml under spec/ (not 4: other/ is outside it)

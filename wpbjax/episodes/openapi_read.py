@@ -21,7 +21,6 @@ traceback; git runs in its own process group and is closed by whoever started it
 from __future__ import annotations
 
 import collections
-import inspect
 import multiprocessing
 import os
 import posixpath
@@ -153,7 +152,7 @@ def _read_version(version: openapi_history.Version) -> tuple:
         return None, outcome.notes, {}
     fragments = _Fragments(version, source, reader, _worker["parsed"])
     documents = {stem: document for stem, _, document in outcome.documents}
-    surfaces, stats = _endpoint_surfaces(documents, fragments.load)
+    surfaces, stats = openapi_surface.endpoint_surfaces(documents, fragments.load)
     read = VersionRead(surfaces, stats, api_version(outcome.documents[0][2]))
     return read, outcome.notes + fragments.notes, fragments.seen
 
@@ -166,23 +165,6 @@ def api_version(document: dict) -> str:
         return ""
     with openapi_history.unlimited_digits():
         return str(version)
-
-
-# Until openapi_surface.endpoint_surfaces takes the loader and returns (surfaces, stats) (written in parallel):
-# the one-argument form, its surfaces keyed as before. To be removed when the new contract lands.
-_NEW_CONTRACT = len(inspect.signature(openapi_surface.endpoint_surfaces).parameters) >= 2
-
-
-class _NoStats(NamedTuple):
-    cycles_cut: int = 0
-    unresolved_refs: int = 0
-    depth_cut: int = 0
-
-
-def _endpoint_surfaces(documents: dict, load) -> tuple:
-    if _NEW_CONTRACT:
-        return openapi_surface.endpoint_surfaces(documents, load)
-    return openapi_surface.endpoint_surfaces(documents), _NoStats()
 
 
 # --- every version, in order -------------------------------------------------------------------------------------
