@@ -99,6 +99,11 @@ CASES = {
         _spec(body=_obj(meta={"type": "object"})),
         {("type_refined", "body.meta", "info")},
     ),
+    "request array items made precise": (
+        _spec(body=_obj(ids={"anyOf": [{"type": "array", "items": {}}, {"type": "array", "items": STRING}]})),
+        _spec(body=_obj(ids={"type": "array", "items": STRING})),
+        {("type_refined", "body.ids", "info")},
+    ),
     "request enum value removed": (
         _spec(body=_obj(mode={"type": "string", "enum": ["fast", "slow"]})),
         _spec(body=_obj(mode={"type": "string", "enum": ["fast"]})),

@@ -46,7 +46,7 @@ CORE = {
 }
 BILLING = {
     "openapi": "3.0.0",
-    "servers": [{"url": "https://billing.example.com/"}],
+    "servers": [{"url": "https://billing.example.com/billing"}],
     "paths": {
         "/invoices": {
             "post": {
@@ -183,48 +183,57 @@ def imported(product_repo, tmp_path_factory):
 
 
 def _kinds(line) -> list:
-    return [(change["kind"], change["param"], change["glitch"]) for change in line["changes"]]
+    return [(change["kind"], change["field"], change["glitch"]) for change in line["changes"]]
 
 
 def test_labels_by_hand(imported, product_repo):
     _, commits = product_repo
     _out, lines, meta = imported
-    got = [(line["version"], line["endpoint"], _kinds(line), line["breaking"]) for line in lines]
+    got = [(line["version"], line["endpoint"], _kinds(line), line["level"]) for line in lines]
     added = [("endpoint_added", "", False)]
-    # GET /items is served by two hosts from version 1 on, so both are named with their host everywhere;
-    # commit 5 is unreadable, so version 4 is commit 6 and carries commit 5's removal of DELETE /items/{id}
+    # billing's server path /billing is folded into its endpoints; commit 5 is unreadable, so version 4 is
+    # commit 6 and carries commit 5's removal of DELETE /items/{id}
     assert got == [
-        (0, "DELETE /items/{id}", added, False),
-        (0, "GET api.example.com/items", added, False),
-        (0, "POST /items", added, False),
-        (1, "GET billing.example.com/items", added, False),
-        (1, "POST /invoices", added, False),
-        (1, "POST /items", [("param_added", "body.color", False)], False),
-        (2, "POST /items", [("param_removed", "body.price", True)], False),  # undone the next version:
-        (3, "POST /items", [("param_added", "body.price", True)], False),  # a glitch, both ways
-        (4, "DELETE /items/{id}", [("endpoint_removed", "", False)], True),
-        (4, "GET api.example.com/items", [("type_changed", "query.limit", False)], True),
-        (4, "POST /invoices", [("endpoint_deprecated", "", False)], True),
-        (5, "GET billing.example.com/items", [("type_widened", "query.customer", False)], False),
-        (5, "POST /items", [("param_optional", "body.name", False), ("param_deprecated", "body.price", False)], True),
+        (0, "DELETE /items/{id}", added, "info"),
+        (0, "GET /items", added, "info"),
+        (0, "POST /items", added, "info"),
+        (1, "GET /billing/items", added, "info"),
+        (1, "POST /billing/invoices", added, "info"),
+        (1, "POST /items", [("request_added", "body.color", False)], "info"),
+        (2, "POST /items", [("request_removed", "body.price", True)], "none"),  # undone the next version:
+        (3, "POST /items", [("request_added", "body.price", True)], "none"),  # a glitch, both ways
+        (4, "DELETE /items/{id}", [("endpoint_removed", "", False)], "breaking"),
+        (4, "GET /items", [("request_type_narrowed", "query.limit", False)], "breaking"),
+        (4, "POST /billing/invoices", [("endpoint_deprecated", "", False)], "warning"),
+        (5, "GET /billing/items", [("request_type_widened", "query.customer", False)], "info"),
+        (
+            5,
+            "POST /items",
+            [("request_optional", "body.name", False), ("request_deprecated", "body.price", False)],
+            "warning",
+        ),
     ]
+    assert [line["breaking"] for line in lines] == [line["level"] == "breaking" for line in lines]
     assert [line["commit"] for line in lines if line["version"] == 4][0] == commits[5]
     assert lines[9]["changes"][0]["detail"] == "integer -> string"
     post = lines[-1]
-    assert post["params"] == [
-        {"name": "color", "in": "body", "type": "string", "required": False, "deprecated": False},
-        {"name": "name", "in": "body", "type": "string", "required": False, "deprecated": False},
-        {"name": "price", "in": "body", "type": "integer", "required": False, "deprecated": True},
+    assert post["request"] == [
+        {"name": "color", "in": "body", "type": "string", "required": False, "enum": [], "deprecated": False},
+        {"name": "name", "in": "body", "type": "string", "required": False, "enum": [], "deprecated": False},
+        {"name": "price", "in": "body", "type": "integer", "required": False, "enum": [], "deprecated": True},
     ]
-    assert lines[8]["removed"] and lines[8]["params"] == []
+    assert post["response"] == [] and post["api_version"] == ""
+    assert lines[8]["removed"] and lines[8]["request"] == []
     counts = meta["counts"]
     assert (counts["versions"], counts["readable"], counts["unreadable"]) == (7, 6, 1)
     assert counts["unreadable_commits"][0][0] == commits[4]
     assert (counts["read_from_twin_invalid"], counts["read_from_twin_missing"]) == (1, 0)
-    assert (counts["lines"], counts["breaking_lines"], counts["glitch_changes"]) == (13, 4, 2)
-    assert counts["text_only_deprecations"] == {"param": 1}
+    assert (counts["lines"], counts["breaking_lines"], counts["glitch_changes"]) == (13, 2, 2)
+    assert counts["levels"] == {"breaking": 2, "warning": 2, "info": 7, "none": 2}
+    assert counts["text_only_deprecations"] == {"request": 1}
     assert meta["rows"] == 13 and meta["kind"] == "git" and meta["commits"]["first"] == commits[0]
     assert meta["spec"] == ["specs/*", "api"]
+    assert [version[3] for version in meta["versions"]] == [0, 1, 2, 3, 4, 5]
 
 
 def test_reimport_is_byte_identical_and_relabels(imported, product_repo, tmp_path):
@@ -252,24 +261,28 @@ def test_reimport_is_byte_identical_and_relabels(imported, product_repo, tmp_pat
 
 
 def test_episodes_from_the_history(imported):
-    """Utility, criticality, facts and the visible-only priority of each step, by hand (module note of
+    """Utility by level, criticality, facts and the visible-only priority of each step, by hand (module note of
     wpbjax.episodes.real_drift): t is the line's position."""
     out, _lines, _ = imported
     (episode,) = real_drift.episodes(os.fspath(out), steps=13)
     labels, steps = episode["labels"], episode["steps"]
     assert labels["episode_id"] == "products:13:0"
-    assert labels["critical_steps"] == [8, 9, 10, 12] and labels["total_drift_events"] == 4
-    assert [labels["utility_by_step"][str(t)] for t in range(13)] == [0.25] * 6 + [0.0, 0.0, 1.0, 1.0, 1.0, 0.25, 1.0]
-    assert [step["metadata"]["priority"] for step in steps] == [0.25] * 6 + [0.75, 0.25, 1.0, 0.75, 1.0, 0.25, 0.75]
+    assert labels["critical_steps"] == [8, 9] and labels["total_drift_events"] == 2
+    # info 0.25, glitches 0, breaking 1, warning 0.5 (the lines' levels above)
+    assert [labels["utility_by_step"][str(t)] for t in range(13)] == [0.25] * 6 + [0.0, 0.0, 1.0, 1.0, 0.5, 0.25, 0.5]
+    # t=6 drops a request property: breaking as far as anyone could see then (its glitch is known a version later)
+    assert [step["metadata"]["priority"] for step in steps] == [0.25] * 6 + [1.0, 0.25, 1.0, 1.0, 0.5, 0.25, 0.5]
     assert labels["facts"]["6"] == [["POST /items", 2, False]] and labels["facts"]["8"] == [
         ["DELETE /items/{id}", 4, True]
     ]
     assert steps[12]["observation"] == {
         "api": "POST /items",
-        "params": ["color", "name", "price"],
-        "required": [],
         "deprecated": False,
+        "body.color": "string?",
+        "body.name": "string?",
+        "body.price": "integer? (deprecated)",
     }
+    assert steps[8]["observation"] == {"api": "DELETE /items/{id}", "removed": True}
     windows = real_drift.episodes(os.fspath(out), steps=5, stride=4)
     assert [w["labels"]["episode_id"] for w in windows] == ["products:5:0", "products:5:4", "products:5:8"]
 

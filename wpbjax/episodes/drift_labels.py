@@ -259,13 +259,15 @@ def type_change(side: str, location: str, old: str, new: str) -> str | None:
     before, after = _forms(old, drop_null), _forms(new, drop_null)
     if before == after:
         return None
+    lost, gained = before - after, after - before
+    vague = any("any" in form for form in lost)  # a form with an unspecified part (any, array<any>) made precise
     if side == "request":
-        if before <= after:
+        if not lost:
             return "request_type_widened"
-        return "type_refined" if "any" in before else "request_type_narrowed"
-    if after <= before:
+        return "type_refined" if vague else "request_type_narrowed"
+    if not gained:
         return "response_type_narrowed"
-    return "type_refined" if "any" in before else "response_type_changed"
+    return "type_refined" if vague else "response_type_changed"
 
 
 def enum_change(side: str, old: tuple, new: tuple) -> str | None:
