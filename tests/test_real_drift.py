@@ -18,6 +18,7 @@ from wpbjax.episodes.source import EpisodeSource
 from wpbjax.episodes.validate import validate_episode
 
 SHIPPED = real_drift.history_path("stripe")
+N_1000 = len(real_drift.window_starts(len(real_drift.load_history("stripe")), 1000, 500))  # 1,000-step windows
 
 
 @pytest.fixture(scope="module")
@@ -37,20 +38,26 @@ def test_shipped_history_matches_its_sidecar(lines):
     assert os.path.exists(os.path.join(real_drift.DATA_DIR, "stripe.NOTICE"))
     # the examples of real Stripe changes, as labelled
     charges = _line(lines, "2018-02-05", "POST /v1/charges")
-    assert charges["breaking"] and ("param_removed", "body.three_d_secure") in _kinds(charges)
+    assert charges["breaking"] and ("request_removed", "body.three_d_secure") in _kinds(charges)
     intents = [
         line
         for line in lines
         if line["date"].startswith("2019-02-1") and line["breaking"] and line["endpoint"] == "POST /v1/payment_intents"
     ]
-    assert any(("param_removed", "body.allowed_source_types") in _kinds(line) for line in intents)
-    assert any(("param_required", "body.payment_method_types") in _kinds(line) for line in intents)
+    assert any(("request_removed", "body.allowed_source_types") in _kinds(line) for line in intents)
+    assert any(("request_required", "body.payment_method_types") in _kinds(line) for line in intents)
     links = _line(lines, "2022-03-1", "POST /v1/payment_links")
-    assert {"kind": "param_required", "param": "body.line_items", "glitch": False, "detail": ""} in links["changes"]
+    assert {
+        "kind": "request_required",
+        "field": "body.line_items",
+        "level": "breaking",
+        "glitch": False,
+        "detail": "",
+    } in links["changes"]
 
 
 def _kinds(line) -> list:
-    return [(change["kind"], change["param"]) for change in line["changes"] if not change["glitch"]]
+    return [(change["kind"], change["field"]) for change in line["changes"] if not change["glitch"]]
 
 
 def _line(lines, date_prefix, endpoint):
@@ -75,15 +82,18 @@ def test_windows_validate_and_encode():
     assert list(encoded.episode_id) == [episode["labels"]["episode_id"] for episode in episodes]
     assert encoded.n_critical.tolist() == [len(episode["labels"]["critical_steps"]) for episode in episodes]
     assert (encoded.arrays.fact_pair >= 0).any()  # the facts label reached the integrity tables
-    assert len(real_drift.episodes("stripe", steps=1000)) == 5
+    assert len(real_drift.episodes("stripe", steps=1000)) == len(real_drift.window_starts(n_lines, 1000, 500))
 
 
 def test_temporal_split():
     train = real_drift.episodes("stripe", steps=200, split="train")
     test = real_drift.episodes("stripe", steps=200, split="test")
-    assert all(episode["steps"][-1]["metadata"]["date"] < real_drift.SPLIT_DATE for episode in train)
-    assert all(episode["steps"][0]["metadata"]["date"] >= real_drift.SPLIT_DATE for episode in test)
+    cut = int(real_drift.SPLIT_SHARE * len(real_drift.load_history("stripe")))
+    assert all(episode["steps"][-1]["t"] < cut for episode in train)
+    assert all(episode["steps"][0]["t"] >= cut for episode in test)
     assert train and test
+    by_date = real_drift.episodes("stripe", steps=200, split="train", split_date="2020-01-01")
+    assert all(episode["steps"][-1]["metadata"]["date"] < "2020-01-01" for episode in by_date)
 
 
 def test_priority_sees_no_later_version(lines):
@@ -111,7 +121,7 @@ def test_source_records_and_checks_the_history(tmp_path):
     record = source.to_dict()
     with open(SHIPPED + ".meta.json") as handle:
         assert record["files"] == [{"path": "real:stripe:1000", "sha256": json.load(handle)["sha256"]}]
-    assert EpisodeSource.from_dict(record).load().n_episodes == 5
+    assert EpisodeSource.from_dict(record).load().n_episodes == N_1000
     record["files"][0]["sha256"] = "0" * 64
     with pytest.raises(ValueError, match="history changed since the sweep"):
         EpisodeSource.from_dict(record).load()
@@ -139,7 +149,7 @@ def test_cli_sweep_of_real_windows(tmp_path):
         == 0
     )
     table = pd.read_csv(out)
-    assert len(table) == 5 and table["episode_id"].str.startswith("stripe:1000:").all()
+    assert len(table) == N_1000 and table["episode_id"].str.startswith("stripe:1000:").all()
     assert np.isfinite(table["f1"]).all()
 
 

@@ -243,20 +243,29 @@ def test_bad_real_specs(tmp_path, capsys, spec, needle):
 
 
 def _history_line(version: int, date: str, endpoint: str = "GET /a", breaking: bool = False) -> dict:
-    kind = "endpoint_removed" if breaking else ("endpoint_added" if version == 0 else "param_added")
+    kind = "endpoint_removed" if breaking else ("endpoint_added" if version == 0 else "request_added")
+    level = "breaking" if breaking else "info"
+    query = {"name": "q", "in": "query", "type": "string", "required": False, "enum": [], "deprecated": False}
     return {
         "version": version,
         "date": date,
         "commit": f"c{version}",
+        "api_version": "",
         "endpoint": endpoint,
-        "params": []
-        if breaking
-        else [{"name": "q", "in": "query", "type": "string", "required": False, "deprecated": False}],  # fmt: skip
+        "request": [] if breaking else [query],
+        "response": [],
         "deprecated": False,
         "removed": breaking,
         "changes": [
-            {"kind": kind, "param": "" if kind.startswith("endpoint") else "query.q", "glitch": False, "detail": ""}
-        ],  # fmt: skip
+            {
+                "kind": kind,
+                "field": "" if kind.startswith("endpoint") else "query.q",
+                "level": level,
+                "glitch": False,
+                "detail": "",
+            }
+        ],
+        "level": level,
         "breaking": breaking,
     }
 
@@ -306,8 +315,8 @@ def test_the_split_follows_the_stream(tmp_path):
     [1,3) across the cut (neither), [2,4) [3,5) [4,6) test. (The old rule put [2,4) in both.)"""
     dates = ["2019-06-01", "2019-07-01", "2020-02-01", "2019-08-01", "2020-03-01", "2020-04-01"]
     path = _write_history(tmp_path / "back.jsonl", [f"{date}T00:00:00Z" for date in dates])
-    train = real_drift.episodes(path, steps=2, stride=1, split="train")
-    test = real_drift.episodes(path, steps=2, stride=1, split="test")
+    train = real_drift.episodes(path, steps=2, stride=1, split="train", split_date="2020-01-01")
+    test = real_drift.episodes(path, steps=2, stride=1, split="test", split_date="2020-01-01")
     assert [episode["labels"]["episode_id"] for episode in train] == ["back:2:0"]
     assert [episode["labels"]["episode_id"] for episode in test] == ["back:2:2", "back:2:3", "back:2:4"]
 

@@ -18,8 +18,10 @@ last window ending at the stream's end; its id is ``"NAME:STEPS:START"``. A step
   :mod:`wpbjax.episodes.facts`).
 
 A window longer than the stream is the whole stream, and its id says so (``x:300:0`` for ``real:x:1000`` on a
-300-line history). Temporal split: the stream is cut at its first line dated on or after :data:`SPLIT_DATE`
-(commit dates can go backwards; the cut follows the stream's order): ``train`` windows end before the cut,
+300-line history). Temporal split: the stream is cut at :data:`SPLIT_SHARE` of its lines (each vendor's
+history spans other years, so a fixed date would leave some without a train side), or, with ``split_date``,
+at its first line dated on or after it (commit dates can go backwards; the cut follows the stream's order):
+``train`` windows end before the cut,
 ``test`` windows start at or after it (a window across it is in neither). A *real spec* names a set for
 sweeps: ``real:NAME[:STEPS[:STRIDE]][:train|:test]``, NAME a shipped history (:data:`SHIPPED`) or a history
 file's path; STEPS and STRIDE at least 1. Ids are ``LABEL:STEPS:START``, LABEL the shipped name or the
@@ -44,7 +46,7 @@ PREFIX = "real:"
 MODE = "real"
 DEFAULT_STEPS = 200
 # 70% of Stripe's changed (version, endpoint) lines are from before 2020 (1,957 of 2,812)
-SPLIT_DATE = "2020-01-01"
+SPLIT_SHARE = 0.7  # the first 70% of a history's lines are its train side
 SPLITS = ("train", "test")
 
 
@@ -232,7 +234,7 @@ def episodes(
     steps: int = DEFAULT_STEPS,
     stride: int | None = None,
     split: str | None = None,
-    split_date: str = SPLIT_DATE,
+    split_date: str | None = None,
     label: str | None = None,
 ) -> list[dict]:
     """The windows of a history as dict episodes (module note); ``label``: the ids' first part (default
@@ -245,14 +247,15 @@ def episodes(
     steps_all = _stream(history_path(name), label)
     stride = stride or max(steps // 2, 1)
     steps = min(steps, len(steps_all))  # a window longer than the stream is the stream, and its id says so
-    cut = split_index(steps_all, split_date)
+    cut = int(SPLIT_SHARE * len(steps_all)) if split_date is None else split_index(steps_all, split_date)
     out = []
     for start in window_starts(len(steps_all), steps, stride):
         if (split == "train" and start + steps > cut) or (split == "test" and start < cut):
             continue
         out.append(_episode(steps_all[start : start + steps], f"{label}:{steps}:{start}"))
     if not out:
-        raise ValueError(f"real:{name}: no {split} window of {steps} steps (split date {split_date})")
+        where = f"split date {split_date}" if split_date else f"split at line {cut:,} of {len(steps_all):,}"
+        raise ValueError(f"real:{name}: no {split} window of {steps} steps ({where})")
     return out
 
 
