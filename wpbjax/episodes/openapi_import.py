@@ -456,9 +456,19 @@ def write_history(out: str | os.PathLike, lines: Sequence[dict], meta: dict) -> 
     if out.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     meta = dict(meta, file=os.path.basename(out), rows=len(lines), sha256=hashlib.sha256(data).hexdigest())
+    meta["rebuild"] = rebuild_command(meta)
     sidecar = (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8")
     _commit_pair([(destination(out), data), (destination(sidecar_path(out)), sidecar)])
     return meta
+
+
+def rebuild_command(meta: dict) -> str:
+    """The commands that make this history again, byte for byte, from a clone of its origin."""
+    origin = meta.get("origin") or meta["source"]
+    return (
+        f"git clone {origin} source && wpbjax import-openapi source --spec {','.join(meta['spec'])} "
+        f"--origin {origin} --out {meta['file']}"
+    )
 
 
 def _commit_pair(files: Sequence[tuple]) -> None:

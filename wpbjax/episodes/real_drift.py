@@ -41,7 +41,7 @@ from wpbjax.episodes import drift_labels
 from wpbjax.episodes.jsonl import EpisodeFormatError
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "real")
-SHIPPED = {"stripe": "stripe.history.jsonl.gz"}
+SHIPPED = {name: f"{name}.history.jsonl.gz" for name in ("stripe", "openai", "digitalocean", "discord")}
 PREFIX = "real:"
 MODE = "real"
 DEFAULT_STEPS = 200
