@@ -386,3 +386,18 @@ def test_respelling_on_many_endpoints_is_level_none():
         assert {line["level"] for line in lines} == {level}
         kinds = {change["kind"] for line in lines for change in line["changes"]}
         assert kinds == ({"type_respelled"} if level == "none" else {"request_type_narrowed"})
+
+
+def rules_markdown() -> str:
+    """docs/real_drift.md's table of the rules, from RULES."""
+    rows = ["| kind | level | oasdiff check | why |", "| --- | --- | --- | --- |"]
+    for rule in dl.RULES.values():
+        checks = " / ".join(f"`{check.strip()}`" for check in rule.oasdiff.split("/")) if rule.oasdiff else "—"
+        rows.append(f"| `{rule.kind}` | {rule.level} | {checks} | {rule.reason} |")
+    return "\n".join(rows)
+
+
+def test_the_docs_rules_table_is_the_rules():
+    from conftest import REPO
+
+    assert rules_markdown() in (REPO / "docs" / "real_drift.md").read_text()
