@@ -15,6 +15,7 @@ import sys
 from wpbjax.cli import (
     bench_cmd,
     generate_cmd,
+    import_changelog_cmd,
     import_openapi_cmd,
     import_writ_cmd,
     packages_cmd,
@@ -30,6 +31,7 @@ SUBCOMMANDS = {
     "generate": generate_cmd,
     "import-writ": import_writ_cmd,
     "import-openapi": import_openapi_cmd,
+    "import-changelog": import_changelog_cmd,
     "sweep": sweep_cmd,
     "bench": bench_cmd,
     "report": report_cmd,
