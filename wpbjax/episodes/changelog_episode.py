@@ -115,12 +115,20 @@ def stream(changelog: Changelog, name: str) -> list[tuple]:
 
 def episodes(name: str, steps: int = DEFAULT_STEPS, stride: int | None = None) -> list[dict]:
     """The windows of a changelog (shipped name or path) as dict episodes (module note)."""
+    label = label_of(name)
+    return _windows(_stream(changelog_path(name), label), label, steps, stride, name)
+
+
+def episodes_of(changelog: Changelog, label: str, steps: int = DEFAULT_STEPS, stride: int | None = None) -> list[dict]:
+    """The windows of a parsed changelog as dict episodes, ids ``"LABEL:STEPS:START"``."""
+    return _windows(stream(changelog, label), label, steps, stride, label)
+
+
+def _windows(steps_all, label: str, steps: int, stride: int | None, where: str) -> list[dict]:
     if steps < 1 or (stride is not None and stride < 1):
         raise ValueError(f"steps and stride must be >= 1; got {steps}, {stride}")
-    label = label_of(name)
-    steps_all = _stream(changelog_path(name), label)
     if not steps_all:
-        raise ChangelogError(f"{name}: the changelog has release headings but no entries (bullets)")
+        raise ChangelogError(f"{where}: the changelog has release headings but no entries (bullets)")
     stride = stride or max(steps // 2, 1)
     return [
         _episode(steps_all[start : start + steps], f"{label}:{steps}:{start}")
