@@ -16,7 +16,7 @@ import pytest
 
 from wpbjax.cli import main
 from wpbjax.episodes import changelog_episode, changelog_shipped
-from wpbjax.episodes.changelog import ChangelogError, parse_changelog, read_changelog, release_of_heading
+from wpbjax.episodes.changelog import MARKERS, ChangelogError, parse_changelog, read_changelog, release_of_heading
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.jsonl import load_jsonl
 from wpbjax.episodes.source import EpisodeSource, episode_file_sha256
@@ -397,3 +397,10 @@ def test_cli_import_changelog_bad_input(tmp_path, capsys):
     assert "no entries" in _fails(capsys, ["import-changelog", os.fspath(empty), "--out", out])
     with pytest.raises(ChangelogError, match="not UTF-8"):
         read_changelog(os.fspath(latin))
+
+
+def test_docs_list_every_marker():
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "changelogs.md"), encoding="utf-8") as handle:
+        doc = handle.read()
+    for name, reason in MARKERS.items():
+        assert f"| `{name}` | {reason} |" in doc, name
