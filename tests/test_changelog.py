@@ -223,6 +223,9 @@ def test_release_headings():
     assert release_of_heading("1.2.3 - 2024-01-02") == ("1.2.3", "2024-01-02", "plain")
     assert release_of_heading("1.2.3", level=1) == ("1.2.3", "", "plain")
     assert release_of_heading("2.0.0-rc.1 - 2024-01-02") == ("2.0.0-rc.1", "2024-01-02", "plain")
+    assert (
+        release_of_heading("2024-01-02") == release_of_heading("[2024-01-02]") == ("2024-01-02", "2024-01-02", "plain")
+    )
     assert release_of_heading("Features") is None and release_of_heading("2FA support") is None
     assert release_of_heading("2.0 migration notes", level=3) is None  # deeper than ## and words, no date
     with pytest.raises(ChangelogError, match="no release heading"):

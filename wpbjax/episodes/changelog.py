@@ -4,7 +4,8 @@ Pure functions over the file's text (:func:`parse_changelog`); :mod:`wpbjax.epis
 turns the entries into an episode stream. What is read:
 
 * **Releases**: a heading (any level) whose text starts with a version (``1.2.3``, ``v1.2.3``, ``[1.2.3]``,
-  ``[1.2.3](compare-url)``; at least one dot) or is ``[Unreleased]``; the release date is the first ISO
+  ``[1.2.3](compare-url)``; at least one dot), with an ISO date (``## 2024-01-02``: the date is the version)
+  or is ``[Unreleased]``; the release date is the first ISO
   ``YYYY-MM-DD`` in the rest of the heading ("" if none). Its format (counted, :data:`FORMATS`):
   ``keep-a-changelog`` (``## [1.2.3] - 2024-01-02``, ``## [Unreleased]``), ``release-please``
   (``## 1.2.3 (2024-01-02)``, ``## [1.2.3](https://...compare/...) (2024-01-02)``), else ``plain``
@@ -67,9 +68,10 @@ _RELEASE = re.compile(
     re.IGNORECASE,
 )
 _RELEASE_WORDS = re.compile(r"\b(?:yanked|released|unreleased)\b", re.IGNORECASE)
+_DATED_RELEASE = re.compile(r"^\[?(\d{4}-\d{2}-\d{2})\]?(?![\w-])")
 _UNRELEASED_BARE = re.compile(r"^unreleased\b", re.IGNORECASE)
 _DATE = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
-_HEADING = re.compile(r"^(?P<indent>[ \t]*)(?P<hashes>#{1,6})(?:[ \t]+(?P<text>.*?))?[ \t]*#*[ \t]*$")
+_HEADING = re.compile(r"^(?P<indent>[ \t]*)(?P<hashes>#{1,6})(?:[ \t]+(?P<text>.*?))?(?:[ \t]+#+)?[ \t]*$")
 _BULLET = re.compile(r"^(?P<indent>[ \t]*)[*+-](?P<gap>[ \t]+|$)(?P<text>.*)$")
 _RULE = re.compile(r"^[ \t]*([*_-])(?:[ \t]*\1){2,}[ \t]*$")  # a thematic break (***, - - -), not a bullet
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
@@ -154,6 +156,12 @@ def release_of_heading(text: str, level: int = 2) -> tuple | None:
     date or no words but ``yanked`` / ``released`` (``### 2.0 migration notes`` is a section)."""
     text = text.strip()
     match = _RELEASE.match(text)
+    dated = _DATED_RELEASE.match(text)
+    if match is None and dated is not None:  # a release named by its date ("## 2024-01-02", "## [2024-01-02]")
+        rest = text[dated.end() :]
+        if level > 2 and _RELEASE_WORDS.sub("", rest).strip(" \t[]()-–—/:,.*_"):
+            return None
+        return dated.group(1), dated.group(1), "plain"
     if match is None:
         if _UNRELEASED_BARE.match(text):
             return UNRELEASED, "", "keep-a-changelog"
