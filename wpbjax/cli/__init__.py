@@ -14,7 +14,9 @@ import sys
 
 from wpbjax.cli import (
     bench_cmd,
+    drift_agreement_cmd,
     generate_cmd,
+    import_changelog_cmd,
     import_openapi_cmd,
     import_writ_cmd,
     packages_cmd,
@@ -30,6 +32,8 @@ SUBCOMMANDS = {
     "generate": generate_cmd,
     "import-writ": import_writ_cmd,
     "import-openapi": import_openapi_cmd,
+    "import-changelog": import_changelog_cmd,
+    "drift-agreement": drift_agreement_cmd,
     "sweep": sweep_cmd,
     "bench": bench_cmd,
     "report": report_cmd,

@@ -34,7 +34,7 @@ def add_parser(commands) -> None:
         "--episodes",
         nargs="+",
         metavar="FILE",
-        help="JSONL episode files, or real:stripe[:STEPS[:STRIDE]][:train|:test] for real API drift windows (default: generate the paper's sets)",
+        help="JSONL episode files, or real:stripe[:STEPS[:STRIDE]][:train|:test] for real API drift windows, changelog:NAME[:STEPS[:STRIDE]] for a changelog's entries (default: generate the paper's sets)",
     )
     sweep.add_argument(
         "--modes",

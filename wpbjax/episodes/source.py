@@ -1,7 +1,8 @@
 """Where a sweep's episodes come from, as a value: JSONL files, or a generator's configs.
 
 A "file" ``real:NAME[:STEPS[:STRIDE]][:train|:test]`` names the windows of a real API history
-(:mod:`wpbjax.episodes.real_drift`; ``real:stripe`` is shipped), recorded with its history's SHA-256.
+(:mod:`wpbjax.episodes.real_drift`; ``real:stripe`` is shipped), recorded with its history's SHA-256;
+``changelog:NAME[:STEPS[:STRIDE]]`` the windows of a Markdown changelog (:mod:`wpbjax.episodes.changelog_episode`).
 
 An :class:`EpisodeSource` rebuilds the same encoded episodes wherever it is loaded: the sweep
 records ``source.to_dict()`` in its sidecar, and the report (or a resumed sweep) rebuilds the
@@ -141,13 +142,17 @@ class EpisodeSource:
         return encoded, np.arange(start, stop, dtype=np.int64) // self.n_episodes
 
     def _load_files(self) -> tuple:
-        from wpbjax.episodes import real_drift
+        from wpbjax.episodes import changelog_episode, real_drift
         from wpbjax.episodes.encode import concat_encoded, encode_episodes
         from wpbjax.episodes.jsonl import load_jsonl
         from wpbjax.results_io import sha256
 
         for index, path in enumerate(self.files):
             if self.sha256 is not None:
+                if changelog_episode.is_changelog(path):
+                    if changelog_episode.spec_sha256(path) != self.sha256[index]:
+                        raise ValueError(f"episodes {path}: its changelog changed since the sweep (SHA-256 differs)")
+                    continue
                 if real_drift.is_real(path):
                     if real_drift.spec_sha256(path) != self.sha256[index]:
                         raise ValueError(f"episodes {path}: its history changed since the sweep (SHA-256 differs)")
@@ -160,7 +165,11 @@ class EpisodeSource:
 
         labels = real_drift.labels(self.files)  # two history files of one name: distinct episode ids
         sets = [
-            real_drift.load_spec(path, labels[path]) if real_drift.is_real(path) else load_jsonl(path)
+            changelog_episode.load_spec(path)
+            if changelog_episode.is_changelog(path)
+            else real_drift.load_spec(path, labels[path])
+            if real_drift.is_real(path)
+            else load_jsonl(path)
             for path in self.files
         ]
         real_drift.refuse_repeated_windows(self.files, sets)
@@ -172,7 +181,7 @@ class EpisodeSource:
                     episodes,
                     source=path,
                     n_steps=n_steps,  # load_jsonl validated
-                    validate=real_drift.is_real(path),
+                    validate=real_drift.is_real(path) or changelog_episode.is_changelog(path),
                 )  # real windows: checked here
                 for path, episodes in zip(self.files, sets)
             ]
@@ -182,13 +191,15 @@ class EpisodeSource:
     def to_dict(self) -> dict:
         """A JSON-able record (the sidecar's ``episodes``); files with their absolute path and SHA-256."""
         if self.files:
-            from wpbjax.episodes import real_drift
+            from wpbjax.episodes import changelog_episode, real_drift
             from wpbjax.results_io import sha256
 
             return {
                 "source": "files",
                 "files": [
-                    {"path": path, "sha256": real_drift.spec_sha256(path)}
+                    {"path": path, "sha256": changelog_episode.spec_sha256(path)}
+                    if changelog_episode.is_changelog(path)
+                    else {"path": path, "sha256": real_drift.spec_sha256(path)}
                     if real_drift.is_real(path)
                     else {"path": os.path.abspath(path), "sha256": sha256(path)}
                     for path in self.files
@@ -257,8 +268,10 @@ def write_generated(
 
 def episode_file_sha256(path: str) -> str:
     """SHA-256 of an episode file, or of the history a ``real:`` spec reads."""
-    from wpbjax.episodes import real_drift
+    from wpbjax.episodes import changelog_episode, real_drift
 
+    if changelog_episode.is_changelog(path):
+        return changelog_episode.spec_sha256(path)
     if real_drift.is_real(path):
         return real_drift.spec_sha256(path)
     from wpbjax.results_io import sha256
