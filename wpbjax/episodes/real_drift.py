@@ -153,20 +153,12 @@ def refuse_repeated_windows(specs, sets) -> None:
 
 
 def priority(before: dict | None, line: dict) -> float:
-    """What a client could see at this version: the level of the change from the endpoint's previous line to
-    this one with no glitch window (a glitch is known only once it is undone), as a utility
+    """What a client could see at this version: the level its changes have before anyone knows whether a
+    later version undoes them (a glitch's rule level, not ``none``), as a utility
     (``drift_labels.LEVEL_UTILITY``: breaking 1.0, warning 0.5), at least 0.25 (an addition, a first
-    sighting)."""
-    from wpbjax.episodes.openapi_import import surface_of
-
-    if line["removed"]:
-        return drift_labels.LEVEL_UTILITY["breaking"]
-    if before is None:
-        return drift_labels.LEVEL_UTILITY["info"]
-    timeline = [(1, surface_of(before)), (2, surface_of(line))]
-    changes = drift_labels.label_timeline(timeline, window=0)[-1][2]
-    level = drift_labels.worst_level(change.level for change in changes)
-    return max(drift_labels.LEVEL_UTILITY[level], drift_labels.LEVEL_UTILITY["info"])
+    sighting). ``before`` (the endpoint's previous line) is unused: the line's changes already say it."""
+    levels = (drift_labels.RULES[change["kind"]].level for change in line["changes"])
+    return max(drift_labels.LEVEL_UTILITY[drift_labels.worst_level(levels)], drift_labels.LEVEL_UTILITY["info"])
 
 
 def utility(line: dict) -> float:
