@@ -10,7 +10,7 @@ import pytest
 
 from wpbjax.cli import main
 from wpbjax.episodes import changelog_episode
-from wpbjax.episodes.agreement import agreement, parse_match, read_history_lines, scores
+from wpbjax.episodes.agreement import agreement, parse_match, read_history_lines, read_sidecar_versions, scores
 from wpbjax.episodes.changelog import parse_changelog
 
 CHANGELOG = """# Changelog
@@ -104,6 +104,73 @@ def test_date_matching(changelog):
     assert default.match == "date:7" and default.match_default and counts(default) == counts(seven)
 
 
+def test_sidecar_commits_that_changed_nothing_are_scored(changelog, tmp_path):
+    """With the sidecar's every readable commit, a release whose commits changed nothing in the surface is a
+    true negative (or a false negative), not unmatched."""
+    # date:3 on the lines alone: 2.1.0 (2024-03-01) is unmatched (v3 is 4 days away). The sidecar adds a
+    # commit on 2024-03-02 that changed nothing (index null): 2.1.0 is matched by it alone, nothing breaking
+    # on either side: a tn. And a no-change commit on 2024-02-01 joins 2.0.0 beside v2: still a fn.
+    commits = [
+        ["c0", "2024-01-01T10:00:00Z", "1.0.0", 0],
+        ["c1", "2024-01-16T10:00:00Z", "v1.1.0", 1],
+        ["c1b", "2024-02-01T09:00:00Z", "1.1.0", None],
+        ["c2", "2024-02-03T10:00:00Z", "2.0.0", 2],
+        ["c2b", "2024-03-02T10:00:00Z", "2.0.0", None],
+        ["c3", "2024-03-05T10:00:00Z", " 2.1.0 ", 3],
+        ["c4", "2024-03-09T10:00:00Z", "3.0.0", 4],
+        ["c5", "2024-06-01T10:00:00Z", "9.9.9", 5],
+    ]
+    history = tmp_path / "h.jsonl"
+    history.write_text("".join(json.dumps(item) + "\n" for item in HISTORY), encoding="utf-8")
+    assert read_sidecar_versions(os.fspath(history)) is None  # no sidecar: the lines' versions
+    (tmp_path / "h.jsonl.meta.json").write_text(json.dumps({"versions": commits}), encoding="utf-8")
+    assert read_sidecar_versions(os.fspath(history)) == commits
+    three = agreement(changelog, HISTORY, "date:3", commits)
+    # 1.0.0 <- c0: tn; 1.1.0 <- c1: fp; 2.0.0 <- c1b (1 d), c2 (2 d): fn; 2.1.0 <- c2b (1 d): tn; 3.0.0 <- c4: tp
+    assert counts(three) == (1, 1, 1, 2) and (three.scored, three.unmatched_releases) == (5, 0)
+    assert (three.history_versions, three.unmatched_versions) == (8, 2)  # c3 (4 d either side), c5
+    fn = [row for row in three.disagreements if row.version == "2.0.0"]
+    assert fn[0].history_versions == (2,)  # the no-change commit has no version index
+    # by version: c1b ("1.1.0") joins 1.1.0 and c2b ("2.0.0") joins 2.0.0; the matrix stays (1, 2, 1, 1)
+    assert counts(agreement(changelog, HISTORY, "version", commits)) == (1, 2, 1, 1)
+    # the CLI reads the sidecar beside the history
+    assert main(["drift-agreement", os.fspath(history), "--changelog", "-", "--match", "date:3"]) == 2
+    changelog_file = tmp_path / "CHANGELOG.md"
+    changelog_file.write_text(CHANGELOG, encoding="utf-8")
+    assert (
+        main(
+            [
+                "drift-agreement",
+                os.fspath(history),
+                "--changelog",
+                os.fspath(changelog_file),
+                "--json",
+                "--match",
+                "date:3",
+            ]
+        )
+        == 0
+    )
+    (tmp_path / "h.jsonl.meta.json").write_text('{"versions": [["c0", "someday", "1.0.0", 0]]}', encoding="utf-8")
+    with pytest.raises(ValueError, match="h.jsonl.meta.json: 'versions' entry 0 is not"):
+        read_sidecar_versions(os.fspath(history))
+
+
+def test_releases_outside_the_history_are_left_out(changelog):
+    """Releases dated outside the history's first..last commit (widened by DAYS) are neither scored nor
+    unmatched: here the history covers only January 2024."""
+    january = [item for item in HISTORY if item["version"] <= 1]  # 2024-01-01 .. 2024-01-16
+    result = agreement(changelog, january, "date:3")
+    # 1.0.0 <- v0 (tn), 1.1.0 <- v1 (fp); 2.0.0 (2024-02-01) is 16 days after the last commit: outside, as
+    # are 2.1.0 and 3.0.0
+    assert counts(result) == (0, 1, 0, 1) and (result.unmatched_releases, result.outside_releases) == (0, 3)
+    # ±20 days reaches 2024-02-05: 2.0.0 now lies within (v1 is 16 days from it, but 1.1.0 is nearer: unmatched)
+    wide = agreement(changelog, january, "date:20")
+    assert (wide.scored, wide.unmatched_releases, wide.outside_releases) == (2, 1, 2)
+    undated = parse_changelog("## 1.0.0\n* a\n## 0.9.0 - 2024-01-01\n* b\n")
+    assert agreement(undated, january, "date:3").outside_releases == 1  # 1.0.0 has no date: it cannot lie within
+
+
 def test_zero_denominators():
     quiet = parse_changelog("## 1.0.0 - 2024-01-01\n* Add a thing\n")
     result = agreement(quiet, [line(0, "2024-01-02", "", False)], "date:7")
@@ -124,9 +191,19 @@ def test_parse_match():
 def test_cli_on_the_shipped_pair(capsys):
     assert main(["drift-agreement", "real:stripe", "--changelog", "changelog:stripe-python", "--match", "date:7"]) == 0
     text = capsys.readouterr().out
-    expected = agreement(changelog_episode.load_changelog("stripe-python"), read_history_lines("real:stripe"), "date:7")
+    commits = read_sidecar_versions("real:stripe")  # every readable commit, those that changed nothing too
+    assert commits is not None and any(index is None for *_, index in commits)
+    expected = agreement(
+        changelog_episode.load_changelog("stripe-python"), read_history_lines("real:stripe"), "date:7", commits
+    )
     assert "real:stripe against changelog:stripe-python, matched by date:7\n" in text
-    assert f"{expected.scored:,} of 356 releases scored ({expected.unmatched_releases:,} unmatched releases)" in text
+    assert (
+        f"{expected.scored:,} of 356 releases scored ({expected.unmatched_releases:,} unmatched releases within the "
+        f"history's dates, {expected.outside_releases:,} outside them)" in text
+    )
+    # stripe-python's releases run 2011 .. 2026, the history 2017 .. 2023: most of the rest lie outside it
+    assert expected.outside_releases > expected.unmatched_releases > 0
+    assert expected.scored + expected.unmatched_releases + expected.outside_releases == 356
     assert (
         f"tp {expected.tp}  fp {expected.fp} (history only)  fn {expected.fn} (changelog only)  tn {expected.tn}"
         in text

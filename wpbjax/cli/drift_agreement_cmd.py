@@ -32,7 +32,7 @@ def add_parser(commands) -> None:
 
 def cmd_drift_agreement(args) -> int:
     from wpbjax.episodes import changelog_episode
-    from wpbjax.episodes.agreement import agreement, parse_match, read_history_lines
+    from wpbjax.episodes.agreement import agreement, parse_match, read_history_lines, read_sidecar_versions
 
     match = parse_match(args.match)  # a bad --match before any file is read
     name = (
@@ -41,7 +41,8 @@ def cmd_drift_agreement(args) -> int:
         else args.changelog
     )
     changelog_episode.changelog_path(name, args.changelog)
-    result = agreement(changelog_episode.load_changelog(name), read_history_lines(args.history), match)
+    lines, sidecar_versions = read_history_lines(args.history), read_sidecar_versions(args.history)
+    result = agreement(changelog_episode.load_changelog(name), lines, match, sidecar_versions)
     if args.json:
         print(json.dumps(dict(result.to_dict(), history=args.history, changelog=args.changelog), indent=1))
     else:
@@ -60,7 +61,8 @@ def report(result, history: str, changelog: str) -> list[str]:
         how = " (default: some release versions equal api_versions)"
     out = [
         f"{history} against {changelog}, matched by {result.match}{how}",
-        f"{result.scored:,} of {result.releases:,} releases scored ({result.unmatched_releases:,} unmatched releases); "
+        f"{result.scored:,} of {result.releases:,} releases scored ({result.unmatched_releases:,} unmatched releases "
+        f"within the history's dates, {result.outside_releases:,} outside them); "
         f"{result.history_versions - result.unmatched_versions:,} of {result.history_versions:,} history versions "
         "matched",
         f"precision {_number(result.precision)}  recall {_number(result.recall)}  F1 {_number(result.f1)}  "

@@ -8,8 +8,11 @@ recall = tp / (tp + fn), F1 their harmonic mean, base rate = (tp + fn) / scored 
 share: what a labeller that always says "breaking" gets as precision). A ratio with a zero denominator
 is None.
 
-Matching history versions (``version``: the spec version index; one per distinct ``version`` in the
-lines, its date the lines' ``date``) to releases:
+Matching history versions to releases. The history's versions are the commits its sidecar
+(``PATH.meta.json``, key ``versions``) lists: every readable commit, ``[commit, date, api_version, version index
+or null]``, null for a commit that changed nothing in the surface (so a release whose spec commits changed
+nothing is scored, a true negative where its changelog says nothing breaking, rather than left unmatched);
+without that key, one per distinct ``version`` of the lines, its date the lines' ``date``:
 
 * ``version``: a history version goes to the release whose version string equals its ``api_version``
   (the spec's ``info.version``; a leading "v" and surrounding space ignored);
@@ -18,7 +21,9 @@ lines, its date the lines' ``date``) to releases:
   take none;
 * default: ``version`` when some release version equals some ``api_version``, else ``date:7``.
 
-Only releases matched by at least one history version are scored; the rest are counted as unmatched.
+Only releases matched by at least one history version are scored. Of the rest, those dated within the
+history's dates (its first and last commit, widened by DAYS for ``date:DAYS``) are *unmatched*; the others
+(and undated ones) lie *outside* the history and are left out.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import datetime
 import gzip
 import json
+import os
 from typing import NamedTuple
 
 from wpbjax.episodes.changelog import Changelog, normalise_version
@@ -40,7 +46,7 @@ class HistoryError(EpisodeFormatError):
 
 
 class HistoryVersion(NamedTuple):
-    version: int  # the spec version index
+    version: int | None  # the spec version index; None: a commit that changed nothing in the surface
     date: str  # ISO date (YYYY-MM-DD, UTC) of the version
     api_version: str  # normalised info.version, "" when absent
     breaking_lines: tuple  # "ENDPOINT: kind, kind" of each breaking line
@@ -75,6 +81,7 @@ class Agreement(NamedTuple):
     f1: float | None
     base_rate: float | None
     disagreements: tuple  # ReleaseScore of each release where the two differ, newest first
+    outside_releases: int = 0  # releases neither scored nor dated within the history's dates (left out)
 
     def to_dict(self) -> dict:
         out = self._asdict()
@@ -147,11 +154,54 @@ def _date(text: str) -> datetime.date | None:
         return None
 
 
-def history_versions(lines) -> list[HistoryVersion]:
-    """One HistoryVersion per distinct ``version`` of the lines, in version order."""
+def read_sidecar_versions(spec: str) -> list | None:
+    """The ``versions`` of a history's sidecar (``PATH.meta.json``): every readable commit as ``[commit, date,
+    api_version, version index or null]``; None when the sidecar or the key is absent (older histories); a
+    HistoryError naming the sidecar when it is not JSON or the key is malformed."""
+    from wpbjax.episodes import real_drift
+
+    path = real_drift.parse_spec(spec)["path"] if real_drift.is_real(spec) else real_drift.history_path(spec)
+    path += ".meta.json"
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            meta = json.load(handle)
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise HistoryError(f"{path}: not a readable history sidecar ({err})") from None
+    versions = meta.get("versions") if isinstance(meta, dict) else None
+    if versions is None:
+        return None
+    for number, item in enumerate(versions if isinstance(versions, list) else [None]):
+        if not (
+            isinstance(item, list)
+            and len(item) == 4
+            and isinstance(item[1], str)
+            and _date(item[1]) is not None
+            and (item[3] is None or (isinstance(item[3], int) and not isinstance(item[3], bool)))
+        ):
+            raise HistoryError(
+                f"{path}: 'versions' entry {number} is not [commit, ISO date, api_version, version index or null]"
+            )
+    return versions
+
+
+def history_versions(lines, sidecar_versions=None) -> list[HistoryVersion]:
+    """One HistoryVersion per commit of ``sidecar_versions`` (:func:`read_sidecar_versions`; its version index
+    None for a commit that changed nothing), else per distinct ``version`` of the lines, in version order."""
     grouped: dict = {}
     for line in lines:
         grouped.setdefault(line["version"], []).append(line)
+    if sidecar_versions is not None:
+        return [
+            HistoryVersion(
+                index,
+                date[:10],
+                normalise_version(api or ""),
+                tuple(_describe(line) for line in grouped.get(index, []) if line["breaking"]),
+            )
+            for _, date, api, index in sidecar_versions
+        ]
     out = []
     for version in sorted(grouped):
         group = grouped[version]
@@ -162,31 +212,34 @@ def history_versions(lines) -> list[HistoryVersion]:
 
 
 def _describe(line: dict) -> str:
-    kinds = [
-        change.get("kind", "?")
-        for change in line.get("changes", [])
-        if isinstance(change, dict) and not change.get("glitch")
-    ]
+    """``ENDPOINT: kind, kind`` of a breaking line: its breaking changes' kinds (changes without a ``level``,
+    the older format: every change that is not a glitch)."""
+    changes = [change for change in line.get("changes", []) if isinstance(change, dict) and not change.get("glitch")]
+    if any("level" in change for change in changes):
+        changes = [change for change in changes if change.get("level") == "breaking"]
+    kinds = [change.get("kind", "?") for change in changes]
     return f"{line.get('endpoint', '?')}: {', '.join(dict.fromkeys(kinds)) or 'breaking'}"
 
 
 def match_by_version(changelog: Changelog, versions) -> dict:
-    """{history version index: release index} by equal version strings."""
+    """{position in ``versions``: release index} by equal version strings."""
     by_name = {}
     for index, release in enumerate(changelog.releases):
         by_name.setdefault(normalise_version(release.version), index)
-    return {item.version: by_name[item.api_version] for item in versions if item.api_version in by_name}
+    return {
+        position: by_name[item.api_version] for position, item in enumerate(versions) if item.api_version in by_name
+    }
 
 
 def match_by_date(changelog: Changelog, versions, days: int) -> dict:
-    """{history version index: release index}: the nearest dated release within ±``days``, a tie to the later."""
+    """{position in ``versions``: release index}: the nearest dated release within ±``days``, a tie to the later."""
     from wpbjax.episodes.changelog_episode import chronological
 
     rank = {release: position for position, release in enumerate(chronological(changelog))}
     dated = [(_date(release.date), rank[index], index) for index, release in enumerate(changelog.releases)]
     dated = [item for item in dated if item[0] is not None]
     out = {}
-    for item in versions:
+    for at, item in enumerate(versions):
         when = _date(item.date)
         candidates = [
             (abs((release_date - when).days), -release_date.toordinal(), -position, index)
@@ -194,7 +247,7 @@ def match_by_date(changelog: Changelog, versions, days: int) -> dict:
             if abs((release_date - when).days) <= days
         ]
         if candidates:
-            out[item.version] = min(candidates)[3]
+            out[at] = min(candidates)[3]
     return out
 
 
@@ -214,18 +267,19 @@ def scores(tp: int, fp: int, fn: int, tn: int) -> dict:
     return {"precision": precision, "recall": recall, "f1": f1, "base_rate": ratio(tp + fn, tp + fp + fn + tn)}
 
 
-def agreement(changelog: Changelog, lines, match: str | tuple | None = None) -> Agreement:
+def agreement(changelog: Changelog, lines, match: str | tuple | None = None, sidecar_versions=None) -> Agreement:
     """The release-by-release agreement of a history's lines with a changelog (module note); ``match``:
-    ``"version"``, ``"date:DAYS"``, a parsed tuple, or None for the default rule."""
-    versions = history_versions(lines)
+    ``"version"``, ``"date:DAYS"``, a parsed tuple, or None for the default rule; ``sidecar_versions``: the
+    sidecar's every readable commit (:func:`read_sidecar_versions`), None to use the lines' versions."""
+    versions = history_versions(lines, sidecar_versions)
     chosen = parse_match(match) if isinstance(match, str) or match is None else tuple(match)
     default = chosen is None
     kind, days = default_match(changelog, versions) if default else chosen
     matched = match_by_version(changelog, versions) if kind == "version" else match_by_date(changelog, versions, days)
     by_release: dict = {}
-    for item in versions:
-        if item.version in matched:
-            by_release.setdefault(matched[item.version], []).append(item)
+    for position, item in enumerate(versions):
+        if position in matched:
+            by_release.setdefault(matched[position], []).append(item)
     breaking_entries: dict = {}
     for entry in changelog.entries:
         if entry.level == "breaking":
@@ -245,24 +299,34 @@ def agreement(changelog: Changelog, lines, match: str | tuple | None = None) -> 
                     release.date,
                     ours,
                     theirs,
-                    tuple(item.version for item in group),
+                    tuple(item.version for item in group if item.version is not None),
                     tuple(_short(text) for text in entries[:SHOWN_ENTRIES]),
                     tuple(history_lines[:SHOWN_LINES]),
                     len(entries),
                     len(history_lines),
                 )
             )
+    dates = [_date(item.date) for item in versions]
+    slack = datetime.timedelta(days=days or 0)
+    inside = [
+        index
+        for index, release in enumerate(changelog.releases)
+        if index not in by_release
+        and _date(release.date) is not None
+        and min(dates) - slack <= _date(release.date) <= max(dates) + slack
+    ]
     return Agreement(
         match="version" if kind == "version" else f"date:{days}",
         match_default=default,
         releases=len(changelog.releases),
         scored=len(by_release),
-        unmatched_releases=len(changelog.releases) - len(by_release),
+        unmatched_releases=len(inside),
         history_versions=len(versions),
         unmatched_versions=len(versions) - len(matched),
         **counts,
         **scores(**counts),
         disagreements=tuple(disagreements),
+        outside_releases=len(changelog.releases) - len(by_release) - len(inside),
     )
 
 
