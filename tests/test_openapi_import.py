@@ -278,9 +278,8 @@ def test_episodes_from_the_history(imported):
     assert steps[12]["observation"] == {
         "api": "POST /items",
         "deprecated": False,
-        "body.color": "string?",
-        "body.name": "string?",
-        "body.price": "integer? (deprecated)",
+        "request": {"body.color": "string?", "body.name": "string?", "body.price": "integer? (deprecated)"},
+        "response": {},
     }
     assert steps[8]["observation"] == {"api": "DELETE /items/{id}", "removed": True}
     windows = real_drift.episodes(os.fspath(out), steps=5, stride=4)

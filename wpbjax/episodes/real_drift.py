@@ -4,9 +4,9 @@ The history's lines, in order, are one stream of steps (``t`` = the line's posit
 episode is a window of ``steps`` consecutive steps, windows ``stride`` apart (default half a window), the
 last window ending at the stream's end; its id is ``"NAME:STEPS:START"``. A step:
 
-* observation ``{"api": endpoint, "deprecated": bool, "query.limit": "integer?", "response.status": "string =
-  failed|paid", ...}``: the endpoint's surface at that version, one key per field (:func:`observation`), what a
-  memory would store (a removed endpoint: ``{"api", "removed": true}``);
+* observation ``{"api": endpoint, "deprecated": bool, "request": {"query.limit": "integer?", ...}, "response":
+  {"status": "string = failed|paid", ...}}``: the endpoint's surface at that version (:func:`observation`),
+  what a memory would store (a removed endpoint: ``{"api", "removed": true}``);
 * metadata ``{"mode": "real", "priority": p, "source": NAME, "date", "version", "level", "removed"}``; the
   privileged ``priority`` uses only what a client could see at that version: the surface before and after it
   (:func:`priority`), never a later version (so it cannot know a change will be undone);
@@ -176,17 +176,18 @@ def field_text(record: dict) -> str:
 
 
 def observation(line: dict) -> dict:
-    """What a step shows: the endpoint's surface at this version, what a memory would store, one key per
-    field (``query.limit``, ``body.card.number``, ``response.status``) so that a MERGE's canonical delta
-    holds just the fields that changed; a removed endpoint is ``{"api", "removed": true}``."""
+    """What a step shows: the endpoint's surface at this version, what a memory would store:
+    ``{"api", "deprecated", "request": {"query.limit": "integer?", ...}, "response": {"status": ...}}``. The
+    fields sit under two keys, not one key each: the encoder gives a set one slot per observation key, and a
+    history's field names run to tens of thousands. A removed endpoint is ``{"api", "removed": true}``."""
     if line["removed"]:
         return {"api": line["endpoint"], "removed": True}
-    shown = {"api": line["endpoint"], "deprecated": bool(line["deprecated"])}
-    for record in line["request"]:
-        shown[f"{record['in']}.{record['name']}"] = field_text(record)
-    for record in line["response"]:
-        shown[f"response.{record['name']}"] = field_text(record)
-    return shown
+    return {
+        "api": line["endpoint"],
+        "deprecated": bool(line["deprecated"]),
+        "request": {f"{record['in']}.{record['name']}": field_text(record) for record in line["request"]},
+        "response": {record["name"]: field_text(record) for record in line["response"]},
+    }
 
 
 def stream(lines, name: str) -> list[tuple]:
