@@ -45,7 +45,7 @@ def test_shipped_history_matches_its_sidecar(lines):
         if line["date"].startswith("2019-02-1") and line["breaking"] and line["endpoint"] == "POST /v1/payment_intents"
     ]
     assert any(("request_removed", "body.allowed_source_types") in _kinds(line) for line in intents)
-    assert any(("request_required", "body.payment_method_types") in _kinds(line) for line in intents)
+    assert any(("request_added_required", "body.payment_method_types") in _kinds(line) for line in intents)
     links = _line(lines, "2022-03-1", "POST /v1/payment_links")
     assert {
         "kind": "request_required",
