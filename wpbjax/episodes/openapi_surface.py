@@ -167,6 +167,7 @@ class _Reader:
         self.flats: dict = {}
         self.shapes: dict = {}
         self.leaves: dict = {}
+        self.children: dict = {}
         self.flat_stack: dict = {}
         self.combined: dict = {}
         self.infos: dict = {}
@@ -365,12 +366,17 @@ class _Reader:
         else:
             shape = (own, tuple(member.shape for member in members), tuple(member.shape for member in alternatives))
             shape = self.shapes.setdefault(shape, ("shape", len(self.shapes)))
+        with_props = [member.props for member in (*members, *alternatives) if member.props]
+        shared = not props and len(with_props) == 1
+        if shared:  # no copy: a _Flat's props are never changed once made
+            props = with_props[0]
         for member in members:  # allOf (and a $ref's target): merged
             for form, payload in member.forms.items():
                 forms.setdefault(form, payload)
             if member.enum is not None:
                 enum = member.enum if enum is None else enum & member.enum
-            _merge_props(props, member.props, "all")
+            if not shared:
+                _merge_props(props, member.props, "all")
             required |= member.required
             items += member.items
             objects |= member.objects
@@ -380,7 +386,8 @@ class _Reader:
             for member in alternatives:
                 for form, payload in member.forms.items():
                     forms.setdefault(form, payload)
-                _merge_props(props, member.props, "any")
+                if not shared:
+                    _merge_props(props, member.props, "any")
                 items += member.items
                 objects |= member.objects
             valued = [member for member in alternatives if not member.null_only]
@@ -397,7 +404,10 @@ class _Reader:
         """The folded schema of a field whose schema is ``members`` (merged, or alternatives)."""
         if len(members) == 1:
             return self.flat(*members[0])
-        flats = tuple(self.flat(node, file) for node, file in members)
+        # one schema reached twice (a property both alternatives take from one $ref) counts once
+        flats = tuple({id(flat): flat for flat in (self.flat(node, file) for node, file in members)}.values())
+        if len(flats) == 1:
+            return flats[0]
         key = (mode, tuple(id(flat) for flat in flats))
         found = self.combined.get(key)
         if found is None:
@@ -465,40 +475,61 @@ class _Reader:
         return entries, low
 
     def _entries(self, flat: _Flat, depth: int):
-        blocks, low = [], _INF  # (head, entries below it, their prefix, whether required), in name order
+        children, ordered = self._children(flat)
         if flat.props and depth < 1:
             self.depth_cut += 1
-        elif flat.props:
-            for name in sorted(flat.props):
-                child = self.position(*flat.props[name])
-                required = name in flat.required
-                head = ("." + name, *self._head(child, required))
-                if flat.objects and self._is_parent(child, flat.objects):
-                    self.cycles += 1
-                    blocks.append((head, (), "", required))
-                    continue
-                sub, sub_low = self._below(child, depth - 1)
+            children = children[-1:] if flat.items else ()
+        low = _INF
+        if ordered:  # each child's entries follow the last's: taken in turn, up to MAX_FIELDS
+            out: list = []
+            for head, child, required in children:
+                out.append(head)
+                if child is not None:
+                    sub, sub_low = self._below(child, depth if head[0] == "[]" else depth - 1)
+                    low = min(low, sub_low)
+                    out.extend(islice(_prefixed(sub, head[0], required), MAX_FIELDS - len(out)))
+                if len(out) >= MAX_FIELDS:
+                    break
+            return tuple(out[:MAX_FIELDS]), low
+        streams = []
+        for head, child, required in children:
+            sub = ()
+            if child is not None:
+                sub, sub_low = self._below(child, depth if head[0] == "[]" else depth - 1)
                 low = min(low, sub_low)
-                blocks.append((head, sub, head[0], required))
+            streams.append(chain((head,), _prefixed(sub, head[0], required)))
+        return tuple(islice(heapq.merge(*streams, key=itemgetter(0)), MAX_FIELDS)), low
+
+    def _children(self, flat: _Flat) -> tuple:
+        """(((head entry, folded schema to expand or None, required), ...), whether their entries come in
+        name order one child after another): a schema's properties in name order, then its items ("[]"); the
+        same for every schema of its shape."""
+        found = self.children.get(flat.shape)
+        if found is not None:
+            return found
+        children = []
+        for name in sorted(flat.props):
+            child = self.position(*flat.props[name])
+            required = name in flat.required
+            type_, enum, deprecated_flag, deprecated_text = self.info(child)
+            head = ("." + name, type_, required, enum, deprecated_flag, deprecated_text)
+            if not (child.props or child.items):
+                child = None
+            elif flat.objects and self._is_parent(child, flat.objects):
+                self.cycles += 1
+                child = None
+            children.append((head, child, required))
         if flat.items:  # "[]..." sorts after every ".name..."
             child = self.position("any", flat.items)
-            head = ("[]", *self._head(child, True))
-            sub, sub_low = self._below(child, depth)
-            low = min(low, sub_low)
-            blocks.append((head, sub, "[]", True))
-        # blocks follow each other in name order unless a name continues another's with a character that
-        # sorts before "." or "[" ("a" then "a-b", "a[]" then "aB"): then they are merged
-        ordered = all(
-            (prefix + sub[-1][0] if sub else head[0]) < after[0][0]
-            for (head, sub, prefix, _), after in zip(blocks, blocks[1:])
-        )
-        streams = [chain((head,), _prefixed(sub, prefix, required)) for head, sub, prefix, required in blocks]
-        merged = chain.from_iterable(streams) if ordered else heapq.merge(*streams, key=itemgetter(0))
-        return tuple(islice(merged, MAX_FIELDS)), low
-
-    def _head(self, child: _Flat, required: bool) -> tuple:
-        type_, enum, deprecated_flag, deprecated_text = self.info(child)
-        return type_, required, enum, deprecated_flag, deprecated_text
+            type_, enum, deprecated_flag, deprecated_text = self.info(child)
+            head = ("[]", type_, True, enum, deprecated_flag, deprecated_text)
+            children.append((head, child if child.props or child.items else None, True))
+        # a child's entries all start with its name then "." or "["; they sort before the next child's name
+        # unless that name continues this one with a character before "[" ("a" then "a-b", "a" then "aB")
+        names = sorted(flat.props)
+        ordered = not any(after.startswith(name) and after[len(name)] <= "[" for name, after in zip(names, names[1:]))
+        found = self.children[flat.shape] = (tuple(children), ordered)
+        return found
 
     def _is_parent(self, child: _Flat, parent_objects: frozenset) -> bool:
         """Whether the field's schema (or its items', to a few levels) declares all its parent's properties."""
@@ -555,7 +586,9 @@ def _list(value) -> list:
 def _merge_props(props: dict, more: dict, mode: str) -> None:
     for name, (sub_mode, members) in more.items():
         if name in props:
-            props[name] = (mode, props[name][1] + members)
+            known = props[name][1]
+            known_ids = {id(node) for node, _ in known}
+            props[name] = (mode, known + tuple(member for member in members if id(member[0]) not in known_ids))
         else:
             props[name] = (sub_mode, members)
 
