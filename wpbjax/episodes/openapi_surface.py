@@ -73,6 +73,7 @@ MAX_FIELDS = 400  # body fields of one endpoint side, in name order
 MAX_TYPE_DEPTH = 3  # nesting of "array<...>" in a type
 MAX_NESTING = 64  # schema composition / array nesting followed before the walk stops
 _PATH_PARAM = re.compile(r"\{([^{}/]*)\}")
+_NAME = itemgetter(2)  # a Field's name
 _SUCCESS = re.compile(r"2(?:\d\d|XX|xx)")
 
 
@@ -120,15 +121,19 @@ def deprecated_in_text(*texts) -> bool:
 class _Flat:
     """One schema with its composition folded in: what its fields and its type are made of.
 
-    ``forms``: {form: None, or ("array", id) -> item members}; ``props``: {name: (mode, members)} with mode
-    "all" (allOf-merged) or "any" (alternatives) and members ((schema node, file), ...); ``items``: members of
+    ``forms``: {form: None, or ("array", id) -> item members}; ``props``: {name: schema node in ``props_file``
+    (a schema's own "properties", not copied), or (mode, members)} with mode "all" (allOf-merged) or "any"
+    (alternatives) and members ((schema node, file), ...); ``items``: members of
     the array items; ``objects``: ids of the nodes that declare properties (a property whose schema has all of
     its parent's is the parent again); ``shape``: equal for schemas with the same fields below them."""
 
     __slots__ = ("forms", "enum", "props", "required", "items", "objects", "deprecated_flag", "deprecated_text")
-    __slots__ += ("shape",)
+    __slots__ += ("shape", "props_file")
 
-    def __init__(self, forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape):
+    def __init__(
+        self, forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape, props_file=""
+    ):
+        self.props_file = props_file
         self.forms, self.enum, self.props, self.required, self.items = forms, enum, props, required, items
         self.objects, self.deprecated_flag, self.deprecated_text, self.shape = (
             objects,
@@ -167,6 +172,7 @@ class _Reader:
         self.flats: dict = {}
         self.shapes: dict = {}
         self.leaves: dict = {}
+        self.wrappers: dict = {}
         self.children: dict = {}
         self.flat_stack: dict = {}
         self.combined: dict = {}
@@ -320,11 +326,8 @@ class _Reader:
         if node.get("nullable") is True or node.get("x-nullable") is True:
             forms["null"] = None
         props_node = node.get("properties")
-        props = (
-            {str(name): ("all", ((schema, file),)) for name, schema in props_node.items()}
-            if isinstance(props_node, dict) and props_node
-            else {}
-        )
+        props = props_node if isinstance(props_node, dict) and props_node else {}
+        props_file = file
         if not kinds and (props or isinstance(node.get("additionalProperties"), dict | bool)):
             forms["object"] = None
         required = node.get("required")
@@ -337,7 +340,9 @@ class _Reader:
         deprecated_text = description is not None and deprecated_in_text(description)
         if "$ref" not in node and "allOf" not in node and "anyOf" not in node and "oneOf" not in node:
             shape = id(node) if props or items or required else "leaf"
-            flat = _Flat(forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape)
+            flat = _Flat(
+                forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape, props_file
+            )
             return flat, _INF
 
         low = _INF
@@ -358,6 +363,24 @@ class _Reader:
                 flat, sub_low = self._flat(member, file)
                 low = min(low, sub_low)
                 alternatives.append(flat)
+        signature = None
+        if not (props or items or required) and low == _INF:
+            if not forms and enum is None and not alternatives and len(members) == 1:
+                if not (deprecated_flag or deprecated_text):
+                    return members[0], _INF  # a bare $ref (or one allOf member): its target's fold
+            # the same wrapper around the same schemas (`anyOf: [string, $ref: X]`, nullable) is folded once
+            signature = (
+                *forms,
+                enum,
+                deprecated_flag,
+                deprecated_text,
+                *map(id, members),
+                None,
+                *map(id, alternatives),
+            )
+            found = self.wrappers.get(signature)
+            if found is not None:
+                return found, _INF
         # the fields below depend on props, required, items and objects only, so a schema's shape is made of
         # its own (if it declares any) and its members': every `anyOf: [string, $ref: X]` shares X's fields
         own = id(node) if props or items or required else None
@@ -366,17 +389,20 @@ class _Reader:
         else:
             shape = (own, tuple(member.shape for member in members), tuple(member.shape for member in alternatives))
             shape = self.shapes.setdefault(shape, ("shape", len(self.shapes)))
-        with_props = [member.props for member in (*members, *alternatives) if member.props]
+        with_props = [member for member in (*members, *alternatives) if member.props]
         shared = not props and len(with_props) == 1
         if shared:  # no copy: a _Flat's props are never changed once made
-            props = with_props[0]
+            props, props_file = with_props[0].props, with_props[0].props_file
+        elif with_props:
+            own_props, props = props, {}
+            _merge_props(props, own_props, file, "all")
         for member in members:  # allOf (and a $ref's target): merged
             for form, payload in member.forms.items():
                 forms.setdefault(form, payload)
             if member.enum is not None:
                 enum = member.enum if enum is None else enum & member.enum
             if not shared:
-                _merge_props(props, member.props, "all")
+                _merge_props(props, member.props, member.props_file, "all")
             required |= member.required
             items += member.items
             objects |= member.objects
@@ -387,7 +413,7 @@ class _Reader:
                 for form, payload in member.forms.items():
                     forms.setdefault(form, payload)
                 if not shared:
-                    _merge_props(props, member.props, "any")
+                    _merge_props(props, member.props, member.props_file, "any")
                 items += member.items
                 objects |= member.objects
             valued = [member for member in alternatives if not member.null_only]
@@ -397,7 +423,9 @@ class _Reader:
             shaped = [member for member in alternatives if member.props or member.objects]
             if shaped:
                 required |= frozenset.intersection(*(member.required for member in shaped))
-        flat = _Flat(forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape)
+        flat = _Flat(forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape, props_file)
+        if signature is not None:
+            self.wrappers[signature] = flat
         return flat, low
 
     def position(self, mode: str, members: tuple) -> _Flat:
@@ -422,7 +450,10 @@ class _Reader:
         found = self.infos.get(id(flat))
         if found is None:
             enum = tuple(sorted(flat.enum)) if flat.enum is not None else ()
-            type_ = "|".join(sorted(self.forms(flat, 0)))
+            if all(form.__class__ is str for form in flat.forms):
+                type_ = "|".join(sorted(flat.forms)) or "any"
+            else:
+                type_ = "|".join(sorted(self.forms(flat, 0)))
             found = self.infos[id(flat)] = (type_, enum, flat.deprecated_flag, flat.deprecated_text)
         return found
 
@@ -508,11 +539,13 @@ class _Reader:
         if found is not None:
             return found
         children = []
-        for name in sorted(flat.props):
-            child = self.position(*flat.props[name])
+        names = sorted(flat.props, key=str)
+        for name in names:
+            value = flat.props[name]
+            child = self.position(*value) if isinstance(value, tuple) else self.flat(value, flat.props_file)
             required = name in flat.required
             type_, enum, deprecated_flag, deprecated_text = self.info(child)
-            head = ("." + name, type_, required, enum, deprecated_flag, deprecated_text)
+            head = ("." + str(name), type_, required, enum, deprecated_flag, deprecated_text)
             if not (child.props or child.items):
                 child = None
             elif flat.objects and self._is_parent(child, flat.objects):
@@ -526,7 +559,7 @@ class _Reader:
             children.append((head, child if child.props or child.items else None, True))
         # a child's entries all start with its name then "." or "["; they sort before the next child's name
         # unless that name continues this one with a character before "[" ("a" then "a-b", "a" then "aB")
-        names = sorted(flat.props)
+        names = [str(name) for name in names]
         ordered = not any(after.startswith(name) and after[len(name)] <= "[" for name, after in zip(names, names[1:]))
         found = self.children[flat.shape] = (tuple(children), ordered)
         return found
@@ -546,31 +579,20 @@ class _Reader:
         key = (flat.shape, side, required)
         found = self.body_memo.get(key)
         if found is None:
-            fields = sorted(
-                (
-                    Field(
-                        side,
-                        "body",
-                        suffix[1:] if suffix[0] == "." else suffix,
-                        type_,
-                        req and required,
-                        enum,
-                        flag,
-                        text,
-                    )
-                    for suffix, type_, req, enum, flag, text in self.below(flat, MAX_FIELD_DEPTH)
-                ),
-                key=_by_name,
-            )
+            make = tuple.__new__  # Field(...) without its Python-level __new__: one per field of a large spec
+            fields = [
+                make(
+                    Field, (side, "body", suffix[1:] if suffix[0] == "." else suffix, type_, req and required, e, f, t)
+                )
+                for suffix, type_, req, e, f, t in self.below(flat, MAX_FIELD_DEPTH)
+            ]
+            if fields and fields[-1].name[0] == "[":  # a top-level "[]" sorts among the names once "." is gone
+                fields.sort(key=_NAME)
             found = self.body_memo[key] = tuple(fields[:MAX_FIELDS])
         return found
 
     def stats(self) -> SurfaceStats:
         return SurfaceStats(self.cycles, len(self.unresolved), self.depth_cut)
-
-
-def _by_name(field: Field) -> str:
-    return field.name
 
 
 def _prefixed(entries: tuple, prefix: str, required: bool):
@@ -583,8 +605,10 @@ def _list(value) -> list:
     return value if isinstance(value, list) else []
 
 
-def _merge_props(props: dict, more: dict, mode: str) -> None:
-    for name, (sub_mode, members) in more.items():
+def _merge_props(props: dict, more: dict, file: str, mode: str) -> None:
+    """Add the properties ``more`` (raw nodes of ``file``, or (mode, members)) to ``props`` (mode, members)."""
+    for name, value in more.items():
+        sub_mode, members = value if isinstance(value, tuple) else ("all", ((value, file),))
         if name in props:
             known = props[name][1]
             known_ids = {id(node) for node, _ in known}
@@ -602,7 +626,7 @@ def _combine(mode: str, flats: tuple) -> _Flat:
     for flat in flats:
         for form, payload in flat.forms.items():
             forms.setdefault(form, payload)
-        _merge_props(props, flat.props, mode)
+        _merge_props(props, flat.props, flat.props_file, mode)
         items += flat.items
         objects |= flat.objects
     if mode == "all":
