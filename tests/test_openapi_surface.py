@@ -545,3 +545,64 @@ def test_deprecation_flags_words_and_visible():
         ("new", False, False),
         ("old", True, False),
     ]
+
+
+def _paths_in(node, at=()):
+    """Every (path of keys / indexes) to a value inside ``node``."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        yield at + (key,)
+        yield from _paths_in(value, at + (key,))
+
+
+def test_any_value_of_the_wrong_json_type_is_read_without_an_exception():
+    # every value of a document that uses each feature, replaced in turn by each of these
+    document = _openapi(
+        {
+            "/a/{id}": {
+                "parameters": [{"name": "id", "in": "path", "schema": {"type": "string"}}],
+                "post": {
+                    "servers": [{"url": "/v1", "variables": {"x": {"default": "y"}}}],
+                    "parameters": [
+                        {"$ref": "#/components/parameters/Limit"},
+                        {"name": "f", "in": "query", "content": {"application/json": {"schema": {"type": "object"}}}},
+                    ],
+                    "requestBody": _json_body(
+                        {
+                            "allOf": [{"$ref": "#/components/schemas/Node"}],
+                            "required": ["n"],
+                            "properties": {"n": {"oneOf": [{"type": "null"}, {"enum": ["a", None]}]}},
+                        }
+                    ),
+                    "responses": {
+                        "200": _json_body({"type": "array", "items": {"$ref": "#/components/schemas/Node"}}),
+                        "201": {"$ref": "#/components/responses/Made"},
+                    },
+                },
+            }
+        },
+        {
+            "Node": {
+                "type": "object",
+                "required": ["kids"],
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}},
+                "anyOf": [{"$ref": "#/components/schemas/Node"}, {"type": ["string", "null"], "nullable": True}],
+            }
+        },
+    )
+    document["components"]["parameters"] = {"Limit": {"name": "limit", "in": "query", "schema": {"type": "integer"}}}
+    document["components"]["responses"] = {"Made": _json_body({"properties": {"id": {"type": "string"}}})}
+    bad_values = [None, 1, "s", [], {}, [1], {"$ref": "#/nope"}, {"$ref": 5}, {"type": ["array"], "items": []}]
+    runs = 0
+    for path in list(_paths_in(document)):
+        for bad in bad_values:
+            changed = copy.deepcopy(document)
+            parent = changed
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = bad
+            surfaces, stats = _read(changed)
+            assert all(isinstance(surface, Surface) for _, surface in surfaces.values())
+            visible({key: surface for key, (_, surface) in surfaces.items()})
+            runs += 1
+    assert runs > 500

@@ -284,9 +284,8 @@ class _Reader:
         description = node.get("description")
         signature = (
             tuple(kinds) if isinstance(kinds, list) else kinds,
-            _enum_of(enum) if isinstance(enum, list) else None,
-            enum == [""],
-            _enum_of([node["const"]]) if "const" in node else None,
+            tuple(enum) if isinstance(enum, list) else None,
+            ("const", node["const"]) if "const" in node else None,
             node.get("nullable") is True or node.get("x-nullable") is True,
             isinstance(node.get("additionalProperties"), dict | bool),
             node.get("deprecated") is True,
@@ -294,7 +293,7 @@ class _Reader:
         )
         try:
             found = self.leaves.get(signature)
-        except TypeError:  # an unhashable "type"
+        except TypeError:  # an unhashable "type" or value
             return self._fold(node, file)[0]
         if found is None:
             found = self.leaves[signature] = self._fold(node, file)[0]
