@@ -41,9 +41,9 @@ counted in :class:`SurfaceStats`: ``depth_cut`` (an object whose properties lie 
 past :data:`MAX_NESTING`), ``cycles_cut`` (a schema that refers back to itself: through ``$ref`` /
 ``allOf`` / ``anyOf`` / ``items`` with no property between, or a property whose schema is its own parent's,
 as a tree's ``children``: listed, not expanded; a longer loop through properties ends at the depth),
-``unresolved_refs`` (a ``$ref`` that names nothing, counted once per referring file, and a parameter without
-a string ``name`` and ``in``, skipped). Each counts once per schema and version however many endpoints reuse
-it.
+``unresolved_refs`` (a ``$ref`` that names nothing, counted once per referring file and ref, and a parameter
+without a string ``name`` and ``in``, skipped). Each counts once per schema and version however many endpoints
+reuse it (a subtree past the MAX_FIELDS cap is not walked, so its cuts are not counted).
 
 Speed: the fields below a schema are worked out once per version and depth and reused, prefixed, by every
 endpoint and property that refers to it. The cuts above depend on the schema alone, never on the path by
@@ -505,10 +505,11 @@ class _Reader:
         return entries, low
 
     def _entries(self, flat: _Flat, depth: int):
-        children, ordered = self._children(flat)
-        if flat.props and depth < 1:
+        if flat.props and depth < 1:  # its properties are past the depth: only its items are read
             self.depth_cut += 1
-            children = children[-1:] if flat.items else ()
+            children, ordered = ((self._items_child(flat),) if flat.items else ()), True
+        else:
+            children, ordered = self._children(flat)
         low = _INF
         if ordered:  # each child's entries follow the last's: taken in turn, up to MAX_FIELDS
             out: list = []
@@ -552,16 +553,19 @@ class _Reader:
                 child = None
             children.append((head, child, required))
         if flat.items:  # "[]..." sorts after every ".name..."
-            child = self.position("any", flat.items)
-            type_, enum, deprecated_flag, deprecated_text = self.info(child)
-            head = ("[]", type_, True, enum, deprecated_flag, deprecated_text)
-            children.append((head, child if child.props or child.items else None, True))
+            children.append(self._items_child(flat))
         # a child's entries all start with its name then "." or "["; they sort before the next child's name
         # unless that name continues this one with a character before "[" ("a" then "a-b", "a" then "aB")
         names = [str(name) for name in names]
         ordered = not any(after.startswith(name) and after[len(name)] <= "[" for name, after in zip(names, names[1:]))
         found = self.children[flat.shape] = (tuple(children), ordered)
         return found
+
+    def _items_child(self, flat: _Flat) -> tuple:
+        child = self.position("any", flat.items)
+        type_, enum, deprecated_flag, deprecated_text = self.info(child)
+        head = ("[]", type_, True, enum, deprecated_flag, deprecated_text)
+        return head, child if child.props or child.items else None, True
 
     def _is_parent(self, child: _Flat, parent_objects: frozenset) -> bool:
         """Whether the field's schema (or its items', to a few levels) declares all its parent's properties."""
@@ -802,9 +806,12 @@ def _surface(reader: _Reader, read: _Operation) -> Surface:
                     )
     request = body
     if params:
-        named = {(field.location, field.name): field for field in body}
-        named.update({(field.location, field.name): field for field in params.values()})
-        request = tuple(named[key] for key in sorted(named))
+        named = {(field.location, field.name): field for field in params.values()}
+        if any(location == "body" for location, _ in named):  # Swagger 2 formData beside a body schema
+            named = {**{(field.location, field.name): field for field in body}, **named}
+            body = ()
+        # "body" sorts before every other location
+        request = body + tuple(named[key] for key in sorted(named))
     return Surface(
         operation.get("deprecated") is True,
         deprecated_in_text(operation.get("summary"), operation.get("description")),
