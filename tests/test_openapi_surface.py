@@ -606,3 +606,33 @@ def test_any_value_of_the_wrong_json_type_is_read_without_an_exception():
             visible({key: surface for key, (_, surface) in surfaces.items()})
             runs += 1
     assert runs > 500
+
+
+def test_an_endpoints_fields_do_not_depend_on_the_other_endpoints():
+    # schemas reached through loops: whichever endpoint is read first must not shape another's fields
+    schemas = {
+        "A": {"anyOf": [{"$ref": "#/components/schemas/B"}, {"type": "string"}, {"properties": {"a": {}}}]},
+        "B": {"anyOf": [{"$ref": "#/components/schemas/A"}, {"type": "integer"}, {"properties": {"b": {}}}]},
+        "Card": {
+            "properties": {
+                "customer": {"anyOf": [{"type": "string"}, {"$ref": "#/components/schemas/Customer"}]},
+                "last4": {"type": "string"},
+            }
+        },
+        "Customer": {"properties": {"card": {"$ref": "#/components/schemas/Card"}, "email": {"type": "string"}}},
+    }
+
+    def body(**refs):
+        return _ok({"properties": {name: {"$ref": f"#/components/schemas/{ref}"} for name, ref in refs.items()}})
+
+    paths = {
+        "/a": {"get": {"responses": body(x="A", c="Card")}},
+        "/b": {"get": {"responses": body(y="B", k="Customer")}},
+    }
+    both = _read(_openapi(paths, schemas))[0]
+    for path in paths:
+        alone = _read(_openapi({path: paths[path]}, schemas))[0]
+        assert alone == {key: value for key, value in both.items() if key[1] == path}
+    names = [field.name for field in both[("GET", "/b")][1].fields]
+    assert names[:4] == ["k", "k.card", "k.card.customer", "k.card.last4"]
+    assert "y.a" in names and "y.b" in names

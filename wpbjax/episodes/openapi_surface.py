@@ -243,7 +243,8 @@ class _Reader:
     # --- folding one schema ----------------------------------------------------------------------------
 
     def flat(self, node, file: str) -> _Flat:
-        return self._flat(node, file)[0]
+        found = self.flats.get(id(node))
+        return found if found is not None else self._flat(node, file)[0]
 
     def _flat(self, node, file: str):
         """(_Flat, lowest stack index a cycle cut reached): memoised unless a cut reached an outer schema."""
@@ -271,7 +272,7 @@ class _Reader:
         if low >= index:
             self.flats[key] = flat
             low = _INF
-        else:  # cut short by a loop through an outer schema: its fields are its own, shared with no one
+        elif flat is not _NOTHING:  # cut short by a loop through an outer schema: its fields shared with no one
             flat.shape = ("partial", id(flat))
         return flat, low
 
@@ -301,6 +302,9 @@ class _Reader:
         return found
 
     def _fold(self, node: dict, file: str):
+        if len(node) == 1 and isinstance(node.get("$ref"), str):  # a bare $ref: its target's fold
+            found = self.resolve(node["$ref"], file)
+            return self._flat(*found) if found is not None else (_NOTHING, _INF)
         forms: dict = {}
         kinds = node.get("type")
         kinds = kinds if isinstance(kinds, list) else (kinds,) if isinstance(kinds, str) else ()
@@ -430,7 +434,9 @@ class _Reader:
     def position(self, mode: str, members: tuple) -> _Flat:
         """The folded schema of a field whose schema is ``members`` (merged, or alternatives)."""
         if len(members) == 1:
-            return self.flat(*members[0])
+            node, file = members[0]
+            found = self.flats.get(id(node))
+            return found if found is not None else self._flat(node, file)[0]
         # one schema reached twice (a property both alternatives take from one $ref) counts once
         flats = tuple({id(flat): flat for flat in (self.flat(node, file) for node, file in members)}.values())
         if len(flats) == 1:
@@ -539,16 +545,23 @@ class _Reader:
         if found is not None:
             return found
         children = []
-        names = sorted(flat.props, key=str)
+        props, props_file, required_names, objects = flat.props, flat.props_file, flat.required, flat.objects
+        try:
+            names = sorted(props)
+        except TypeError:  # a name that is not a string (never from JSON)
+            names = sorted(props, key=str)
         for name in names:
-            value = flat.props[name]
-            child = self.position(*value) if isinstance(value, tuple) else self.flat(value, flat.props_file)
-            required = name in flat.required
+            value = props[name]
+            if value.__class__ is tuple:
+                child = self.position(*value)
+            else:
+                child = self.flats.get(id(value)) or self._flat(value, props_file)[0]
+            required = name in required_names
             type_, enum, deprecated_flag, deprecated_text = self.info(child)
             head = ("." + str(name), type_, required, enum, deprecated_flag, deprecated_text)
             if not (child.props or child.items):
                 child = None
-            elif flat.objects and self._is_parent(child, flat.objects):
+            elif objects and self._is_parent(child, objects):
                 self.cycles += 1
                 child = None
             children.append((head, child, required))
@@ -556,7 +569,7 @@ class _Reader:
             children.append(self._items_child(flat))
         # a child's entries all start with its name then "." or "["; they sort before the next child's name
         # unless that name continues this one with a character before "[" ("a" then "a-b", "a" then "aB")
-        names = [str(name) for name in names]
+        names = [head[0] for head, _, _ in children]
         ordered = not any(after.startswith(name) and after[len(name)] <= "[" for name, after in zip(names, names[1:]))
         found = self.children[flat.shape] = (tuple(children), ordered)
         return found
