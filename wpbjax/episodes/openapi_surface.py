@@ -165,6 +165,7 @@ class _Reader:
     def __init__(self, documents: dict, load):
         self.documents, self.load = documents, load
         self.loaded: dict = {}
+        self.files: dict = {}
         self.refs: dict = {}
         self.unresolved: set = set()
         self.cycles = self.depth_cut = 0
@@ -197,34 +198,51 @@ class _Reader:
 
     def _lookup(self, ref: str, file: str):
         file_part, _, pointer = ref.partition("#")
-        target = file
         if file_part:
-            if "://" in file_part:
+            found = self._file(posixpath.dirname(file), file_part)
+            if found is None:
                 return None
-            target = posixpath.normpath(posixpath.join(posixpath.dirname(file), unquote(file_part))).lstrip("/")
-        node = self._document(target)
+            file, node = found
+        else:
+            node = self._file_node(file)
         if node is None or (pointer and not pointer.startswith("/")):
             return None
         for token in pointer.split("/")[1:]:
-            token = unquote(token).replace("~1", "/").replace("~0", "~")
+            if "~" in token or "%" in token:
+                token = unquote(token).replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and token in node:
                 node = node[token]
             elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
                 node = node[int(token)]
             else:
                 return None
-        stem = re.sub(r"\.(json|ya?ml)$", "", target)
-        return node, stem if stem in self.documents else target
+        return node, file
 
-    def _document(self, target: str):
-        if target in self.documents:  # an entry file, by stem
-            return self.documents[target]
-        stem = re.sub(r"\.(json|ya?ml)$", "", target)
-        if stem in self.documents:
-            return self.documents[stem]
-        if target not in self.loaded:
-            self.loaded[target] = self.load(target) if self.load is not None else None
-        return self.loaded[target]
+    def _file(self, folder: str, file_part: str):
+        """(file key, parsed document) that ``file_part`` names from ``folder``, or None: an entry file by its
+        stem, another through ``load`` (once)."""
+        key = (folder, file_part)
+        if key in self.files:
+            return self.files[key]
+        found = None
+        if "://" not in file_part:
+            target = posixpath.normpath(posixpath.join(folder, unquote(file_part))).lstrip("/")
+            stem = re.sub(r"\.(json|ya?ml)$", "", target)
+            if stem in self.documents or target in self.documents:
+                name = stem if stem in self.documents else target
+                found = name, self.documents[name]
+            else:
+                if target not in self.loaded:
+                    self.loaded[target] = self.load(target) if self.load is not None else None
+                found = target, self.loaded[target]
+            if found[1] is None:
+                found = None
+        self.files[key] = found
+        return found
+
+    def _file_node(self, file: str):
+        """The parsed document of a file key (an entry's stem, or a loaded path)."""
+        return self.documents[file] if file in self.documents else self.loaded.get(file)
 
     def follow(self, node, file: str):
         """(node, file) with a chain of ``$ref`` followed (a parameter, a body, a response), or None."""
