@@ -636,3 +636,16 @@ def test_an_endpoints_fields_do_not_depend_on_the_other_endpoints():
     names = [field.name for field in both[("GET", "/b")][1].fields]
     assert names[:4] == ["k", "k.card", "k.card.customer", "k.card.last4"]
     assert "y.a" in names and "y.b" in names
+
+
+def test_equal_looking_enums_of_other_types_stay_apart():
+    # True == 1 == 1.0 in Python; their allowed values are written apart
+    properties = {"a": {"enum": [True]}, "b": {"enum": [1]}, "c": {"enum": [1.0]}, "d": {"const": False}}
+    surfaces, _ = _read(_openapi({"/x": {"get": {"responses": _ok({"properties": properties})}}}))
+    fields = {field.name: (field.type, field.enum) for field in surfaces[("GET", "/x")][1].fields}
+    assert fields == {
+        "a": ("boolean", ("True",)),
+        "b": ("integer", ("1",)),
+        "c": ("number", ("1.0",)),
+        "d": ("boolean", ("False",)),
+    }

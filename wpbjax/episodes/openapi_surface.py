@@ -121,26 +121,19 @@ def deprecated_in_text(*texts) -> bool:
 class _Flat:
     """One schema with its composition folded in: what its fields and its type are made of.
 
-    ``forms``: {form: None, or ("array", id) -> item members}; ``props``: {name: schema node in ``props_file``
-    (a schema's own "properties", not copied), or (mode, members)} with mode "all" (allOf-merged) or "any"
-    (alternatives) and members ((schema node, file), ...); ``items``: members of
-    the array items; ``objects``: ids of the nodes that declare properties (a property whose schema has all of
-    its parent's is the parent again); ``shape``: equal for schemas with the same fields below them."""
+    ``forms``: {form: None, or ("array", id) -> item members}; ``props``: {name: a schema node of
+    ``props_file`` (a schema's own "properties", not copied), or (mode, members)}, mode "all" (allOf-merged)
+    or "any" (alternatives), members ((schema node, file), ...); ``items``: members of the array items;
+    ``objects``: ids of the nodes that declare properties (a property whose schema has all of its parent's is
+    the parent again); ``shape``: equal for schemas with the same fields below them."""
 
     __slots__ = ("forms", "enum", "props", "required", "items", "objects", "deprecated_flag", "deprecated_text")
     __slots__ += ("shape", "props_file")
 
-    def __init__(
-        self, forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape, props_file=""
-    ):
-        self.props_file = props_file
+    def __init__(self, forms, enum, props, required, items, objects, flag, text, shape, props_file=""):
         self.forms, self.enum, self.props, self.required, self.items = forms, enum, props, required, items
-        self.objects, self.deprecated_flag, self.deprecated_text, self.shape = (
-            objects,
-            deprecated_flag,
-            deprecated_text,
-            shape,
-        )
+        self.objects, self.deprecated_flag, self.deprecated_text = objects, flag, text
+        self.shape, self.props_file = shape, props_file
 
     @property
     def null_only(self) -> bool:
@@ -303,8 +296,9 @@ class _Reader:
         description = node.get("description")
         signature = (
             tuple(kinds) if isinstance(kinds, list) else kinds,
-            tuple(enum) if isinstance(enum, list) else None,
-            ("const", node["const"]) if "const" in node else None,
+            # with the values' types: True == 1 as a key, but its enum string is "True"
+            (tuple(enum), tuple(map(type, enum))) if isinstance(enum, list) else None,
+            (node["const"], type(node["const"])) if "const" in node else None,
             node.get("nullable") is True or node.get("x-nullable") is True,
             isinstance(node.get("additionalProperties"), dict | bool),
             node.get("deprecated") is True,
