@@ -649,3 +649,24 @@ def test_equal_looking_enums_of_other_types_stay_apart():
         "c": ("number", ("1.0",)),
         "d": ("boolean", ("False",)),
     }
+
+
+def test_very_deep_nesting_is_cut_without_a_recursion_error():
+    deep_all, deep_items, deep_props, deep_refs = {"type": "string"}, {"type": "string"}, {"type": "string"}, {}
+    for _ in range(600):
+        deep_all = {"allOf": [deep_all]}
+        deep_items = {"type": "array", "items": deep_items}
+        deep_props = {"properties": {"p": deep_props}}
+    # a chain of 600 refs, each naming the next schema
+    schemas = {f"S{index}": {"$ref": f"#/components/schemas/S{index + 1}"} for index in range(600)}
+    schemas["S600"] = {"type": "integer"}
+    deep_refs = {"$ref": "#/components/schemas/S0"}
+    body = {"properties": {"all": deep_all, "items": deep_items, "props": deep_props, "refs": deep_refs}}
+    surfaces, stats = _read(_openapi({"/x": {"get": {"responses": _ok(body)}}}, schemas))
+    fields = {field.name: field.type for field in surfaces[("GET", "/x")][1].fields}
+    # past MAX_NESTING (64) levels of composition / arrays the walk stops: any type, no items listed deeper
+    assert fields["all"] == "any" and fields["refs"] == "any"
+    assert fields["items"] == "array<array<array<array<any>>>>"
+    assert [name for name in fields if name.startswith("items[]")][-1] == "items" + "[]" * 63
+    assert [name for name in fields if name.startswith("props")] == ["props", "props.p", "props.p.p"]
+    assert stats.depth_cut >= 3
