@@ -545,3 +545,128 @@ def test_deprecation_flags_words_and_visible():
         ("new", False, False),
         ("old", True, False),
     ]
+
+
+def _paths_in(node, at=()):
+    """Every (path of keys / indexes) to a value inside ``node``."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        yield at + (key,)
+        yield from _paths_in(value, at + (key,))
+
+
+def test_any_value_of_the_wrong_json_type_is_read_without_an_exception():
+    # every value of a document that uses each feature, replaced in turn by each of these
+    document = _openapi(
+        {
+            "/a/{id}": {
+                "parameters": [{"name": "id", "in": "path", "schema": {"type": "string"}}],
+                "post": {
+                    "servers": [{"url": "/v1", "variables": {"x": {"default": "y"}}}],
+                    "parameters": [
+                        {"$ref": "#/components/parameters/Limit"},
+                        {"name": "f", "in": "query", "content": {"application/json": {"schema": {"type": "object"}}}},
+                    ],
+                    "requestBody": _json_body(
+                        {
+                            "allOf": [{"$ref": "#/components/schemas/Node"}],
+                            "required": ["n"],
+                            "properties": {"n": {"oneOf": [{"type": "null"}, {"enum": ["a", None]}]}},
+                        }
+                    ),
+                    "responses": {
+                        "200": _json_body({"type": "array", "items": {"$ref": "#/components/schemas/Node"}}),
+                        "201": {"$ref": "#/components/responses/Made"},
+                    },
+                },
+            }
+        },
+        {
+            "Node": {
+                "type": "object",
+                "required": ["kids"],
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}},
+                "anyOf": [{"$ref": "#/components/schemas/Node"}, {"type": ["string", "null"], "nullable": True}],
+            }
+        },
+    )
+    document["components"]["parameters"] = {"Limit": {"name": "limit", "in": "query", "schema": {"type": "integer"}}}
+    document["components"]["responses"] = {"Made": _json_body({"properties": {"id": {"type": "string"}}})}
+    bad_values = [None, 1, "s", [], {}, [1], {"$ref": "#/nope"}, {"$ref": 5}, {"type": ["array"], "items": []}]
+    runs = 0
+    for path in list(_paths_in(document)):
+        for bad in bad_values:
+            changed = copy.deepcopy(document)
+            parent = changed
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = bad
+            surfaces, stats = _read(changed)
+            assert all(isinstance(surface, Surface) for _, surface in surfaces.values())
+            visible({key: surface for key, (_, surface) in surfaces.items()})
+            runs += 1
+    assert runs > 500
+
+
+def test_an_endpoints_fields_do_not_depend_on_the_other_endpoints():
+    # schemas reached through loops: whichever endpoint is read first must not shape another's fields
+    schemas = {
+        "A": {"anyOf": [{"$ref": "#/components/schemas/B"}, {"type": "string"}, {"properties": {"a": {}}}]},
+        "B": {"anyOf": [{"$ref": "#/components/schemas/A"}, {"type": "integer"}, {"properties": {"b": {}}}]},
+        "Card": {
+            "properties": {
+                "customer": {"anyOf": [{"type": "string"}, {"$ref": "#/components/schemas/Customer"}]},
+                "last4": {"type": "string"},
+            }
+        },
+        "Customer": {"properties": {"card": {"$ref": "#/components/schemas/Card"}, "email": {"type": "string"}}},
+    }
+
+    def body(**refs):
+        return _ok({"properties": {name: {"$ref": f"#/components/schemas/{ref}"} for name, ref in refs.items()}})
+
+    paths = {
+        "/a": {"get": {"responses": body(x="A", c="Card")}},
+        "/b": {"get": {"responses": body(y="B", k="Customer")}},
+    }
+    both = _read(_openapi(paths, schemas))[0]
+    for path in paths:
+        alone = _read(_openapi({path: paths[path]}, schemas))[0]
+        assert alone == {key: value for key, value in both.items() if key[1] == path}
+    names = [field.name for field in both[("GET", "/b")][1].fields]
+    assert names[:4] == ["k", "k.card", "k.card.customer", "k.card.last4"]
+    assert "y.a" in names and "y.b" in names
+
+
+def test_equal_looking_enums_of_other_types_stay_apart():
+    # True == 1 == 1.0 in Python; their allowed values are written apart
+    properties = {"a": {"enum": [True]}, "b": {"enum": [1]}, "c": {"enum": [1.0]}, "d": {"const": False}}
+    surfaces, _ = _read(_openapi({"/x": {"get": {"responses": _ok({"properties": properties})}}}))
+    fields = {field.name: (field.type, field.enum) for field in surfaces[("GET", "/x")][1].fields}
+    assert fields == {
+        "a": ("boolean", ("True",)),
+        "b": ("integer", ("1",)),
+        "c": ("number", ("1.0",)),
+        "d": ("boolean", ("False",)),
+    }
+
+
+def test_very_deep_nesting_is_cut_without_a_recursion_error():
+    deep_all, deep_items, deep_props, deep_refs = {"type": "string"}, {"type": "string"}, {"type": "string"}, {}
+    for _ in range(600):
+        deep_all = {"allOf": [deep_all]}
+        deep_items = {"type": "array", "items": deep_items}
+        deep_props = {"properties": {"p": deep_props}}
+    # a chain of 600 refs, each naming the next schema
+    schemas = {f"S{index}": {"$ref": f"#/components/schemas/S{index + 1}"} for index in range(600)}
+    schemas["S600"] = {"type": "integer"}
+    deep_refs = {"$ref": "#/components/schemas/S0"}
+    body = {"properties": {"all": deep_all, "items": deep_items, "props": deep_props, "refs": deep_refs}}
+    surfaces, stats = _read(_openapi({"/x": {"get": {"responses": _ok(body)}}}, schemas))
+    fields = {field.name: field.type for field in surfaces[("GET", "/x")][1].fields}
+    # past MAX_NESTING (64) levels of composition / arrays the walk stops: any type, no items listed deeper
+    assert fields["all"] == "any" and fields["refs"] == "any"
+    assert fields["items"] == "array<array<array<array<any>>>>"
+    assert [name for name in fields if name.startswith("items[]")][-1] == "items" + "[]" * 63
+    assert [name for name in fields if name.startswith("props")] == ["props", "props.p", "props.p.p"]
+    assert stats.depth_cut >= 3

@@ -41,9 +41,9 @@ counted in :class:`SurfaceStats`: ``depth_cut`` (an object whose properties lie 
 past :data:`MAX_NESTING`), ``cycles_cut`` (a schema that refers back to itself: through ``$ref`` /
 ``allOf`` / ``anyOf`` / ``items`` with no property between, or a property whose schema is its own parent's,
 as a tree's ``children``: listed, not expanded; a longer loop through properties ends at the depth),
-``unresolved_refs`` (a ``$ref`` that names nothing, counted once per referring file, and a parameter without
-a string ``name`` and ``in``, skipped). Each counts once per schema and version however many endpoints reuse
-it.
+``unresolved_refs`` (a ``$ref`` that names nothing, counted once per referring file and ref, and a parameter
+without a string ``name`` and ``in``, skipped). Each counts once per schema and version however many endpoints
+reuse it (a subtree past the MAX_FIELDS cap is not walked, so its cuts are not counted).
 
 Speed: the fields below a schema are worked out once per version and depth and reused, prefixed, by every
 endpoint and property that refers to it. The cuts above depend on the schema alone, never on the path by
@@ -73,6 +73,7 @@ MAX_FIELDS = 400  # body fields of one endpoint side, in name order
 MAX_TYPE_DEPTH = 3  # nesting of "array<...>" in a type
 MAX_NESTING = 64  # schema composition / array nesting followed before the walk stops
 _PATH_PARAM = re.compile(r"\{([^{}/]*)\}")
+_NAME = itemgetter(2)  # a Field's name
 _SUCCESS = re.compile(r"2(?:\d\d|XX|xx)")
 
 
@@ -120,22 +121,19 @@ def deprecated_in_text(*texts) -> bool:
 class _Flat:
     """One schema with its composition folded in: what its fields and its type are made of.
 
-    ``forms``: {form: None, or ("array", id) -> item members}; ``props``: {name: (mode, members)} with mode
-    "all" (allOf-merged) or "any" (alternatives) and members ((schema node, file), ...); ``items``: members of
-    the array items; ``objects``: ids of the nodes that declare properties (a property whose schema has all of
-    its parent's is the parent again); ``shape``: equal for schemas with the same fields below them."""
+    ``forms``: {form: None, or ("array", id) -> item members}; ``props``: {name: a schema node of
+    ``props_file`` (a schema's own "properties", not copied), or (mode, members)}, mode "all" (allOf-merged)
+    or "any" (alternatives), members ((schema node, file), ...); ``items``: members of the array items;
+    ``objects``: ids of the nodes that declare properties (a property whose schema has all of its parent's is
+    the parent again); ``shape``: equal for schemas with the same fields below them."""
 
     __slots__ = ("forms", "enum", "props", "required", "items", "objects", "deprecated_flag", "deprecated_text")
-    __slots__ += ("shape",)
+    __slots__ += ("shape", "props_file")
 
-    def __init__(self, forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape):
+    def __init__(self, forms, enum, props, required, items, objects, flag, text, shape, props_file=""):
         self.forms, self.enum, self.props, self.required, self.items = forms, enum, props, required, items
-        self.objects, self.deprecated_flag, self.deprecated_text, self.shape = (
-            objects,
-            deprecated_flag,
-            deprecated_text,
-            shape,
-        )
+        self.objects, self.deprecated_flag, self.deprecated_text = objects, flag, text
+        self.shape, self.props_file = shape, props_file
 
     @property
     def null_only(self) -> bool:
@@ -160,6 +158,7 @@ class _Reader:
     def __init__(self, documents: dict, load):
         self.documents, self.load = documents, load
         self.loaded: dict = {}
+        self.files: dict = {}
         self.refs: dict = {}
         self.unresolved: set = set()
         self.cycles = self.depth_cut = 0
@@ -167,6 +166,8 @@ class _Reader:
         self.flats: dict = {}
         self.shapes: dict = {}
         self.leaves: dict = {}
+        self.wrappers: dict = {}
+        self.children: dict = {}
         self.flat_stack: dict = {}
         self.combined: dict = {}
         self.infos: dict = {}
@@ -190,34 +191,51 @@ class _Reader:
 
     def _lookup(self, ref: str, file: str):
         file_part, _, pointer = ref.partition("#")
-        target = file
         if file_part:
-            if "://" in file_part:
+            found = self._file(posixpath.dirname(file), file_part)
+            if found is None:
                 return None
-            target = posixpath.normpath(posixpath.join(posixpath.dirname(file), unquote(file_part))).lstrip("/")
-        node = self._document(target)
+            file, node = found
+        else:
+            node = self._file_node(file)
         if node is None or (pointer and not pointer.startswith("/")):
             return None
         for token in pointer.split("/")[1:]:
-            token = unquote(token).replace("~1", "/").replace("~0", "~")
+            if "~" in token or "%" in token:
+                token = unquote(token).replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and token in node:
                 node = node[token]
             elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
                 node = node[int(token)]
             else:
                 return None
-        stem = re.sub(r"\.(json|ya?ml)$", "", target)
-        return node, stem if stem in self.documents else target
+        return node, file
 
-    def _document(self, target: str):
-        if target in self.documents:  # an entry file, by stem
-            return self.documents[target]
-        stem = re.sub(r"\.(json|ya?ml)$", "", target)
-        if stem in self.documents:
-            return self.documents[stem]
-        if target not in self.loaded:
-            self.loaded[target] = self.load(target) if self.load is not None else None
-        return self.loaded[target]
+    def _file(self, folder: str, file_part: str):
+        """(file key, parsed document) that ``file_part`` names from ``folder``, or None: an entry file by its
+        stem, another through ``load`` (once)."""
+        key = (folder, file_part)
+        if key in self.files:
+            return self.files[key]
+        found = None
+        if "://" not in file_part:
+            target = posixpath.normpath(posixpath.join(folder, unquote(file_part))).lstrip("/")
+            stem = re.sub(r"\.(json|ya?ml)$", "", target)
+            if stem in self.documents or target in self.documents:
+                name = stem if stem in self.documents else target
+                found = name, self.documents[name]
+            else:
+                if target not in self.loaded:
+                    self.loaded[target] = self.load(target) if self.load is not None else None
+                found = target, self.loaded[target]
+            if found[1] is None:
+                found = None
+        self.files[key] = found
+        return found
+
+    def _file_node(self, file: str):
+        """The parsed document of a file key (an entry's stem, or a loaded path)."""
+        return self.documents[file] if file in self.documents else self.loaded.get(file)
 
     def follow(self, node, file: str):
         """(node, file) with a chain of ``$ref`` followed (a parameter, a body, a response), or None."""
@@ -236,7 +254,8 @@ class _Reader:
     # --- folding one schema ----------------------------------------------------------------------------
 
     def flat(self, node, file: str) -> _Flat:
-        return self._flat(node, file)[0]
+        found = self.flats.get(id(node))
+        return found if found is not None else self._flat(node, file)[0]
 
     def _flat(self, node, file: str):
         """(_Flat, lowest stack index a cycle cut reached): memoised unless a cut reached an outer schema."""
@@ -264,7 +283,7 @@ class _Reader:
         if low >= index:
             self.flats[key] = flat
             low = _INF
-        else:  # cut short by a loop through an outer schema: its fields are its own, shared with no one
+        elif flat is not _NOTHING:  # cut short by a loop through an outer schema: its fields shared with no one
             flat.shape = ("partial", id(flat))
         return flat, low
 
@@ -277,9 +296,9 @@ class _Reader:
         description = node.get("description")
         signature = (
             tuple(kinds) if isinstance(kinds, list) else kinds,
-            _enum_of(enum) if isinstance(enum, list) else None,
-            enum == [""],
-            _enum_of([node["const"]]) if "const" in node else None,
+            # with the values' types: True == 1 as a key, but its enum string is "True"
+            (tuple(enum), tuple(map(type, enum))) if isinstance(enum, list) else None,
+            (node["const"], type(node["const"])) if "const" in node else None,
             node.get("nullable") is True or node.get("x-nullable") is True,
             isinstance(node.get("additionalProperties"), dict | bool),
             node.get("deprecated") is True,
@@ -287,7 +306,7 @@ class _Reader:
         )
         try:
             found = self.leaves.get(signature)
-        except TypeError:  # an unhashable "type"
+        except TypeError:  # an unhashable "type" or value
             return self._fold(node, file)[0]
         if found is None:
             found = self.leaves[signature] = self._fold(node, file)[0]
@@ -295,6 +314,9 @@ class _Reader:
         return found
 
     def _fold(self, node: dict, file: str):
+        if len(node) == 1 and isinstance(node.get("$ref"), str):  # a bare $ref: its target's fold
+            found = self.resolve(node["$ref"], file)
+            return self._flat(*found) if found is not None else (_NOTHING, _INF)
         forms: dict = {}
         kinds = node.get("type")
         kinds = kinds if isinstance(kinds, list) else (kinds,) if isinstance(kinds, str) else ()
@@ -319,11 +341,8 @@ class _Reader:
         if node.get("nullable") is True or node.get("x-nullable") is True:
             forms["null"] = None
         props_node = node.get("properties")
-        props = (
-            {str(name): ("all", ((schema, file),)) for name, schema in props_node.items()}
-            if isinstance(props_node, dict) and props_node
-            else {}
-        )
+        props = props_node if isinstance(props_node, dict) and props_node else {}
+        props_file = file
         if not kinds and (props or isinstance(node.get("additionalProperties"), dict | bool)):
             forms["object"] = None
         required = node.get("required")
@@ -336,7 +355,9 @@ class _Reader:
         deprecated_text = description is not None and deprecated_in_text(description)
         if "$ref" not in node and "allOf" not in node and "anyOf" not in node and "oneOf" not in node:
             shape = id(node) if props or items or required else "leaf"
-            flat = _Flat(forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape)
+            flat = _Flat(
+                forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape, props_file
+            )
             return flat, _INF
 
         low = _INF
@@ -357,6 +378,24 @@ class _Reader:
                 flat, sub_low = self._flat(member, file)
                 low = min(low, sub_low)
                 alternatives.append(flat)
+        signature = None
+        if not (props or items or required) and low == _INF:
+            if not forms and enum is None and not alternatives and len(members) == 1:
+                if not (deprecated_flag or deprecated_text):
+                    return members[0], _INF  # a bare $ref (or one allOf member): its target's fold
+            # the same wrapper around the same schemas (`anyOf: [string, $ref: X]`, nullable) is folded once
+            signature = (
+                *forms,
+                enum,
+                deprecated_flag,
+                deprecated_text,
+                *map(id, members),
+                None,
+                *map(id, alternatives),
+            )
+            found = self.wrappers.get(signature)
+            if found is not None:
+                return found, _INF
         # the fields below depend on props, required, items and objects only, so a schema's shape is made of
         # its own (if it declares any) and its members': every `anyOf: [string, $ref: X]` shares X's fields
         own = id(node) if props or items or required else None
@@ -365,12 +404,20 @@ class _Reader:
         else:
             shape = (own, tuple(member.shape for member in members), tuple(member.shape for member in alternatives))
             shape = self.shapes.setdefault(shape, ("shape", len(self.shapes)))
+        with_props = [member for member in (*members, *alternatives) if member.props]
+        shared = not props and len(with_props) == 1
+        if shared:  # no copy: a _Flat's props are never changed once made
+            props, props_file = with_props[0].props, with_props[0].props_file
+        elif with_props:
+            own_props, props = props, {}
+            _merge_props(props, own_props, file, "all")
         for member in members:  # allOf (and a $ref's target): merged
             for form, payload in member.forms.items():
                 forms.setdefault(form, payload)
             if member.enum is not None:
                 enum = member.enum if enum is None else enum & member.enum
-            _merge_props(props, member.props, "all")
+            if not shared:
+                _merge_props(props, member.props, member.props_file, "all")
             required |= member.required
             items += member.items
             objects |= member.objects
@@ -380,7 +427,8 @@ class _Reader:
             for member in alternatives:
                 for form, payload in member.forms.items():
                     forms.setdefault(form, payload)
-                _merge_props(props, member.props, "any")
+                if not shared:
+                    _merge_props(props, member.props, member.props_file, "any")
                 items += member.items
                 objects |= member.objects
             valued = [member for member in alternatives if not member.null_only]
@@ -390,14 +438,21 @@ class _Reader:
             shaped = [member for member in alternatives if member.props or member.objects]
             if shaped:
                 required |= frozenset.intersection(*(member.required for member in shaped))
-        flat = _Flat(forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape)
+        flat = _Flat(forms, enum, props, required, items, objects, deprecated_flag, deprecated_text, shape, props_file)
+        if signature is not None:
+            self.wrappers[signature] = flat
         return flat, low
 
     def position(self, mode: str, members: tuple) -> _Flat:
         """The folded schema of a field whose schema is ``members`` (merged, or alternatives)."""
         if len(members) == 1:
-            return self.flat(*members[0])
-        flats = tuple(self.flat(node, file) for node, file in members)
+            node, file = members[0]
+            found = self.flats.get(id(node))
+            return found if found is not None else self._flat(node, file)[0]
+        # one schema reached twice (a property both alternatives take from one $ref) counts once
+        flats = tuple({id(flat): flat for flat in (self.flat(node, file) for node, file in members)}.values())
+        if len(flats) == 1:
+            return flats[0]
         key = (mode, tuple(id(flat) for flat in flats))
         found = self.combined.get(key)
         if found is None:
@@ -412,7 +467,10 @@ class _Reader:
         found = self.infos.get(id(flat))
         if found is None:
             enum = tuple(sorted(flat.enum)) if flat.enum is not None else ()
-            type_ = "|".join(sorted(self.forms(flat, 0)))
+            if all(form.__class__ is str for form in flat.forms):
+                type_ = "|".join(sorted(flat.forms)) or "any"
+            else:
+                type_ = "|".join(sorted(self.forms(flat, 0)))
             found = self.infos[id(flat)] = (type_, enum, flat.deprecated_flag, flat.deprecated_text)
         return found
 
@@ -465,40 +523,74 @@ class _Reader:
         return entries, low
 
     def _entries(self, flat: _Flat, depth: int):
-        blocks, low = [], _INF  # (head, entries below it, their prefix, whether required), in name order
-        if flat.props and depth < 1:
+        if flat.props and depth < 1:  # its properties are past the depth: only its items are read
             self.depth_cut += 1
-        elif flat.props:
-            for name in sorted(flat.props):
-                child = self.position(*flat.props[name])
-                required = name in flat.required
-                head = ("." + name, *self._head(child, required))
-                if flat.objects and self._is_parent(child, flat.objects):
-                    self.cycles += 1
-                    blocks.append((head, (), "", required))
-                    continue
-                sub, sub_low = self._below(child, depth - 1)
+            children, ordered = ((self._items_child(flat),) if flat.items else ()), True
+        else:
+            children, ordered = self._children(flat)
+        low = _INF
+        if ordered:  # each child's entries follow the last's: taken in turn, up to MAX_FIELDS
+            out: list = []
+            for head, child, required in children:
+                out.append(head)
+                if child is not None:
+                    sub, sub_low = self._below(child, depth if head[0] == "[]" else depth - 1)
+                    low = min(low, sub_low)
+                    out.extend(islice(_prefixed(sub, head[0], required), MAX_FIELDS - len(out)))
+                if len(out) >= MAX_FIELDS:
+                    break
+            return tuple(out[:MAX_FIELDS]), low
+        streams = []
+        for head, child, required in children:
+            sub = ()
+            if child is not None:
+                sub, sub_low = self._below(child, depth if head[0] == "[]" else depth - 1)
                 low = min(low, sub_low)
-                blocks.append((head, sub, head[0], required))
-        if flat.items:  # "[]..." sorts after every ".name..."
-            child = self.position("any", flat.items)
-            head = ("[]", *self._head(child, True))
-            sub, sub_low = self._below(child, depth)
-            low = min(low, sub_low)
-            blocks.append((head, sub, "[]", True))
-        # blocks follow each other in name order unless a name continues another's with a character that
-        # sorts before "." or "[" ("a" then "a-b", "a[]" then "aB"): then they are merged
-        ordered = all(
-            (prefix + sub[-1][0] if sub else head[0]) < after[0][0]
-            for (head, sub, prefix, _), after in zip(blocks, blocks[1:])
-        )
-        streams = [chain((head,), _prefixed(sub, prefix, required)) for head, sub, prefix, required in blocks]
-        merged = chain.from_iterable(streams) if ordered else heapq.merge(*streams, key=itemgetter(0))
-        return tuple(islice(merged, MAX_FIELDS)), low
+            streams.append(chain((head,), _prefixed(sub, head[0], required)))
+        return tuple(islice(heapq.merge(*streams, key=itemgetter(0)), MAX_FIELDS)), low
 
-    def _head(self, child: _Flat, required: bool) -> tuple:
+    def _children(self, flat: _Flat) -> tuple:
+        """(((head entry, folded schema to expand or None, required), ...), whether their entries come in
+        name order one child after another): a schema's properties in name order, then its items ("[]"); the
+        same for every schema of its shape."""
+        found = self.children.get(flat.shape)
+        if found is not None:
+            return found
+        children = []
+        props, props_file, required_names, objects = flat.props, flat.props_file, flat.required, flat.objects
+        try:
+            names = sorted(props)
+        except TypeError:  # a name that is not a string (never from JSON)
+            names = sorted(props, key=str)
+        for name in names:
+            value = props[name]
+            if value.__class__ is tuple:
+                child = self.position(*value)
+            else:
+                child = self.flats.get(id(value)) or self._flat(value, props_file)[0]
+            required = name in required_names
+            type_, enum, deprecated_flag, deprecated_text = self.info(child)
+            head = ("." + str(name), type_, required, enum, deprecated_flag, deprecated_text)
+            if not (child.props or child.items):
+                child = None
+            elif objects and self._is_parent(child, objects):
+                self.cycles += 1
+                child = None
+            children.append((head, child, required))
+        if flat.items:  # "[]..." sorts after every ".name..."
+            children.append(self._items_child(flat))
+        # a child's entries all start with its name then "." or "["; they sort before the next child's name
+        # unless that name continues this one with a character before "[" ("a" then "a-b", "a" then "aB")
+        names = [head[0] for head, _, _ in children]
+        ordered = not any(after.startswith(name) and after[len(name)] <= "[" for name, after in zip(names, names[1:]))
+        found = self.children[flat.shape] = (tuple(children), ordered)
+        return found
+
+    def _items_child(self, flat: _Flat) -> tuple:
+        child = self.position("any", flat.items)
         type_, enum, deprecated_flag, deprecated_text = self.info(child)
-        return type_, required, enum, deprecated_flag, deprecated_text
+        head = ("[]", type_, True, enum, deprecated_flag, deprecated_text)
+        return head, child if child.props or child.items else None, True
 
     def _is_parent(self, child: _Flat, parent_objects: frozenset) -> bool:
         """Whether the field's schema (or its items', to a few levels) declares all its parent's properties."""
@@ -515,31 +607,20 @@ class _Reader:
         key = (flat.shape, side, required)
         found = self.body_memo.get(key)
         if found is None:
-            fields = sorted(
-                (
-                    Field(
-                        side,
-                        "body",
-                        suffix[1:] if suffix[0] == "." else suffix,
-                        type_,
-                        req and required,
-                        enum,
-                        flag,
-                        text,
-                    )
-                    for suffix, type_, req, enum, flag, text in self.below(flat, MAX_FIELD_DEPTH)
-                ),
-                key=_by_name,
-            )
+            make = tuple.__new__  # Field(...) without its Python-level __new__: one per field of a large spec
+            fields = [
+                make(
+                    Field, (side, "body", suffix[1:] if suffix[0] == "." else suffix, type_, req and required, e, f, t)
+                )
+                for suffix, type_, req, e, f, t in self.below(flat, MAX_FIELD_DEPTH)
+            ]
+            if fields and fields[-1].name[0] == "[":  # a top-level "[]" sorts among the names once "." is gone
+                fields.sort(key=_NAME)
             found = self.body_memo[key] = tuple(fields[:MAX_FIELDS])
         return found
 
     def stats(self) -> SurfaceStats:
         return SurfaceStats(self.cycles, len(self.unresolved), self.depth_cut)
-
-
-def _by_name(field: Field) -> str:
-    return field.name
 
 
 def _prefixed(entries: tuple, prefix: str, required: bool):
@@ -552,10 +633,14 @@ def _list(value) -> list:
     return value if isinstance(value, list) else []
 
 
-def _merge_props(props: dict, more: dict, mode: str) -> None:
-    for name, (sub_mode, members) in more.items():
+def _merge_props(props: dict, more: dict, file: str, mode: str) -> None:
+    """Add the properties ``more`` (raw nodes of ``file``, or (mode, members)) to ``props`` (mode, members)."""
+    for name, value in more.items():
+        sub_mode, members = value if isinstance(value, tuple) else ("all", ((value, file),))
         if name in props:
-            props[name] = (mode, props[name][1] + members)
+            known = props[name][1]
+            known_ids = {id(node) for node, _ in known}
+            props[name] = (mode, known + tuple(member for member in members if id(member[0]) not in known_ids))
         else:
             props[name] = (sub_mode, members)
 
@@ -569,7 +654,7 @@ def _combine(mode: str, flats: tuple) -> _Flat:
     for flat in flats:
         for form, payload in flat.forms.items():
             forms.setdefault(form, payload)
-        _merge_props(props, flat.props, mode)
+        _merge_props(props, flat.props, flat.props_file, mode)
         items += flat.items
         objects |= flat.objects
     if mode == "all":
@@ -746,9 +831,12 @@ def _surface(reader: _Reader, read: _Operation) -> Surface:
                     )
     request = body
     if params:
-        named = {(field.location, field.name): field for field in body}
-        named.update({(field.location, field.name): field for field in params.values()})
-        request = tuple(named[key] for key in sorted(named))
+        named = {(field.location, field.name): field for field in params.values()}
+        if any(location == "body" for location, _ in named):  # Swagger 2 formData beside a body schema
+            named = {**{(field.location, field.name): field for field in body}, **named}
+            body = ()
+        # "body" sorts before every other location
+        request = body + tuple(named[key] for key in sorted(named))
     return Surface(
         operation.get("deprecated") is True,
         deprecated_in_text(operation.get("summary"), operation.get("description")),
