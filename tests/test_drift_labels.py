@@ -171,6 +171,21 @@ CASES = {
         _spec(response=_obj(amount=INTEGER)),
         {("response_type_narrowed", "response.amount", "info")},
     ),
+    # an array's items are its forms: items losing a form narrow it ("array<integer|string>" is not one
+    # opaque form that a change swaps for another)
+    "response array items narrowed": (
+        _spec(response=_obj(ids={"type": "array", "items": {"type": ["integer", "string"]}})),
+        _spec(response=_obj(ids={"type": "array", "items": INTEGER})),
+        {("response_type_narrowed", "response.ids", "info"), ("response_type_narrowed", "response.ids[]", "info")},
+    ),
+    "response array items gain a form": (
+        _spec(response=_obj(ids={"type": "array", "items": INTEGER})),
+        _spec(response=_obj(ids={"type": "array", "items": {"type": ["integer", "string"]}})),
+        {
+            ("response_type_changed", "response.ids", "breaking"),
+            ("response_type_changed", "response.ids[]", "breaking"),
+        },
+    ),
     "response property no longer required": (
         _spec(response=_obj(required=["id"], id=STRING)),
         _spec(response=_obj(id=STRING)),

@@ -306,7 +306,8 @@ def test_recursive_schemas_are_cut_and_counted():
     assert stats.cycles_cut == 6
 
 
-def test_a_longer_loop_through_properties_ends_at_the_depth():
+def test_a_longer_loop_through_properties_ends_at_the_depth(monkeypatch):
+    monkeypatch.setitem(MAX_FIELD_DEPTH, "response", 3)  # the walk, not the depth, is tested here
     schemas = {
         "A": {"properties": {"b": {"$ref": "#/components/schemas/B"}, "n": {"type": "integer"}}},
         "B": {"properties": {"a": {"$ref": "#/components/schemas/A"}}},
@@ -327,11 +328,17 @@ def test_depth_cap_does_not_count_array_items():
             "list": {"type": "array", "items": {"properties": {"x": {"properties": {"y": {"type": "integer"}}}}}},
         }
     }
-    surfaces, stats = _read(_openapi({"/x": {"get": {"responses": _ok(body)}}}))
-    names = [field.name for field in surfaces[("GET", "/x")][1].fields]
-    assert MAX_FIELD_DEPTH == 3
-    assert names == ["a", "a.b", "a.b.c", "list", "list[]", "list[].x", "list[].x.y"]
-    assert stats.depth_cut == 1  # a.b.c's own properties (d, d.e: one subtree)
+    assert MAX_FIELD_DEPTH == {"request": 3, "response": 2}
+    document = _openapi({"/x": {"post": {"requestBody": _json_body(body), "responses": _ok(body)}}})
+    surfaces, stats = _read(document)
+    fields = surfaces[("POST", "/x")][1].fields
+    request = [field.name for field in fields if field.side == "request"]
+    response = [field.name for field in fields if field.side == "response"]
+    assert request == ["a", "a.b", "a.b.c", "list", "list[]", "list[].x", "list[].x.y"]
+    # a response stops at the resource's properties and their members: a.b.c and list[].x.y are embedded
+    assert response == ["a", "a.b", "list", "list[]", "list[].x"]
+    # request: a.b.c's own properties (one subtree); response: a.b's and list[].x's
+    assert stats.depth_cut == 3
 
 
 def test_a_top_level_array_body_and_the_field_cap():
@@ -350,7 +357,8 @@ def test_a_top_level_array_body_and_the_field_cap():
     assert names == [f"p{index:03d}" for index in range(MAX_FIELDS)]
 
 
-def test_refs_into_other_files_relative_to_the_referring_file():
+def test_refs_into_other_files_relative_to_the_referring_file(monkeypatch):
+    monkeypatch.setitem(MAX_FIELD_DEPTH, "response", 3)  # the walk, not the depth, is tested here
     # a DigitalOcean-like layout: the entry file points into resources/, which points up into shared/
     entry = {
         "openapi": "3.0.0",
@@ -608,7 +616,8 @@ def test_any_value_of_the_wrong_json_type_is_read_without_an_exception():
     assert runs > 500
 
 
-def test_an_endpoints_fields_do_not_depend_on_the_other_endpoints():
+def test_an_endpoints_fields_do_not_depend_on_the_other_endpoints(monkeypatch):
+    monkeypatch.setitem(MAX_FIELD_DEPTH, "response", 3)  # the walk, not the depth, is tested here
     # schemas reached through loops: whichever endpoint is read first must not shape another's fields
     schemas = {
         "A": {"anyOf": [{"$ref": "#/components/schemas/B"}, {"type": "string"}, {"properties": {"a": {}}}]},
@@ -651,7 +660,8 @@ def test_equal_looking_enums_of_other_types_stay_apart():
     }
 
 
-def test_very_deep_nesting_is_cut_without_a_recursion_error():
+def test_very_deep_nesting_is_cut_without_a_recursion_error(monkeypatch):
+    monkeypatch.setitem(MAX_FIELD_DEPTH, "response", 3)  # the walk, not the depth, is tested here
     deep_all, deep_items, deep_props, deep_refs = {"type": "string"}, {"type": "string"}, {"type": "string"}, {}
     for _ in range(600):
         deep_all = {"allOf": [deep_all]}

@@ -245,8 +245,26 @@ def worst_level(levels) -> str:
 # --- one rule per atom ---------------------------------------------------------------------------------------
 
 
+def _top_level(type_: str) -> list[str]:
+    """The ``|``-joined forms of a type, split outside ``<...>``: ``array<a|b>|null`` -> [``array<a|b>``, ``null``]."""
+    forms, depth, start = [], 0, 0
+    for at, char in enumerate(type_):
+        depth += (char == "<") - (char == ">")
+        if char == "|" and depth == 0:
+            forms.append(type_[start:at])
+            start = at + 1
+    return forms + [type_[start:]] if type_ else forms
+
+
 def _forms(type_: str, drop_null: bool = False) -> set:
-    forms = set(type_.split("|")) if type_ else set()
+    """A type's forms, an array's spread over its items' forms (``array<a|b>`` is ``array<a>`` and
+    ``array<b>``), so that items gaining or losing a form widen or narrow the array as any other type."""
+    forms = set()
+    for form in _top_level(type_):
+        if form.startswith("array<") and form.endswith(">"):
+            forms |= {f"array<{item}>" for item in _forms(form[len("array<") : -1])}
+        else:
+            forms.add(form)
     return forms - {"null"} if drop_null else forms
 
 

@@ -35,7 +35,8 @@ Its :class:`Surface` is the operation's deprecation and its :class:`Field` s, so
   operation's summary / description or the field's description.
 
 Size: the surface is the observation a policy stores, so it is kept to a readable size: body fields stop at
-:data:`MAX_FIELD_DEPTH` dotted segments (``[]`` is not one) and at :data:`MAX_FIELDS` body fields per side
+:data:`MAX_FIELD_DEPTH` dotted segments (``[]`` is not one; 3 in a request, 2 in a response: the
+reason is at the constant) and at :data:`MAX_FIELDS` body fields per side
 in name order (parameters are never cut, so a new body field cannot push one out). Where the walk stops is
 counted in :class:`SurfaceStats`: ``depth_cut`` (an object whose properties lie past the depth, a nesting
 past :data:`MAX_NESTING`), ``cycles_cut`` (a schema that refers back to itself: through ``$ref`` /
@@ -68,7 +69,12 @@ BODY_MEDIA = ("application/x-www-form-urlencoded", "application/json", "multipar
 DEPRECATION_TEXT = re.compile(
     r"(?:\b(?:is|are|been|now)\s+deprecated\b|(?:^|[>\[(.]\s*|\*\*)deprecated\b)", re.IGNORECASE
 )
-MAX_FIELD_DEPTH = 3  # dotted segments of a body field: "a.b.c"
+# dotted segments of a body field ("a.b.c"), per side. A response stops at the resource's own properties and
+# their direct members: deeper levels are embedded resources (a charge's customer's address), whose contract is
+# their own endpoint's; read at every endpoint that embeds them, one schema change would be counted once per
+# embedding endpoint (a shared object reaches dozens), and the observation a policy stores would carry every
+# embedded resource whole. A request body is the client's own composition, read a level deeper.
+MAX_FIELD_DEPTH = {"request": 3, "response": 2}
 MAX_FIELDS = 400  # body fields of one endpoint side, in name order
 MAX_TYPE_DEPTH = 3  # nesting of "array<...>" in a type
 MAX_NESTING = 64  # schema composition / array nesting followed before the walk stops
@@ -612,7 +618,7 @@ class _Reader:
                 make(
                     Field, (side, "body", suffix[1:] if suffix[0] == "." else suffix, type_, req and required, e, f, t)
                 )
-                for suffix, type_, req, e, f, t in self.below(flat, MAX_FIELD_DEPTH)
+                for suffix, type_, req, e, f, t in self.below(flat, MAX_FIELD_DEPTH[side])
             ]
             if fields and fields[-1].name[0] == "[":  # a top-level "[]" sorts among the names once "." is gone
                 fields.sort(key=_NAME)
