@@ -413,23 +413,31 @@ def fit(real: dict, points: pd.DataFrame) -> pd.DataFrame:
     """The knob set of the stripe_like mode closest to ``real``'s statistics, in two stages.
 
     Stage 1: the stage-1 point nearest on every statistic but bytes per step (which max_params sets and the
-    rest hardly move). Stage 2: at that point, the MAX_PARAMS values (at most three) nearest in log scale to
-    the one that scales the point's bytes per step to the real one (bytes grow about linearly with it), and
-    the nearest on all six statistics. Returns the stage-2 candidates, best first, with their distances."""
+    rest hardly move). Stage 2: at that point, bytes per step as a straight line through max_params 24 (stage
+    1) and 1000 (the largest the generator takes); the MAX_PARAMS values (at most three) nearest in log scale
+    to where the line meets the real bytes per step; and of those, the nearest on all six statistics.
+    Returns the stage-2 candidates, best first, with their distances."""
     from wpbjax.episodes.stream_stats import STATS
 
     shape = [name for name in STATS if name != "bytes_per_step"]
     first = points.assign(distance=[distance(row, real, shape) for _, row in points.iterrows()])
     best = first.sort_values("distance", kind="stable").iloc[0]
-    wanted = STAGE1_MAX_PARAMS * real["bytes_per_step"] / best["bytes_per_step"]
-    nearest = sorted(MAX_PARAMS, key=lambda value: (abs(np.log(value / wanted)), value))[:3]
     knobs = {name: best[name] for name in ("mode", *STAGE1, "burst_drift_prob")}
     knobs = {name: value.item() if hasattr(value, "item") else value for name, value in knobs.items()}
-    out = []
-    for max_params in sorted(nearest):
-        candidate = {**knobs, "max_params": int(max_params)}
-        stats = generated_stats(knob_config(candidate), FIT_EPISODES)
-        out.append({**candidate, **stats, "distance": distance(stats, real, STATS)})
+    evaluated = {}
+
+    def candidate(max_params: int) -> dict:
+        if max_params not in evaluated:
+            knobs_here = {**knobs, "max_params": int(max_params)}
+            stats = generated_stats(knob_config(knobs_here), FIT_EPISODES)
+            evaluated[max_params] = {**knobs_here, **stats, "distance": distance(stats, real, STATS)}
+        return evaluated[max_params]
+
+    low, high = STAGE1_MAX_PARAMS, MAX_PARAMS[-1]
+    slope = (candidate(high)["bytes_per_step"] - best["bytes_per_step"]) / (high - low)
+    wanted = min(max(low + (real["bytes_per_step"] - best["bytes_per_step"]) / slope, MAX_PARAMS[0]), high)
+    nearest = sorted(MAX_PARAMS, key=lambda value: (abs(np.log(value / wanted)), value))[:3]
+    out = [candidate(max_params) for max_params in sorted(nearest)]
     return pd.DataFrame(out).sort_values("distance", kind="stable").reset_index(drop=True)
 
 
@@ -504,7 +512,11 @@ def rewrite_blocks(text: str, blocks: dict) -> str:
 # --- the run ---------------------------------------------------------------------------------------------
 
 
-def run_zoo(names, settings: Settings, figure_dir: str | None, blocks: dict, real_stats: dict) -> pd.DataFrame:
+def run_zoo(
+    names, settings: Settings, figure_dir: str | None, blocks: dict, real_stats: dict, reuse: pd.DataFrame | None
+) -> pd.DataFrame:
+    """Part 1 (and each vendor's statistics, from the same windows); ``reuse``: the rows of an earlier run's
+    CSV instead of a sweep."""
     import wpbjax as wj
     from wpbjax.episodes.stream_stats import stream_stats
 
@@ -516,7 +528,9 @@ def run_zoo(names, settings: Settings, figure_dir: str | None, blocks: dict, rea
         episodes = wj.episodes.real(name, steps=STEPS, stride=settings.stride)
         real_stats[real_row(label, episodes.n_episodes)] = stream_stats(episodes)
         loaded = time.perf_counter() - started
-        rows = zoo_rows(name, settings, episodes)
+        rows = zoo_rows(name, settings, episodes) if reuse is None else reuse[reuse.vendor == label]
+        if rows.empty:
+            raise SystemExit(f"--zoo-from has no rows of {label}")
         note(
             f"{label}: zoo {len(rows):,} rows ({loaded:.0f} s loading, {time.perf_counter() - started - loaded:.0f} s)"
         )
@@ -571,6 +585,7 @@ def parse(argv):
     parser.add_argument("--skip-fit", action="store_true")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 4 policies, 5 budgets, few windows")
     parser.add_argument("--gate-steps", type=int, default=300)
+    parser.add_argument("--zoo-from", default=None, help="the zoo's rows from this CSV of an earlier run (no sweep)")
     parser.add_argument("--pool-per-vendor", type=int, default=POOL_PER_VENDOR)
     return parser.parse_args(argv)
 
@@ -610,8 +625,10 @@ def main(argv=None) -> int:
     timings = {}
     started = time.perf_counter()
     real_stats: dict = {}
-    zoo = run_zoo(names, settings, figure_dir, blocks, real_stats)
-    zoo.to_csv(out / "real_drift_zoo.csv", index=False)
+    reuse = pd.read_csv(args.zoo_from) if args.zoo_from else None
+    zoo = run_zoo(names, settings, figure_dir, blocks, real_stats, reuse)
+    if reuse is None:
+        zoo.to_csv(out / "real_drift_zoo.csv", index=False)
     timings["zoo"] = time.perf_counter() - started
 
     status = 0
