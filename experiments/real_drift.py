@@ -516,7 +516,7 @@ def rewrite_blocks(text: str, blocks: dict) -> str:
         pattern = re.compile(re.escape(BEGIN.format(name)) + r"\n.*?" + re.escape(END), re.S)
         if not pattern.search(text):
             raise ValueError(f"the page has no block {BEGIN.format(name)} ... {END}")
-        replacement = f"{BEGIN.format(name)}\n{body.strip()}\n{END}"
+        replacement = f"{BEGIN.format(name)}\n\n{body.strip()}\n\n{END}"  # blank lines: a table ends
         text = pattern.sub(lambda _, replacement=replacement: replacement, text, count=1)  # no escapes in it
     return text
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 
 import pandas as pd
 import pytest
@@ -24,6 +25,7 @@ LINES = set(DOC.splitlines())
 def _experiment():
     spec = importlib.util.spec_from_file_location("real_drift_experiment", REPO / "experiments" / "real_drift.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up while the module runs
     spec.loader.exec_module(module)
     return module
 
@@ -55,7 +57,7 @@ def test_the_page_keeps_the_leads_sections_and_every_generated_block():
     # a block rewritten in place keeps the text around it
     text = f"a\n{EXPERIMENT.BEGIN.format('zoo')}\nold\n{EXPERIMENT.END}\nb\\1"
     assert EXPERIMENT.rewrite_blocks(text, {"zoo": "new \\1"}) == (
-        f"a\n{EXPERIMENT.BEGIN.format('zoo')}\nnew \\1\n{EXPERIMENT.END}\nb\\1"
+        f"a\n{EXPERIMENT.BEGIN.format('zoo')}\n\nnew \\1\n\n{EXPERIMENT.END}\nb\\1"
     )
     with pytest.raises(ValueError, match="no block"):
         EXPERIMENT.rewrite_blocks(text, {"fit": "x"})
