@@ -647,6 +647,9 @@ def main(argv=None) -> int:
     if not args.skip_fit:
         started = time.perf_counter()
         status = run_fit(real_stats, [vendor_label(name) for name in names], settings, out, blocks)
+        if args.quick:  # a two-point grid is not the fit: nothing to hold the shipped sets to
+            note("--quick: the knob sets are not checked against this fit")
+            status = 0
         timings["fit"] = time.perf_counter() - started
     started = time.perf_counter()
     stats = stats_table(real_stats)
