@@ -1,7 +1,10 @@
-"""``--knob-set stripe_like`` (generate, sweep): the fitted knobs of docs/real_drift.md without typing them, a
-knob given on the command line still wins."""
+"""``--knob-set NAME`` (generate, sweep): the fitted knobs of docs/real_drift.md without typing them, a knob
+given on the command line still wins; every knob set of jax_gen.KNOB_SETS is its flags."""
+
+import pytest
 
 from wpbjax.cli import main
+from wpbjax.episodes import jax_gen
 
 FITTED_FLAGS = [
     "--engine",
@@ -37,6 +40,16 @@ def test_a_knob_set_is_its_flags_and_a_given_flag_wins(tmp_path):
     overridden = _generate(tmp_path, "drift.jsonl", ["--knob-set", "stripe_like", "--drift-prob", "0.5"])
     assert overridden != fitted
     assert overridden == _generate(tmp_path, "drift_flags.jsonl", FITTED_FLAGS[:9] + ["0.5"] + FITTED_FLAGS[10:])
+
+
+@pytest.mark.parametrize("name", sorted(jax_gen.KNOB_SETS))
+def test_every_knob_set_is_its_flags(tmp_path, name):
+    knobs = jax_gen.KNOB_SETS[name]
+    flags = ["--engine", "jax", "--mode", knobs["mode"]]
+    for knob, value in knobs.items():
+        if knob != "mode":
+            flags += [f"--{knob.replace('_', '-')}", str(value)]
+    assert _generate(tmp_path, "set.jsonl", ["--knob-set", name]) == _generate(tmp_path, "flags.jsonl", flags)
 
 
 def test_a_knob_set_of_the_jax_generator_refuses_another_engine(tmp_path, capsys):

@@ -140,11 +140,11 @@ class JaxGenConfig(DriftConfig):
         return knobs
 
 
-# Knob sets fitted to real drift streams: ``JaxGenConfig(**KNOB_SETS[name], seed=..., steps=...)`` or, on the
-# command line, the same values as flags (docs/generators.md). ``stripe_like``: fitted by
-# experiments/real_drift.py to the statistics of ``real:stripe``'s 200-step windows (drift rate, redundancy,
-# critical fraction, burstiness, bytes per step, endpoints per episode; wpbjax.episodes.stream_stats) by a
-# grid search; each within 4% of the real value at 200 steps (docs/real_drift.md gives the numbers).
+# Knob sets fitted to real drift streams, one per shipped vendor (``VENDOR_like``), each of the stripe_like mode:
+# ``JaxGenConfig(**KNOB_SETS[name], seed=..., steps=...)`` or, on the command line, ``--knob-set NAME``
+# (docs/generators.md). Fitted by experiments/real_drift.py to the statistics of ``real:VENDOR``'s 200-step
+# windows (drift rate, redundancy, critical fraction, burstiness, bytes per step, endpoints per episode;
+# wpbjax.episodes.stream_stats); docs/real_drift.md gives the fits and what each leaves.
 KNOB_SETS = {
     "stripe_like": dict(
         mode="stripe_like",
@@ -153,6 +153,36 @@ KNOB_SETS = {
         drift_prob=0.03,
         burst_interval=100,
         burst_len=15,
+        burst_drift_prob=1.0,
+        decoy_prob=1.0,
+    ),
+    "openai_like": dict(
+        mode="stripe_like",
+        api_pool=125,
+        max_params=512,
+        drift_prob=0.05,
+        burst_interval=100,
+        burst_len=15,
+        burst_drift_prob=1.0,
+        decoy_prob=1.0,
+    ),
+    "digitalocean_like": dict(
+        mode="stripe_like",
+        api_pool=200,
+        max_params=640,
+        drift_prob=0.01,
+        burst_interval=100,
+        burst_len=15,
+        burst_drift_prob=0.5,
+        decoy_prob=1.0,
+    ),
+    "discord_like": dict(
+        mode="stripe_like",
+        api_pool=125,
+        max_params=1000,
+        drift_prob=0.01,
+        burst_interval=100,
+        burst_len=8,
         burst_drift_prob=1.0,
         decoy_prob=1.0,
     ),
