@@ -1,5 +1,6 @@
 import os
 import pathlib
+import tempfile
 
 import pandas as pd
 import pytest
@@ -12,6 +13,9 @@ use_every_core()  # as the CLI does, whichever test touches JAX first
 # one process crashed XLA:CPU (a segfault in Executable.serialize, jax 0.10.2). A test of the cache
 # itself passes its own WPBJAX_CACHE_DIR.
 os.environ["WPBJAX_CACHE_DIR"] = ""
+# Encoded real windows (wpbjax.episodes.cache) go to a folder of the system's temporary directory, never
+# the user's: its entries are keyed by the code that built them, so one left by an earlier run is never stale.
+os.environ["WPBJAX_EPISODE_CACHE"] = os.path.join(tempfile.gettempdir(), "wpbjax-test-episodes")
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "reference"

@@ -237,9 +237,12 @@ def is_breaking(change: Change) -> bool:
     return change_level(change) == "breaking"
 
 
+_RANK = {level: rank for rank, level in enumerate(LEVELS)}
+
+
 def worst_level(levels) -> str:
     """The worst of ``levels`` (LEVELS order), ``none`` for no level."""
-    return max(levels, key=LEVELS.index, default="none")
+    return max(levels, key=_RANK.__getitem__, default="none")
 
 
 # --- one rule per atom ---------------------------------------------------------------------------------------

@@ -67,11 +67,24 @@ class _ValueIds:
         if isinstance(value, (list, tuple)):
             return ("list", tuple(self.canonical(item) for item in value))
         if isinstance(value, dict):
+            if _str_items(value):  # the items are their own canonical form: a str equals only a str
+                return ("strdict", frozenset(value.items()))
+            if all(isinstance(item, str) for item in value.values()):  # str subclasses: the same class
+                return ("strdict", frozenset((key, str(item)) for key, item in value.items()))
             return ("dict", frozenset((key, self.canonical(item)) for key, item in value.items()))
         raise TypeError(f"not a JSON value: {type(value).__name__}")
 
     def id_of(self, value: Any) -> int:
         return self._ids.setdefault(self.canonical(value), len(self._ids))
+
+
+_STR = {str}
+
+
+def _str_items(value: dict) -> bool:
+    """Whether every key and value of a dict is a plain str (checked at C speed: real observations carry
+    hundreds of such fields per step)."""
+    return set(map(type, value.values())) <= _STR and set(map(type, value)) <= _STR
 
 
 def _memo_key(value) -> tuple:
@@ -211,6 +224,18 @@ class _StepEncoder:
             key = _memo_key(value)
         elif kind is list and all(type(item) is str for item in value):
             key = (list, *value)
+        elif kind is dict:
+            # Only str-only dicts are memoised, so a hit needs no type check: a value equal to a str is a str,
+            # with the same JSON. Order-aware: an equal dict in another order misses and gets the same id.
+            key = (dict, tuple(value.items()))
+            try:
+                found = self.field_memo.get(key)
+            except TypeError:  # an unhashable value (a list, a dict): not str-only
+                found = None
+            if found is not None:
+                return found
+            if not _str_items(value):
+                return self.values.id_of(value), json_len(value)
         else:
             return self.values.id_of(value), json_len(value)
         if key not in self.field_memo:

@@ -162,6 +162,7 @@ def label_lines(
         if change.kind in ("request_type_narrowed", "response_type_changed") and not change.glitch
     )
     respelled = drift_labels.respelled(transitions, spec_wide)
+    records: dict = {}  # Field -> its record, one dict per distinct field: an endpoint's lines repeat most
     rows = []
     for key, points in labelled.items():
         last = None
@@ -176,7 +177,11 @@ def label_lines(
             ]
             shown = surface if surface is not None else last
             rows.append(
-                (version, names[key], _line(versions[version], version, names[key], shown, surface is None, changes))
+                (
+                    version,
+                    names[key],
+                    _line(versions[version], version, names[key], shown, surface is None, changes, records),
+                )
             )
             last = shown
     rows.sort(key=lambda row: row[:2])
@@ -191,8 +196,13 @@ def _field_record(field: Field) -> dict:
     return record
 
 
-def _line(version, index: int, endpoint: str, surface: Surface, removed: bool, changes: Sequence) -> dict:
+def _line(
+    version, index: int, endpoint: str, surface: Surface, removed: bool, changes: Sequence, records: dict
+) -> dict:
     fields = () if removed else surface.fields
+    for field in fields:
+        if field not in records:
+            records[field] = _field_record(field)
     level = drift_labels.worst_level(change.level for change in changes)
     return {
         "version": index,
@@ -200,8 +210,8 @@ def _line(version, index: int, endpoint: str, surface: Surface, removed: bool, c
         "commit": version.commit,
         "api_version": version.api_version,
         "endpoint": endpoint,
-        "request": [_field_record(field) for field in fields if field.side == "request"],
-        "response": [_field_record(field) for field in fields if field.side == "response"],
+        "request": [records[field] for field in fields if field.side == "request"],
+        "response": [records[field] for field in fields if field.side == "response"],
         "deprecated": bool(surface.deprecated) and not removed,
         "removed": removed,
         "changes": [
@@ -412,27 +422,42 @@ def pack_lines(lines: Sequence[dict]) -> list[dict]:
 
 def unpack_lines(packed: Sequence[dict], where: str = "history") -> list[dict]:
     """The whole lines of a stored history (:func:`pack_lines` undone)."""
-    last: dict = {}
+    last: dict = {}  # endpoint -> side -> ({key: record}, [keys in order])
+    order_of: dict = {}  # record key -> its sort key (a key's ``in`` and ``name`` never change)
     lines = []
     for number, stored in enumerate(packed, start=1):
         line = dict(stored)
+        endpoint = line.get("endpoint")
+        state = last.setdefault(endpoint, {})
         for side in SIDES:
             delta = line.pop(side + "_delta", None)
             if delta is None:
+                if side in line:
+                    records = line[side]
+                    fields = {_record_key(record): record for record in records}
+                    order_of.update((key, _sort_key(record)) for key, record in fields.items())
+                    state[side] = fields, sorted(fields, key=order_of.__getitem__)
                 continue
-            before = last.get(line.get("endpoint"))
-            if before is None:
+            if side not in state:
                 raise ValueError(
-                    f"{where}: line {number} changes endpoint {line.get('endpoint')!r}'s surface "
-                    f"before any line gives it"
+                    f"{where}: line {number} changes endpoint {endpoint!r}'s surface before any line gives it"
                 )
-            fields = {_record_key(record): record for record in before[side]}
+            fields, order = state[side]
+            fields = dict(fields)
             for key in delta["drop"]:
                 fields.pop(key, None)
+            added = False
             for record in delta["set"]:
-                fields[_record_key(record)] = record
-            line[side] = [fields[key] for key in sorted(fields, key=lambda k: _sort_key(fields[k]))]
-        last[line.get("endpoint")] = line
+                key = _record_key(record)
+                added |= key not in fields
+                fields[key] = record
+                order_of.setdefault(key, _sort_key(record))
+            if added:
+                order = sorted(fields, key=order_of.__getitem__)
+            elif delta["drop"]:
+                order = [key for key in order if key in fields]
+            state[side] = fields, order
+            line[side] = [fields[key] for key in order]
         lines.append(line)
     return lines
 
@@ -506,9 +531,10 @@ def sidecar_path(path: str | os.PathLike) -> str:
     return os.fspath(path) + ".meta.json"
 
 
-def read_history(path: str | os.PathLike) -> list[dict]:
-    """The lines of a history file (gzip or not; UTF-8): each a JSON object; an EpisodeFormatError naming
-    the file and line of one that is not, and the file when it has no line."""
+def read_history(path: str | os.PathLike, packed: bool = False) -> list[dict]:
+    """The lines of a history file (gzip or not; UTF-8): each a JSON object, whole (``packed``: as stored,
+    :func:`pack_lines`); an EpisodeFormatError naming the file and line of one that is not, and the file
+    when it has no line."""
     from wpbjax.episodes.jsonl import EpisodeFormatError
     from wpbjax.episodes.jsontext import parse_json, text_lines
 
@@ -523,7 +549,7 @@ def read_history(path: str | os.PathLike) -> list[dict]:
     if not lines:
         raise EpisodeFormatError(f"{path}: an empty history (no lines); write one with wpbjax import-openapi")
     try:
-        return unpack_lines(lines, path)
+        return lines if packed else unpack_lines(lines, path)
     except (KeyError, TypeError, AttributeError) as err:
         raise EpisodeFormatError(f"{path}: not an imported OpenAPI history (a line lacks {err})") from None
     except ValueError as err:

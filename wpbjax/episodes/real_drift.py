@@ -5,7 +5,7 @@ episode is a window of ``steps`` consecutive steps, windows ``stride`` apart (de
 last window ending at the stream's end; its id is ``"NAME:STEPS:START"``. A step:
 
 * observation ``{"api": endpoint, "deprecated": bool, "request": {"query.limit": "integer?", ...}, "response":
-  {"status": "string = failed|paid", ...}}``: the endpoint's surface at that version (:func:`observation`),
+  {"status": "string = failed|paid", ...}}``: the endpoint's surface at that version (:func:`stream`),
   what a memory would store (a removed endpoint: ``{"api", "removed": true}``);
 * metadata ``{"mode": "real", "priority": p, "source": NAME, "date", "version", "level", "removed"}``; the
   privileged ``priority`` uses only what a client could see at that version: the surface before and after it
@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import re
+from operator import itemgetter
 
 from wpbjax.episodes import drift_labels
 from wpbjax.episodes.jsonl import EpisodeFormatError
@@ -136,15 +136,15 @@ def labels(specs) -> dict:
     return out
 
 
-def refuse_repeated_windows(specs, sets) -> None:
+def refuse_repeated_windows(specs, id_sets) -> None:
     """ValueError when two real specs of one sweep name a window twice (one history, the same window length
-    and start): the sweep would run it twice and its report refuse the duplicate rows."""
+    and start): the sweep would run it twice and its report refuse the duplicate rows. ``id_sets``: the
+    episode ids of each spec's set."""
     owner: dict = {}
-    for spec, episodes_of_spec in zip(specs, sets):
+    for spec, ids in zip(specs, id_sets):
         if not is_real(spec):
             continue
-        for episode in episodes_of_spec:
-            episode_id = episode["labels"]["episode_id"]
+        for episode_id in ids:
             if episode_id in owner and owner[episode_id] != spec:
                 raise ValueError(
                     f"{spec}: names the same windows as {owner[episode_id]} (e.g. {episode_id}); name each once"
@@ -152,11 +152,11 @@ def refuse_repeated_windows(specs, sets) -> None:
             owner.setdefault(episode_id, spec)
 
 
-def priority(before: dict | None, line: dict) -> float:
+def priority(line: dict) -> float:
     """What a client could see at this version: the level its changes have before anyone knows whether a
     later version undoes them (a glitch's rule level, not ``none``), as a utility
     (``drift_labels.LEVEL_UTILITY``: breaking 1.0, warning 0.5), at least 0.25 (an addition, a first
-    sighting). ``before`` (the endpoint's previous line) is unused: the line's changes already say it."""
+    sighting)."""
     levels = (drift_labels.RULES[change["kind"]].level for change in line["changes"])
     return max(drift_labels.LEVEL_UTILITY[drift_labels.worst_level(levels)], drift_labels.LEVEL_UTILITY["info"])
 
@@ -175,32 +175,54 @@ def field_text(record: dict) -> str:
     return text + (" (deprecated)" if record["deprecated"] else "")
 
 
-def observation(line: dict) -> dict:
-    """What a step shows: the endpoint's surface at this version, what a memory would store:
-    ``{"api", "deprecated", "request": {"query.limit": "integer?", ...}, "response": {"status": ...}}``. The
-    fields sit under two keys, not one key each: the encoder gives a set one slot per observation key, and a
-    history's field names run to tens of thousands. A removed endpoint is ``{"api", "removed": true}``."""
-    if line["removed"]:
-        return {"api": line["endpoint"], "removed": True}
-    return {
-        "api": line["endpoint"],
-        "deprecated": bool(line["deprecated"]),
-        "request": {f"{record['in']}.{record['name']}": field_text(record) for record in line["request"]},
-        "response": {record["name"]: field_text(record) for record in line["response"]},
-    }
+FIELD_KEYS = {"request": lambda record: f"{record['in']}.{record['name']}", "response": itemgetter("name")}
+
+
+def field_texts(before: dict | None, line: dict, side: str) -> dict:
+    """{field key: :func:`field_text`} of one side of a line: whole (``line[side]``, a list of records) or
+    as stored, the change from the endpoint's line before (``line[side + "_delta"]``,
+    ``openapi_import.pack_lines``); ``before`` is that line's map, returned as is when nothing changed."""
+    key_of = FIELD_KEYS[side]
+    records = line.get(side)
+    if records is not None:
+        return {key_of(record): field_text(record) for record in records}
+    delta = line[side + "_delta"]
+    if not delta["drop"] and not delta["set"]:
+        return before
+    texts = dict(before)
+    for key in delta["drop"]:
+        texts.pop(key, None)
+    added = False
+    for record in delta["set"]:
+        key = key_of(record)
+        added |= key not in texts
+        texts[key] = field_text(record)
+    return dict(sorted(texts.items())) if added else texts
 
 
 def stream(lines, name: str) -> list[tuple]:
-    """[(step dict, breaking, utility, fact)] of every line, ``t`` its position."""
-    out, last = [], {}
+    """[(step dict, breaking, utility, fact)] of every line, whole or as stored (``read_history(packed=True)``:
+    each endpoint's surface kept as it changes, not rebuilt per line), ``t`` its position. The observation:
+    the endpoint's surface at that version, what a memory would store: ``{"api", "deprecated", "request":
+    {"query.limit": "integer?", ...}, "response": {"status": ...}}``. The fields sit under two keys, not one
+    key each: the encoder gives a set one slot per observation key, and a history's field names run to tens of
+    thousands. A removed endpoint is ``{"api", "removed": true}``. Steps share their field maps: copy
+    before changing one (:func:`episodes` does)."""
+    out, texts = [], {}
     for t, line in enumerate(lines):
         endpoint = line["endpoint"]
+        before = texts.get(endpoint, {})
+        now = texts[endpoint] = {side: field_texts(before.get(side), line, side) for side in FIELD_KEYS}
+        if line["removed"]:
+            observation = {"api": endpoint, "removed": True}
+        else:
+            observation = {"api": endpoint, "deprecated": bool(line["deprecated"]), **now}
         step = {
             "t": t,
-            "observation": observation(line),
+            "observation": observation,
             "metadata": {
                 "mode": MODE,
-                "priority": priority(last.get(endpoint), line),
+                "priority": priority(line),
                 "source": name,
                 "date": line["date"],
                 "version": line["version"],
@@ -210,7 +232,6 @@ def stream(lines, name: str) -> list[tuple]:
         }
         persist = not line["changes"] or not all(change["glitch"] for change in line["changes"])
         out.append((step, bool(line["breaking"]), utility(line), [endpoint, line["version"], persist]))
-        last[endpoint] = line
     return out
 
 
@@ -261,7 +282,9 @@ def split_index(stream_steps, split_date: str) -> int:
 
 @functools.lru_cache(maxsize=4)
 def _stream_cached(path: str, stamp: tuple, label: str) -> tuple:
-    return tuple(stream(_history(path, stamp), label))
+    from wpbjax.episodes.openapi_import import read_history
+
+    return tuple(stream(read_history(path, packed=True), label))
 
 
 def _stream(path: str, label: str) -> tuple:
@@ -269,7 +292,7 @@ def _stream(path: str, label: str) -> tuple:
 
 
 def _episode(window, episode_id: str) -> dict:
-    steps = [json.loads(json.dumps(step)) for step, _, _, _ in window]  # fresh dicts: callers may change them
+    steps = [_copy(step) for step, _, _, _ in window]  # fresh dicts: callers may change them
     critical = [step["t"] for step, breaking, _, _ in window if breaking]
     utilities = {str(step["t"]): value for step, _, value, _ in window}
     return {
@@ -284,6 +307,12 @@ def _episode(window, episode_id: str) -> dict:
         },
         "steps": steps,
     }
+
+
+def _copy(step: dict) -> dict:
+    """A fresh copy of a stream step (its values are str, int, float or bool, its field maps flat)."""
+    observation = {key: dict(value) if type(value) is dict else value for key, value in step["observation"].items()}
+    return {"t": step["t"], "observation": observation, "metadata": dict(step["metadata"])}
 
 
 def load_spec(spec: str, label: str | None = None) -> list[dict]:
@@ -301,6 +330,24 @@ def load_spec(spec: str, label: str | None = None) -> list[dict]:
         raise EpisodeFormatError(
             f"{spec}: {options['path']} is not an imported OpenAPI history ({type(err).__name__}: {err})"
         ) from None
+
+
+def load_encoded(spec: str, label: str | None = None, n_steps: int | None = None):
+    """The windows a real spec names (:func:`load_spec`), validated and encoded (``n_steps``: padded to that T,
+    default the windows' own); the same history, spec, label and code give the same arrays, so they are
+    kept on disk (:mod:`wpbjax.episodes.cache`) and a second sweep of the set reads them back."""
+    from wpbjax.episodes import cache
+    from wpbjax.episodes.encode import encode_episodes
+
+    options = parse_spec(spec)
+    key = {
+        "kind": "real windows",
+        "history_sha256": spec_sha256(spec),
+        **{name: options[name] for name in ("steps", "stride", "split")},
+        "label": label,
+        "n_steps": n_steps,
+    }
+    return cache.cached(key, lambda: encode_episodes(load_spec(spec, label), source=spec, n_steps=n_steps))
 
 
 def spec_sha256(spec: str) -> str:

@@ -161,32 +161,38 @@ class EpisodeSource:
                     raise ValueError(f"episode file {path} (named in the run metadata) not found")
                 if sha256(path) != self.sha256[index]:
                     raise ValueError(f"episode file {path} changed since the sweep (SHA-256 differs)")
-        from wpbjax.episodes.validate import check_episode_ids
+        from wpbjax.episodes.validate import check_episode_ids, episode_ids
 
         labels = real_drift.labels(self.files)  # two history files of one name: distinct episode ids
+        # a real spec's windows come encoded (validated, and cached on disk: wpbjax.episodes.cache); the rest
+        # as dict episodes (load_jsonl validated them), encoded below to the sweep's common T
         sets = [
-            changelog_episode.load_spec(path)
-            if changelog_episode.is_changelog(path)
-            else real_drift.load_spec(path, labels[path])
+            real_drift.load_encoded(path, labels[path])
             if real_drift.is_real(path)
+            else changelog_episode.load_spec(path)
+            if changelog_episode.is_changelog(path)
             else load_jsonl(path)
             for path in self.files
         ]
-        real_drift.refuse_repeated_windows(self.files, sets)
-        check_episode_ids(sets, list(self.files))
-        n_steps = max(len(episode["steps"]) for episodes in sets for episode in episodes)
+        ids = [
+            list(part.episode_id) if real_drift.is_real(path) else episode_ids(part)
+            for path, part in zip(self.files, sets)
+        ]
+        real_drift.refuse_repeated_windows(self.files, ids)
+        check_episode_ids(ids, list(self.files))
+        n_steps = max(
+            part.n_steps if real_drift.is_real(path) else max(len(episode["steps"]) for episode in part)
+            for path, part in zip(self.files, sets)
+        )
         encoded = concat_encoded(
             [
-                encode_episodes(
-                    episodes,
-                    source=path,
-                    n_steps=n_steps,  # load_jsonl validated
-                    validate=real_drift.is_real(path) or changelog_episode.is_changelog(path),
-                )  # real windows: checked here
-                for path, episodes in zip(self.files, sets)
+                (part if part.n_steps == n_steps else real_drift.load_encoded(path, labels[path], n_steps))
+                if real_drift.is_real(path)
+                else encode_episodes(part, source=path, n_steps=n_steps, validate=changelog_episode.is_changelog(path))
+                for path, part in zip(self.files, sets)
             ]
         )
-        return encoded, np.repeat(np.arange(len(sets), dtype=np.int64), [len(episodes) for episodes in sets])
+        return encoded, np.repeat(np.arange(len(sets), dtype=np.int64), [len(ids_of_set) for ids_of_set in ids])
 
     def to_dict(self) -> dict:
         """A JSON-able record (the sidecar's ``episodes``); files with their absolute path and SHA-256."""

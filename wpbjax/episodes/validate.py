@@ -171,13 +171,18 @@ def validate_episode(episode: Any, where: str, check_nesting: bool = True) -> di
     return episode
 
 
-def check_episode_ids(sets: list, sources: list) -> None:
+def episode_ids(episodes) -> list:
+    """The labels' ``episode_id`` of each dict episode (absent: its index in the set)."""
+    return [episode.get("labels", {}).get("episode_id", index) for index, episode in enumerate(episodes)]
+
+
+def check_episode_ids(id_sets: list, sources: list) -> None:
     """All episode ids of a sweep are integers or all strings (an absent id is the episode's index):
-    the results' ``episode_id`` column holds one type. ``sets``: lists of episodes, one per source."""
+    the results' ``episode_id`` column holds one type. ``id_sets``: the ids of each source's episodes
+    (:func:`episode_ids`)."""
     first = None
-    for source, episodes in zip(sources, sets):
-        for index, episode in enumerate(episodes):
-            episode_id = episode.get("labels", {}).get("episode_id", index)
+    for source, ids in zip(sources, id_sets):
+        for index, episode_id in enumerate(ids):
             kind = "a string" if isinstance(episode_id, str) else "an integer"
             if first is None:
                 first = (kind, source, episode_id)

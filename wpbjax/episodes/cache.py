@@ -1,0 +1,83 @@
+"""An on-disk cache of encoded episode sets that are slow to rebuild from their input (a real API history's
+windows: reading, streaming and encoding tens of thousands of surfaces), so that a second sweep of the same
+set starts at once.
+
+An entry is keyed by everything its arrays depend on: the input file's SHA-256, the set's parameters (the
+caller's ``key``), and the source of the code that builds it (every module of :mod:`wpbjax.episodes`, and
+:mod:`wpbjax.tracks` and :mod:`wpbjax.constants`): a changed input or a changed encoder is a new key, never a
+stale entry. Entries live in ``$WPBJAX_EPISODE_CACHE`` (default ``~/.cache/wpbjax/episodes``; set it empty to
+turn the cache off), written to a temporary file and renamed into place, so a killed run leaves no partial
+entry; an entry that cannot be read is rebuilt, and one that cannot be written is skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import pickle
+import tempfile
+from collections.abc import Callable
+
+ENV = "WPBJAX_EPISODE_CACHE"
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cache_dir() -> str | None:
+    """Where entries live, or None when the cache is off (``$WPBJAX_EPISODE_CACHE`` empty)."""
+    path = os.environ.get(ENV, os.path.join(os.path.expanduser("~"), ".cache", "wpbjax", "episodes"))
+    return path or None
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """SHA-256 of the source of every module an encoded set depends on."""
+    digest = hashlib.sha256()
+    episodes = os.path.join(_PACKAGE, "episodes")
+    paths = [os.path.join(episodes, name) for name in sorted(os.listdir(episodes)) if name.endswith(".py")]
+    for path in paths + [os.path.join(_PACKAGE, "tracks.py"), os.path.join(_PACKAGE, "constants.py")]:
+        with open(path, "rb") as handle:
+            digest.update(os.path.basename(path).encode() + b"\0" + handle.read())
+    return digest.hexdigest()
+
+
+def entry_path(key: dict) -> str | None:
+    """The file of the entry for ``key`` (JSON-able), or None when the cache is off."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    text = json.dumps({"key": key, "code": code_digest()}, sort_keys=True)
+    return os.path.join(folder, hashlib.sha256(text.encode()).hexdigest()[:32] + ".pkl")
+
+
+def cached(key: dict, build: Callable[[], object]):
+    """The value stored for ``key``, or ``build()``'s, stored for the next call."""
+    path = entry_path(key)
+    if path is not None:
+        try:
+            with open(path, "rb") as handle:
+                return pickle.load(handle)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+            pass  # absent, or unreadable: rebuilt below
+    value = build()
+    if path is not None:
+        _store(path, value)
+    return value
+
+
+def _store(path: str, value) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    except OSError:
+        return  # a read-only home: no cache
+    try:
+        with os.fdopen(handle, "wb") as out:
+            pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)
+    except OSError:
+        pass
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
