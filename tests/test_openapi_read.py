@@ -16,7 +16,7 @@ import pytest
 from wpbjax.cli import main
 from wpbjax.episodes import openapi_history, openapi_import, openapi_read
 from wpbjax.episodes.openapi_history import SpecError
-from wpbjax.episodes.openapi_surface import SurfaceStats
+from wpbjax.episodes.openapi_surface import Field, Surface, SurfaceStats
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -63,6 +63,12 @@ def _spec(paths: dict, **top) -> str:
     return json.dumps({"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": paths, **top})
 
 
+def _surface_of(fragment) -> Surface:
+    """A surface that shows a loaded fragment (its JSON as one field's type; ``null`` for a missing one)."""
+    text = json.dumps(fragment, sort_keys=True)
+    return Surface(False, False, (Field("response", "body", "fragment", text, False, (), False, False),))
+
+
 def _following_surfaces(calls: list):
     """A stand-in for openapi_surface.endpoint_surfaces under its (documents, load) contract: follows every
     external ``$ref`` (relative to the file holding it) through ``load``, and gives one surface per loaded
@@ -81,7 +87,7 @@ def _following_surfaces(calls: list):
                         path = posixpath.normpath(posixpath.join(posixpath.dirname(where), ref.split("#")[0]))
                         calls.append(path)
                         target = load(path)
-                        found[("", "GET", path)] = (path, target)
+                        found[("", "GET", path)] = (path, _surface_of(target))
                         if target is not None:
                             todo.append((path, target))
                     stack.extend(item.values())
@@ -138,9 +144,10 @@ def test_fragment_only_commits_are_versions(fragment_repo, monkeypatch):
         # version) nor 6 (items.yaml is no longer read by version 5)
         assert [version.commit for version, _, _ in read] == [commits[0], commits[1], commits[4]]
         first, second, third = (result for _, result, _ in read)
-        assert first.surfaces[("", "GET", "spec/models/item.yaml")][1] == {"type": "object"}
-        assert second.surfaces[("", "GET", "spec/models/item.yaml")][1] == {"type": "string"}
-        assert third.surfaces == {("", "GET", "spec/resources/other.yaml"): ("spec/resources/other.yaml", None)}
+        assert first.surfaces[("", "GET", "spec/models/item.yaml")] == _surface_of({"type": "object"})
+        assert second.surfaces[("", "GET", "spec/models/item.yaml")] == _surface_of({"type": "string"})
+        assert third.surfaces == {("", "GET", "spec/resources/other.yaml"): _surface_of(None)}
+        assert third.paths == {("", "GET", "spec/resources/other.yaml"): "spec/resources/other.yaml"}
         assert read[2][2] == [("fragment_unreadable", "spec/resources/other.yaml", "missing")]
         assert first.api_version == "2.0"
 

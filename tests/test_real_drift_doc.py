@@ -50,8 +50,11 @@ def _assert_in_doc(rows: list[str]) -> None:
 
 
 def test_the_page_keeps_the_leads_sections_and_every_generated_block():
-    assert "## Labels\n\n<!-- labels table: written by the lead -->\n\n## " in DOC
-    assert "## Agreement with vendors' changelogs\n\n<!-- agreement table: written by the lead -->\n\n## " in DOC
+    assert (
+        DOC.index("\n## Labels\n")
+        < DOC.index("\n## Agreement with vendors' changelogs\n")
+        < DOC.index("\n## Results\n")
+    )
     for block in ("histories", "zoo", "integrity", "reads", "transfer", "statistics", "fit"):
         assert EXPERIMENT.BEGIN.format(block) in DOC, block
     # a block rewritten in place keeps the text around it

@@ -35,7 +35,7 @@ from typing import NamedTuple
 from wpbjax.episodes import drift_labels, openapi_history
 from wpbjax.episodes.openapi_history import SpecError
 from wpbjax.episodes.openapi_read import read_surfaces
-from wpbjax.episodes.openapi_surface import Field, Surface, visible
+from wpbjax.episodes.openapi_surface import Field, Surface
 
 IMPORTER = "wpbjax import-openapi"
 IMPORTER_VERSION = 2  # bump when the lines an input gives change
@@ -74,7 +74,8 @@ class _Walk:
         self.api_versions = []  # its info.version
         self.timelines = collections.defaultdict(list)  # key -> [(version index, Surface or None)]
         self.names = {}  # key -> "METHOD path" as first seen
-        self.previous = {}
+        self.previous = {}  # the last version's surfaces
+        self.digests = {}  # ... and their digests (openapi_read.VersionRead)
         self.versions = []  # every readable commit: [commit, date, api_version, version index or None]
         self.unreadable, self.fallbacks = [], collections.Counter()
         self.text_deprecations, self.stats = collections.Counter(), collections.Counter()
@@ -87,22 +88,22 @@ class _Walk:
             self.fallbacks[kind] += 1  # versions read from a twin (a file missing / invalid), fragments unread
         for name, value in read.stats._asdict().items():
             self.stats[name] += value
-        surfaces, text_only = visible({key: surface for key, (_, surface) in read.surfaces.items()})
-        if surfaces == self.previous:
+        surfaces, text_only, digests = read.surfaces, read.text_only, read.digests
+        changed = [key for key in self.digests.keys() | digests.keys() if self.digests.get(key) != digests.get(key)]
+        if not changed:
             self.versions.append([version.commit, version.date, read.api_version, None])
             return
         index = len(self.readable)
         self.readable.append(version)
         self.api_versions.append(read.api_version)
         self.versions.append([version.commit, version.date, read.api_version, index])
-        for key in self.previous.keys() | surfaces.keys():
+        for key in sorted(changed):
             before, after = self.previous.get(key), surfaces.get(key)
-            if before != after:
-                self.timelines[key].append((index, after))
-                _count_text_deprecations(key, before, after, text_only, self.text_deprecations)
+            self.timelines[key].append((index, after))
+            _count_text_deprecations(key, before, after, text_only, self.text_deprecations)
             if key not in self.names and after is not None:
-                self.names[key] = f"{key[0]} {read.surfaces[key][0]}"
-        self.previous = surfaces
+                self.names[key] = f"{key[0]} {read.paths[key]}"
+        self.previous, self.digests = surfaces, digests
 
 
 def import_history(

@@ -21,6 +21,7 @@ traceback; git runs in its own process group and is closed by whoever started it
 from __future__ import annotations
 
 import collections
+import hashlib
 import multiprocessing
 import os
 import posixpath
@@ -37,13 +38,21 @@ PARSED_KEPT = 16384  # fragment documents a worker keeps parsed (DigitalOcean's 
 
 
 class VersionRead(NamedTuple):
-    """What one version gave: ``surfaces`` {key: (display path, Surface)} and ``stats``
-    (:class:`wpbjax.episodes.openapi_surface.SurfaceStats`) from ``endpoint_surfaces``; ``api_version``:
-    ``info.version`` of its first entry document, as text ("" when absent)."""
+    """What one version gave (``endpoint_surfaces``, then ``openapi_surface.visible`` of its surfaces):
+    ``paths`` {key: display path}; ``surfaces`` {key: Surface as a line records it}; ``digests`` {key: 16-byte
+    BLAKE2b of that surface's repr}, so that the importer finds the endpoints a version changed without
+    comparing every field of every endpoint; ``text_only``: the deprecations only words show; ``stats``
+    (:class:`wpbjax.episodes.openapi_surface.SurfaceStats`); ``api_version``: ``info.version`` of its first
+    entry document, as text ("" when absent). A worker sends each distinct surface once (``new``, by digest)
+    and :func:`read_surfaces` fills ``surfaces`` back in: a version changes a few of hundreds."""
 
-    surfaces: dict
+    paths: dict
+    digests: dict
+    text_only: frozenset
     stats: tuple
     api_version: str
+    new: dict  # digest -> Surface, the surfaces this worker had not sent before
+    surfaces: dict | None = None
 
 
 class _Fragments:
@@ -118,7 +127,7 @@ def _start_worker(source: str, is_git: bool, parent: int | None = None) -> None:
     if parent is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent acts
         _die_with(parent)
-    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None, parsed={})
+    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None, parsed={}, sent=set())
 
 
 def _die_with(parent: int) -> None:
@@ -153,7 +162,13 @@ def _read_version(version: openapi_history.Version) -> tuple:
     fragments = _Fragments(version, source, reader, _worker["parsed"])
     documents = {stem: document for stem, _, document in outcome.documents}
     surfaces, stats = openapi_surface.endpoint_surfaces(documents, fragments.load)
-    read = VersionRead(surfaces, stats, api_version(outcome.documents[0][2]))
+    shown, text_only = openapi_surface.visible({key: surface for key, (_, surface) in surfaces.items()})
+    digests = {key: hashlib.blake2b(repr(surface).encode(), digest_size=16).digest() for key, surface in shown.items()}
+    sent = _worker["sent"]
+    new = {digests[key]: surface for key, surface in shown.items() if digests[key] not in sent}
+    sent.update(new)
+    paths = {key: path for key, (path, _) in surfaces.items()}
+    read = VersionRead(paths, digests, frozenset(text_only), stats, api_version(outcome.documents[0][2]), new)
     return read, outcome.notes + fragments.notes, fragments.seen
 
 
@@ -219,6 +234,7 @@ def read_surfaces(
         tree: dict = {}  # path -> blob id of the files under the candidates' directories
         loaded: dict = {}  # {path: blob id} the previous version's fragments had
         ever_loaded: set = set()
+        known: dict = {}  # digest -> Surface, every distinct surface the workers sent
         ahead = 1 if readers.pool is None else READ_AHEAD * processes
         while True:
             while len(queue) < ahead:
@@ -235,6 +251,9 @@ def read_surfaces(
             if version.entry_changed or _fragment_changed(version, loaded, tree):
                 read, notes, loaded = (pending or readers.submit(version)).get()
                 ever_loaded |= loaded.keys()
+                if read is not None:
+                    known.update(read.new)
+                    read = read._replace(new={}, surfaces={key: known[digest] for key, digest in read.digests.items()})
                 yield version, read, notes
             bar.update(1)
     finally:
