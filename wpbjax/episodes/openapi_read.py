@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import json
 import multiprocessing
 import os
 import posixpath
@@ -40,7 +41,7 @@ PARSED_KEPT = 16384  # fragment documents a worker keeps parsed (DigitalOcean's 
 class VersionRead(NamedTuple):
     """What one version gave (``endpoint_surfaces``, then ``openapi_surface.visible`` of its surfaces):
     ``paths`` {key: display path}; ``surfaces`` {key: Surface as a line records it}; ``digests`` {key: 16-byte
-    BLAKE2b of that surface's repr}, so that the importer finds the endpoints a version changed without
+    BLAKE2b of that surface's JSON}, so that the importer finds the endpoints a version changed without
     comparing every field of every endpoint; ``text_only``: the deprecations only words show; ``stats``
     (:class:`wpbjax.episodes.openapi_surface.SurfaceStats`); ``api_version``: ``info.version`` of its first
     entry document, as text ("" when absent). A worker sends each distinct surface once (``new``, by digest)
@@ -163,13 +164,21 @@ def _read_version(version: openapi_history.Version) -> tuple:
     documents = {stem: document for stem, _, document in outcome.documents}
     surfaces, stats = openapi_surface.endpoint_surfaces(documents, fragments.load)
     shown, text_only = openapi_surface.visible({key: surface for key, (_, surface) in surfaces.items()})
-    digests = {key: hashlib.blake2b(repr(surface).encode(), digest_size=16).digest() for key, surface in shown.items()}
+    digests = {key: _digest(surface) for key, surface in shown.items()}
     sent = _worker["sent"]
     new = {digests[key]: surface for key, surface in shown.items() if digests[key] not in sent}
     sent.update(new)
     paths = {key: path for key, (path, _) in surfaces.items()}
     read = VersionRead(paths, digests, frozenset(text_only), stats, api_version(outcome.documents[0][2]), new)
     return read, outcome.notes + fragments.notes, fragments.seen
+
+
+_SURFACE_JSON = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":"))
+
+
+def _digest(surface) -> bytes:
+    """16-byte BLAKE2b of a surface's JSON (its tuples as arrays: equal surfaces, equal text)."""
+    return hashlib.blake2b(_SURFACE_JSON.encode(surface).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def api_version(document: dict) -> str:
