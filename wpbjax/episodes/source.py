@@ -288,8 +288,13 @@ def episode_file_sha256(path: str) -> str:
 def real(name: str = "stripe", steps: int = 200, stride: int | None = None, split: str | None = None):
     """The windows of a real API history (``stripe`` is shipped; or a history file from
     ``wpbjax import-openapi``), encoded: ``steps`` per window, ``stride`` apart (default ``steps // 2``),
-    ``split`` ``"train"`` / ``"test"`` for the temporal split (:mod:`wpbjax.episodes.real_drift`)."""
-    from wpbjax.episodes.encode import encode_episodes
-    from wpbjax.episodes.real_drift import episodes
+    ``split`` ``"train"`` / ``"test"`` for the temporal split (:mod:`wpbjax.episodes.real_drift`); the
+    encoded windows are kept on disk (:mod:`wpbjax.episodes.cache`), as a sweep's are."""
+    from wpbjax.episodes import real_drift
 
-    return encode_episodes(episodes(name, steps=steps, stride=stride, split=split), source=f"real:{name}")
+    if steps < 1 or (stride is not None and stride < 1):
+        raise ValueError(f"steps and stride must be >= 1; got {steps}, {stride}")
+    if split not in (None, *real_drift.SPLITS):
+        raise ValueError(f"split must be one of {', '.join(real_drift.SPLITS)} or None; got {split!r}")
+    counts = [str(steps)] + ([str(stride)] if stride is not None else [])
+    return real_drift.load_encoded(real_drift.PREFIX + ":".join([name, *counts] + ([split] if split else [])))
