@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 
 from wpbjax.episodes.changelog import LEVEL_UTILITY, Changelog, ChangelogError, read_changelog
-from wpbjax.episodes.real_drift import window_starts
+from wpbjax.episodes.real_drift import window_episode, window_starts
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "changelog")
 SHIPPED = {"stripe-python": "stripe-python.CHANGELOG.md.gz", "openai-python": "openai-python.CHANGELOG.md.gz"}
@@ -131,7 +130,7 @@ def _windows(steps_all, label: str, steps: int, stride: int | None, where: str) 
         raise ChangelogError(f"{where}: the changelog has release headings but no entries (bullets)")
     stride = stride or max(steps // 2, 1)
     return [
-        _episode(steps_all[start : start + steps], f"{label}:{steps}:{start}")
+        window_episode(steps_all[start : start + steps], f"{label}:{steps}:{start}", MODE)
         for start in window_starts(len(steps_all), steps, stride)
     ]
 
@@ -143,24 +142,6 @@ def _stream_cached(path: str, mtime: float, label: str) -> tuple:
 
 def _stream(path: str, label: str) -> tuple:
     return _stream_cached(path, os.path.getmtime(path), label)
-
-
-def _episode(window, episode_id: str) -> dict:
-    steps = [json.loads(json.dumps(step)) for step, _, _, _ in window]  # fresh dicts: callers may change them
-    critical = [step["t"] for step, breaking, _, _ in window if breaking]
-    utilities = {str(step["t"]): value for step, _, value, _ in window}
-    return {
-        "labels": {
-            "episode_id": episode_id,
-            "mode": MODE,
-            "critical_steps": critical,
-            "total_drift_events": len(critical),
-            "utility_by_step": utilities,
-            "max_utility": sum(utilities.values()),
-            "facts": {str(step["t"]): [list(fact)] for step, _, _, fact in window},
-        },
-        "steps": steps,
-    }
 
 
 def load_spec(spec: str) -> list[dict]:

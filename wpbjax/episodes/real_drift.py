@@ -266,7 +266,7 @@ def episodes(
     for start in window_starts(len(steps_all), steps, stride):
         if (split == "train" and start + steps > cut) or (split == "test" and start < cut):
             continue
-        out.append(_episode(steps_all[start : start + steps], f"{label}:{steps}:{start}"))
+        out.append(window_episode(steps_all[start : start + steps], f"{label}:{steps}:{start}"))
     if not out:
         where = f"split date {split_date}" if split_date else f"split at line {cut:,} of {len(steps_all):,}"
         raise ValueError(f"real:{name}: no {split} window of {steps} steps ({where})")
@@ -291,26 +291,29 @@ def _stream(path: str, label: str) -> tuple:
     return _stream_cached(path, _stamp(path), label)
 
 
-def _episode(window, episode_id: str) -> dict:
+def window_episode(window, episode_id: str, mode: str = MODE) -> dict:
+    """A dict episode of a window of stream steps ([(step, breaking, utility, fact)], :func:`stream`; a
+    changelog's stream has the same shape): its steps copied, critical steps = the breaking ones, utility
+    by step, one fact per step."""
     steps = [_copy(step) for step, _, _, _ in window]  # fresh dicts: callers may change them
     critical = [step["t"] for step, breaking, _, _ in window if breaking]
     utilities = {str(step["t"]): value for step, _, value, _ in window}
     return {
         "labels": {
             "episode_id": episode_id,
-            "mode": MODE,
+            "mode": mode,
             "critical_steps": critical,
             "total_drift_events": len(critical),
             "utility_by_step": utilities,
             "max_utility": sum(utilities.values()),
-            "facts": {str(step["t"]): [fact] for step, _, _, fact in window},
+            "facts": {str(step["t"]): [list(fact)] for step, _, _, fact in window},
         },
         "steps": steps,
     }
 
 
 def _copy(step: dict) -> dict:
-    """A fresh copy of a stream step (its values are str, int, float or bool, its field maps flat)."""
+    """A fresh copy of a stream step (its values are str, int, float or bool, its observation's maps flat)."""
     observation = {key: dict(value) if type(value) is dict else value for key, value in step["observation"].items()}
     return {"t": step["t"], "observation": observation, "metadata": dict(step["metadata"])}
 
