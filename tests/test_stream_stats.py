@@ -87,30 +87,29 @@ def test_burstiness_extremes():
 
 # Tolerances per knob set: |generated - real| within ABSOLUTE (fractions, burstiness) and |generated / real - 1|
 # within RELATIVE (bytes per step, endpoints). Each is what its fit left (docs/real_drift.md, the knob sets'
-# table) plus room for seed noise: over 6 seeds of 64 episodes a knob set's statistics spread by (std) 0.001 to
-# 0.0015 for the fractions, 0.007 for burstiness and 0.25% for the sizes, so 0.01 / 0.03 / 2% above the fit's
-# residual. A fit that drifts (a generator change, a rebuilt history) fails; seed noise does not.
-# stripe_like: the fit left the critical fraction 0.008 above the real one and the rest within 0.004 / 1%.
+# table; fitted at seed 1) plus room for seed noise: over 6 seeds of 64 episodes a knob set's statistics spread
+# by (std) 0.001 to 0.0015 for the fractions, 0.007 for burstiness and 0.25% for the sizes, so 0.01 / 0.03 / 2%
+# above the fit's residual. A fit that drifts (a generator change, a rebuilt history) fails; seed noise does not.
+# What the fits left: redundancy 0.063-0.091 above the real 0 (the decoy process repeats some observations
+# unchanged even with decoy_prob 1, where every real line is a change); Stripe's bytes per step 34% below
+# (max_params stops at 1,000: 5.8 KB a step against the real 8.7 KB); the rest within 0.053 (drift rate) / 0.032
+# (critical fraction) / 0.026 (burstiness) / 9% (sizes).
 TOLERANCES = {
     "stripe_like": (
-        {"drift_rate": 0.015, "redundancy": 0.015, "critical_fraction": 0.015, "burstiness": 0.03},
-        {"bytes_per_step": 0.03, "endpoints": 0.03},
+        {"drift_rate": 0.04, "redundancy": 0.075, "critical_fraction": 0.035, "burstiness": 0.045},
+        {"bytes_per_step": 0.36, "endpoints": 0.08},
     ),
-    # the others, at seed 11: redundancy 0.068-0.095 above the real 0 (the decoy process repeats some
-    # observations unchanged even with decoy_prob 1, where every real line is a change); discord's bytes per
-    # step 43% below (max_params stops at 1,000: 5.7 KB a step against the real 10 KB); the rest within 0.056 /
-    # 0.032 (burstiness) / 9%.
     "openai_like": (
-        {"drift_rate": 0.045, "redundancy": 0.09, "critical_fraction": 0.03, "burstiness": 0.035},
-        {"bytes_per_step": 0.11, "endpoints": 0.10},
+        {"drift_rate": 0.04, "redundancy": 0.08, "critical_fraction": 0.035, "burstiness": 0.05},
+        {"bytes_per_step": 0.07, "endpoints": 0.11},
     ),
     "digitalocean_like": (
-        {"drift_rate": 0.07, "redundancy": 0.08, "critical_fraction": 0.015, "burstiness": 0.065},
-        {"bytes_per_step": 0.03, "endpoints": 0.04},
+        {"drift_rate": 0.045, "redundancy": 0.075, "critical_fraction": 0.045, "burstiness": 0.04},
+        {"bytes_per_step": 0.11, "endpoints": 0.08},
     ),
     "discord_like": (
-        {"drift_rate": 0.06, "redundancy": 0.105, "critical_fraction": 0.04, "burstiness": 0.04},
-        {"bytes_per_step": 0.46, "endpoints": 0.11},
+        {"drift_rate": 0.065, "redundancy": 0.105, "critical_fraction": 0.045, "burstiness": 0.06},
+        {"bytes_per_step": 0.06, "endpoints": 0.10},
     ),
 }
 
@@ -145,6 +144,6 @@ def test_every_knob_set_names_a_vendor_and_the_fitted_mode():
 
 def test_knob_set_unknown_and_overrides():
     config = jax_gen.knob_set("stripe_like", seed=4, steps=50)
-    assert (config.mode, config.seed, config.steps, config.api_pool) == ("stripe_like", 4, 50, 300)
+    assert (config.mode, config.seed, config.steps, config.api_pool) == ("stripe_like", 4, 50, 200)
     with pytest.raises(ValueError, match="no knob set"):
         jax_gen.knob_set("paypal_like")
