@@ -35,10 +35,16 @@ def test_a_value_is_built_once_per_key(folder):
     assert len(calls) == 2 and len(os.listdir(folder)) == 2
 
 
-def test_the_key_holds_the_code(folder, monkeypatch):
+def test_the_key_holds_the_code_and_other_codes_entries_go(folder, monkeypatch):
+    build, calls = _counting([1])
+    cache.cached({"a": 1}, build)
+    cache.cached({"b": 1}, build)
     before = cache.entry_path({"a": 1})
     monkeypatch.setattr(cache, "code_digest", lambda: "another encoder")
     assert cache.entry_path({"a": 1}) != before
+    cache.cached({"a": 1}, build)  # built again under the new code; the old code's entry of that key goes
+    assert len(calls) == 3
+    assert not os.path.exists(before) and len(os.listdir(folder)) == 2  # {"a": 1} new, {"b": 1} kept
 
 
 def test_an_unreadable_entry_is_rebuilt_and_no_temporary_file_stays(folder):

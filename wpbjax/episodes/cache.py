@@ -43,12 +43,13 @@ def code_digest() -> str:
 
 
 def entry_path(key: dict) -> str | None:
-    """The file of the entry for ``key`` (JSON-able), or None when the cache is off."""
+    """The file of the entry for ``key`` (JSON-able), or None when the cache is off:
+    ``KEY-CODE.pkl``, the digests of the key and of the code."""
     folder = cache_dir()
     if folder is None:
         return None
-    text = json.dumps({"key": key, "code": code_digest()}, sort_keys=True)
-    return os.path.join(folder, hashlib.sha256(text.encode()).hexdigest()[:32] + ".pkl")
+    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    return os.path.join(folder, f"{name}-{code_digest()[:16]}.pkl")
 
 
 def cached(key: dict, build: Callable[[], object]):
@@ -76,8 +77,21 @@ def _store(path: str, value) -> None:
         with os.fdopen(handle, "wb") as out:
             pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(temporary, path)
+        _drop_older(path)
     except OSError:
         pass
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def _drop_older(path: str) -> None:
+    """Remove the entries of the same key built by other code: they can never be read again."""
+    folder, name = os.path.split(path)
+    key_part = name.split("-")[0]
+    for other in os.listdir(folder):
+        if other != name and other.startswith(key_part + "-") and other.endswith(".pkl"):
+            try:
+                os.unlink(os.path.join(folder, other))
+            except OSError:
+                pass
