@@ -25,6 +25,8 @@ undone), so they are computed after the walk.
 from __future__ import annotations
 
 import collections
+import contextlib
+import gc
 import gzip
 import hashlib
 import json
@@ -114,16 +116,31 @@ def import_history(
     patterns = openapi_history.parse_patterns(patterns)
     versions, is_git = find_versions(source, patterns)
     walk = _Walk()
-    for version, read, notes in read_surfaces(source, versions, is_git, processes, progress):
-        walk.add(version, read, notes)
+    with _no_cyclic_gc():
+        for version, read, notes in read_surfaces(source, versions, is_git, processes, progress):
+            walk.add(version, read, notes)
     if not walk.readable:
         first = walk.unreadable[0]
         raise SpecError(
             f"{source}: commit {first.commit}, file {first.files[0].stem}: no readable version (the "
             f"contents of every one of the {len(walk.unreadable)} versions are absent)"
         )
-    lines = label_lines(_Versions.of(walk.readable, walk.api_versions), walk.timelines, unique_names(walk.names))
+    with _no_cyclic_gc():
+        lines = label_lines(_Versions.of(walk.readable, walk.api_versions), walk.timelines, unique_names(walk.names))
     return lines, _sidecar(source, patterns, is_git, walk, lines)
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc():
+    """The cyclic collector paused: the timelines and lines are trees of tuples and dicts, without cycles, and
+    the collector, run by allocation counts, would only rescan them as they grow (a tenth of an import)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _count_text_deprecations(key, before, after, text_only: set, counter) -> None:
