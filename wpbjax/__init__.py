@@ -22,7 +22,12 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("episodes", "policies", "actions", "store")
+_SUBMODULES = {
+    "episodes": "wpbjax.episodes",
+    "policies": "wpbjax.policies",
+    "actions": "wpbjax.state.actions",
+    "store": "wpbjax.state.store",
+}
 _API = ("simulate", "sweep", "sweep_to_file", "report", "leaderboard", "train_gate", "SweepFile")
 __all__ = [
     "EpisodeSource",
@@ -43,7 +48,7 @@ __all__ = [
 
 def __getattr__(name: str):
     if name in _SUBMODULES:
-        return importlib.import_module(f"wpbjax.{name}")
+        return importlib.import_module(_SUBMODULES[name])
     if name in _API:
         return getattr(importlib.import_module("wpbjax.api"), name)
     if name == "EpisodeSource":
