@@ -12,7 +12,7 @@
     # a policy's act emits wj.actions (write_if, skip, ...) and reads the store through wj.store (remaining, ...)
 
 Attributes load on first use (``import wpbjax`` alone imports no JAX). The public functions live in
-:mod:`wpbjax.api`; the code behind them in modules named for what they hold (``rollout``, ``sweeps``,
+:mod:`wpbjax.api`; the code behind them in packages named for what they hold (``core``, ``sweeps``,
 ``reports``; docs/api.md lists the API and the naming scheme).
 """
 
