@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from wpbjax.devices import use_every_core
+from wpbjax.runtime.devices import use_every_core
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ import sys
 
 import pandas as pd
 
-from wpbjax.devices import use_every_core
+from wpbjax.runtime.devices import use_every_core
 
 use_every_core()  # as `wpbjax bench` does: one XLA CPU device per core (before JAX starts)
 

@@ -17,14 +17,14 @@ import time
 
 import pandas as pd
 
+from wpbjax.common.tracks import ALL_TRACKS
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
-from wpbjax.integrity import COLUMNS
 from wpbjax.policies import lineup
 from wpbjax.policies.zoo import ZOO_NAMES
 from wpbjax.reports.integrity import scorecard, scorecard_markdown
+from wpbjax.scoring.integrity import COLUMNS
 from wpbjax.sweeps import run_sweep
-from wpbjax.tracks import ALL_TRACKS
 
 BUDGETS = (1024, 10240, 102400)
 

@@ -16,11 +16,11 @@ import time
 
 import pandas as pd
 
+from wpbjax.common.tracks import ALL_TRACKS
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.policies.zoo import ZOO_NAMES
 from wpbjax.sweeps import run_sweep
-from wpbjax.tracks import ALL_TRACKS
 
 BUDGETS = {1024: "1 KB", 10240: "10 KB", 102400: "100 KB"}
 

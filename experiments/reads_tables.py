@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 
 import wpbjax.api as wj
+from wpbjax.common.tracks import ALL_TRACKS
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.policies import names
 from wpbjax.reports.tables import budget_label
-from wpbjax.tracks import ALL_TRACKS
 
 TABLE_BUDGETS = (1024, 10240, 102400)
 TABLE_K = (1, 5, 20)

@@ -159,9 +159,9 @@ def histories_table(names) -> pd.DataFrame:
 def zoo_rows(name: str, settings: Settings, episodes=None) -> pd.DataFrame:
     """Every zoo policy x track x budget on the vendor's windows, exact oracle, reads at K = TOP_K."""
     import wpbjax as wj
-    from wpbjax.budgets import PAPER_BUDGETS
+    from wpbjax.common.budgets import PAPER_BUDGETS
+    from wpbjax.common.tracks import ALL_TRACKS
     from wpbjax.policies.zoo import ZOO_NAMES
-    from wpbjax.tracks import ALL_TRACKS
 
     episodes = episodes if episodes is not None else wj.episodes.real(name, steps=STEPS, stride=settings.stride)
     rows = wj.sweep(
@@ -294,7 +294,7 @@ def transfer_rows(names: list, zoo: pd.DataFrame, settings: Settings, directory:
     """Per vendor: the transfer gate and the in-vendor gate on its test windows, with the unprivileged zoo's
     and the oracle's rows on those windows (taken from ``zoo``: the test windows are windows of the zoo)."""
     import wpbjax as wj
-    from wpbjax.budgets import PAPER_BUDGETS
+    from wpbjax.common.budgets import PAPER_BUDGETS
 
     trains = {}
     for name in names:
@@ -604,7 +604,7 @@ def parse(argv):
 
 def main(argv=None) -> int:
     args = parse(argv)
-    from wpbjax.devices import enable_compilation_cache, use_every_core
+    from wpbjax.runtime.devices import enable_compilation_cache, use_every_core
 
     use_every_core()  # as the CLI does
     enable_compilation_cache()
@@ -670,7 +670,7 @@ def main(argv=None) -> int:
     print(page)
     note("timings: " + ", ".join(f"{part} {seconds:.0f} s" for part, seconds in timings.items()))
     if args.doc:
-        from wpbjax.atomic import write_text
+        from wpbjax.files.atomic import write_text
 
         with open(args.doc, encoding="utf-8") as handle:
             text = handle.read()

@@ -19,7 +19,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, os.fspath(HERE.parent))  # run from a checkout without installing
 
-from wpbjax.devices import use_every_core  # noqa: E402
+from wpbjax.runtime.devices import use_every_core  # noqa: E402
 
 # (method, budget) -> the mean ratio the paper prints (main.tex); ("opt_value", 2): mean OPT at B=2.
 PAPER = {
@@ -42,9 +42,9 @@ def main() -> int:
     parser.add_argument("--verify-milp", action="store_true", help="cross-check every OPT with the MILP (slow)")
     args = parser.parse_args()
     use_every_core()
-    from wpbjax.devices import enable_compilation_cache
     from wpbjax.packages import sweeps
     from wpbjax.packages.catalog import PAPER_METHODS
+    from wpbjax.runtime.devices import enable_compilation_cache
 
     enable_compilation_cache()
     started = time.perf_counter()

@@ -23,7 +23,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from wpbjax import tiers
+from wpbjax.core import tiers
 from wpbjax.episodes import probes as probes_lib
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes

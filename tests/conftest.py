@@ -5,7 +5,7 @@ import tempfile
 import pandas as pd
 import pytest
 
-from wpbjax.devices import use_every_core
+from wpbjax.runtime.devices import use_every_core
 
 use_every_core()  # as the CLI does, whichever test touches JAX first
 # The suite keeps compiled programs in memory only: it never writes into the user's persistent cache

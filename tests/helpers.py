@@ -8,9 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import actions, metrics, rollout, store as store_lib
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies.base import Policy
+from wpbjax.scoring import metrics
+from wpbjax.state import actions, store as store_lib
 
 
 def make_episode(observations, metadata=None, utilities=None, critical=(), episode_id=0, mode="hand", t_values=None):

@@ -16,7 +16,7 @@ import pytest
 import wpbjax as wj
 from wpbjax.cli import build_parser, main
 from wpbjax.episodes import EpisodeSource
-from wpbjax.results_io import read_sidecar, sha256, sidecar_path
+from wpbjax.files.results_io import read_sidecar, sha256, sidecar_path
 
 PACKAGE = pathlib.Path(wj.__file__).parent
 SMALL = dict(budgets=[1024, 10240], n_episodes=2, steps=40, modes=["default", "burst_drift"])
@@ -171,7 +171,7 @@ def test_episode_source_files_and_old_names(tmp_path):
 
 def test_a_users_policy_sweeps_from_python_and_the_cli(tmp_path):
     """A policy written against the docs (act returns an Action and the state), registered, sweeps."""
-    from wpbjax import actions, store
+    from wpbjax.state import actions, store
 
     def act(params, state, store_state, episode, pos, budget):
         fits = episode.write_cost[pos] <= store.remaining(store_state, budget)

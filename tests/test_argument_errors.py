@@ -1,6 +1,6 @@
 """One check, two spellings: a library error names an argument as the caller wrote it, ``out`` /
 ``num_processes`` / ``params`` from Python and ``--out`` / ``--num-processes`` / ``--param`` from
-the command line (wpbjax.argument_errors; the CLI renders the flags in wpbjax.cli.failures)."""
+the command line (wpbjax.common.argument_errors; the CLI renders the flags in wpbjax.cli.failures)."""
 
 import argparse
 import dataclasses
@@ -14,14 +14,16 @@ import pandas as pd
 import pytest
 
 import wpbjax as wj
-from wpbjax import api, distributed, resume as resume_lib
-from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax import api
 from wpbjax.cli import build_parser, main
 from wpbjax.cli.failures import cli_message, flag
+from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.episodes.jax_gen import JaxGenConfig
+from wpbjax.files import resume as resume_lib
+from wpbjax.files.results_io import partial_path
 from wpbjax.learn.config import TrainConfig
 from wpbjax.reports import checks
-from wpbjax.results_io import partial_path
+from wpbjax.runtime import distributed
 
 A_FLAG = re.compile(r"--[a-z]")
 TINY = dict(

@@ -8,9 +8,9 @@ import os
 import pytest
 
 import wpbjax as wj
-from wpbjax import resume as resume_lib
 from wpbjax.episodes.source import EpisodeSource
-from wpbjax.results_io import ResultsWriter, partial_path
+from wpbjax.files import resume as resume_lib
+from wpbjax.files.results_io import ResultsWriter, partial_path
 from wpbjax.sweeps import blocks
 
 # 4 modes x 5 episodes of 40 steps (7 KB encoded) against a 24 KB cap: blocks of a few episodes

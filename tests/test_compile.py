@@ -4,7 +4,7 @@ import jax
 import numpy as np
 from helpers import make_episode
 
-from wpbjax import rollout
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies import make
 from wpbjax.testing import max_traces
@@ -79,7 +79,8 @@ PASSES_ON_FOUR_DEVICES = """
 import sys, jax, numpy as np
 sys.path.insert(0, {tests!r})
 from test_compile import _generated_batch
-from wpbjax import devices, rollout
+from wpbjax.runtime import devices
+from wpbjax.core import rollout
 from wpbjax.policies import make
 from wpbjax.testing import max_traces
 assert len(jax.devices()) == 4

@@ -5,8 +5,8 @@ makes, for every kind of row (param grids with blank params, read columns, sever
 import pyarrow as pa
 import pytest
 
-from wpbjax import results_io
 from wpbjax.cli import main
+from wpbjax.files import results_io
 from wpbjax.sweeps import run as sweep_run
 
 SWEEPS = {
@@ -51,7 +51,7 @@ def test_chunk_sums_by_part_number_equal_the_tables(grid):
     import pandas.testing
 
     from wpbjax.api import _encoded, episode_source
-    from wpbjax.scoring import leaderboard_sums
+    from wpbjax.scoring.rows import leaderboard_sums
     from wpbjax.sweeps import make_plan
 
     encoded, set_index = _encoded(None, episode_source(None, n_episodes=2))

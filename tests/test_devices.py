@@ -10,7 +10,7 @@ import wpbjax as wj
 
 START = """
 import os, threading, jax
-from wpbjax import devices
+from wpbjax.runtime import devices
 cores = os.sched_getaffinity(0)
 devices.use_every_core()
 devices.local_devices(runs_per_call={runs})

@@ -1,4 +1,4 @@
-"""Several processes on JAX's own runtime (wpbjax.distributed): two processes on localhost, joined by
+"""Several processes on JAX's own runtime (wpbjax.runtime.distributed): two processes on localhost, joined by
 jax.distributed over gloo, write the same bytes as one process."""
 
 import os
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO
-from wpbjax.distributed import Cluster, resolve
+from wpbjax.runtime.distributed import Cluster, resolve
 
 # 2 modes x 3 episodes, 2 budgets, no_mem on 2 tracks and priority_greedy on one (3 runs per episode and budget); a 64K
 # memory cap makes chunks of one episode per device, so several chunks are split and gathered.

@@ -8,7 +8,7 @@ import pytest
 from helpers import make_episode
 
 from wpbjax.episodes.encode import _ValueIds, encode_episodes, write_cost
-from wpbjax.store import merge_delta
+from wpbjax.state.store import merge_delta
 
 
 @pytest.mark.parametrize(

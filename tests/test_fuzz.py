@@ -11,10 +11,10 @@ import os
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from wpbjax import oracle as oracle_lib
 from wpbjax.cli import main
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError, load_jsonl
+from wpbjax.scoring import oracle as oracle_lib
 
 SCALE = int(os.environ.get("WPBJAX_FUZZ_EXAMPLES", "0")) or 1
 

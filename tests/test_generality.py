@@ -12,9 +12,9 @@ import pytest
 from helpers import SCRIPTED, make_episode, run_one, script
 from hypothesis import given, settings, strategies as st
 
-from wpbjax.actions import MERGE, SKIP, WRITE
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.state.actions import MERGE, SKIP, WRITE
 from wpbjax.sweeps import run_sweep
 
 KEY = ["mode", "budget_bytes", "episode_id", "track", "policy"]

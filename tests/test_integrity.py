@@ -1,4 +1,4 @@
-"""Write-integrity metrics (wpbjax.integrity): parity with the published harness's final stores, and a
+"""Write-integrity metrics (wpbjax.scoring.integrity): parity with the published harness's final stores, and a
 hand-computed example (the one docs/integrity.md works through)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pyref
 import pytest
 from helpers import make_episode
 
-from wpbjax import integrity
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError
 from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.scoring import integrity
 from wpbjax.sweeps import PAPER_BUDGETS, run_sweep
 
 ENDPOINT = re.compile(r"endpoint_(\d+)$")

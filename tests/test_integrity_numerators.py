@@ -1,12 +1,12 @@
-"""The vectorised integrity numerators (wpbjax/integrity.py: runs as bits of words, a layout per chunk)
+"""The vectorised integrity numerators (wpbjax/scoring/integrity.py: runs as bits of words, a layout per chunk)
 against a plain per-run Python model of their definitions over the fact tables, on random tables with
 several facts per step, repeated versions, transient steps and runs past one 64-bit word."""
 
 import numpy as np
 import pytest
 
-from wpbjax import integrity
 from wpbjax.episodes.facts import fact_tables
+from wpbjax.scoring import integrity
 
 
 def _tables(seed: int, n: int, n_steps: int, width: int):

@@ -7,9 +7,9 @@ from helpers import make_episode
 from test_integrity import HAND
 
 from wpbjax.episodes.encode import encode_episodes
-from wpbjax.integrity import COLUMNS
 from wpbjax.reports import integrity as integrity_report, write_report
 from wpbjax.reports.plots import policy_styles
+from wpbjax.scoring.integrity import COLUMNS
 from wpbjax.sweeps import run_sweep
 
 

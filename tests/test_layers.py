@@ -21,7 +21,7 @@ def test_every_import_linter_contract_holds():
 def test_an_upward_import_breaks_the_layers(tmp_path):
     """A lazy import of the API from the store (state layer -> api layer) in a copy of the package."""
     shutil.copytree(REPO / "wpbjax", tmp_path / "wpbjax", ignore=shutil.ignore_patterns("__pycache__"))
-    store = tmp_path / "wpbjax" / "store.py"
+    store = tmp_path / "wpbjax" / "state" / "store.py"
     store.write_text(store.read_text() + "\n\ndef _upward():\n    from wpbjax import api\n\n    return api\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     done = subprocess.run(
@@ -39,4 +39,4 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
         text=True,
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "wpbjax.store -> wpbjax.api" in done.stdout and "BROKEN" in done.stdout
+    assert "wpbjax.state.store -> wpbjax.api" in done.stdout and "BROKEN" in done.stdout

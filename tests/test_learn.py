@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from wpbjax import rollout
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import api_endpoint, encode_episodes
 from wpbjax.episodes.published_gen import DriftConfig, generate_episodes
 from wpbjax.learn import features as F

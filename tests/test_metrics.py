@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from wpbjax import metrics
+from wpbjax.scoring import metrics
 
 
 def _unpacked_sum(retained_bits, utility64):

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from wpbjax import oracle
+from wpbjax.scoring import oracle
 
 
 def brute_force(weights, values, budget):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from wpbjax import oracle
+from wpbjax.scoring import oracle
 
 
 def brute_force(weights, values, budget):
@@ -59,10 +59,10 @@ def test_oracle_optimal_equals_the_exact_oracle_on_the_paper_grid():
 def test_simulate_computes_the_plan_for_hindsight_policies():
     from helpers import make_episode
 
-    from wpbjax import rollout
+    from wpbjax.core import rollout
     from wpbjax.episodes.encode import encode_episodes
-    from wpbjax.metrics import policy_utility
     from wpbjax.policies import make
+    from wpbjax.scoring.metrics import policy_utility
 
     observations = [{"api": "a", "pad": "x" * k} for k in (0, 60, 60, 5, 30)]
     utilities = [2.0, 3.0, 3.0, 0.5, 1.0]

@@ -1,4 +1,4 @@
-"""One live sweep per output (:mod:`wpbjax.output_lock`): a second run on the same ``--out`` is refused
+"""One live sweep per output (:mod:`wpbjax.files.output_lock`): a second run on the same ``--out`` is refused
 in one line naming the first's pid (``--resume`` too), a dead run's lock file is taken over, and
 the table of two racing commands is the table of a lone run."""
 
@@ -13,9 +13,9 @@ import time
 import pytest
 
 from tests.conftest import REPO
-from wpbjax import resume as resume_lib
 from wpbjax.cli import main
-from wpbjax.output_lock import lock_path, output_lock
+from wpbjax.files import resume as resume_lib
+from wpbjax.files.output_lock import lock_path, output_lock
 
 # 8 episodes under a 64K memory cap: several chunks, so a run can be caught between two of them
 SWEEP = [

@@ -1,4 +1,4 @@
-"""Every command's output is written atomically through one writer (:mod:`wpbjax.atomic`): a failed or
+"""Every command's output is written atomically through one writer (:mod:`wpbjax.files.atomic`): a failed or
 interrupted command leaves an existing output as it was and no half-written file; a symbolic link is
 written through; import-writ runs without JAX; Ctrl-C ends any command in "wpbjax COMMAND: interrupted"."""
 
@@ -11,9 +11,9 @@ import threading
 import pytest
 
 from tests.conftest import REPO
-from wpbjax import atomic
 from wpbjax.cli import main
-from wpbjax.results_io import read_sidecar, sha256, sidecar_path
+from wpbjax.files import atomic
+from wpbjax.files.results_io import read_sidecar, sha256, sidecar_path
 
 SCENARIOS = REPO.parent / "shared" / "writ" / "scenarios"
 

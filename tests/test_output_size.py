@@ -6,9 +6,9 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
-from wpbjax import output_size
 from wpbjax.cli import main
-from wpbjax.results_io import ResultsWriter
+from wpbjax.files import output_size
+from wpbjax.files.results_io import ResultsWriter
 
 
 def test_size_estimate_is_near_the_bytes_of_real_tables(paper_sweep_csv, paper_sweep, tmp_path):

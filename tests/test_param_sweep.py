@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wpbjax import rollout
 from wpbjax.cli import main
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies import make
 from wpbjax.sweeps import param_grids, parse_param_values, run_sweep

@@ -4,8 +4,8 @@ wpbjax.testing.check_policy on the zoo and on policies that break each of its ru
 import jax.numpy as jnp
 import pytest
 
-from wpbjax import actions, store as store_lib
 from wpbjax.policies import Policy, get, make, register_factory
+from wpbjax.state import actions, store as store_lib
 from wpbjax.testing import check_policy
 
 

@@ -1,4 +1,4 @@
-"""Reads (wpbjax.reads): every read metric on a hand-computed store (the example docs/reads.md works through),
+"""Reads (wpbjax.scoring.reads): every read metric on a hand-computed store (the example docs/reads.md works through),
 the store's recorded history, oracle memory, K monotonicity, and reads in a sweep's rows."""
 
 from __future__ import annotations
@@ -11,13 +11,15 @@ import pandas as pd
 import pytest
 from helpers import SCRIPTED, make_episode, run_one, script
 
-from wpbjax import actions, reads, rollout
+from wpbjax.core import rollout
 from wpbjax.episodes import probes as probes_lib
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError
 from wpbjax.episodes.published_gen import DriftConfig, generate_episodes
 from wpbjax.policies import make
-from wpbjax.store import STILL_HELD
+from wpbjax.scoring import reads
+from wpbjax.state import actions
+from wpbjax.state.store import STILL_HELD
 
 # Endpoint A (fact "api.v*.endpoint_0") goes v1 -> v2 -> v3, B (endpoint_1) v1 -> v2. Step 2 repeats A v1 with
 # new params (merged into step 0 as a delta); step 4 evicts step 0 (its delta is orphaned); step 5 (A v3) is

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_reads import RETRIEVER, _hand_episode
 
-from wpbjax.argument_errors import ArgumentError
+from wpbjax.common.argument_errors import ArgumentError
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.learn.config import TrainConfig
 from wpbjax.learn.soft_reads import probe_tables, soft_read_accuracy

@@ -8,8 +8,9 @@ import pytest
 from helpers import make_episode, run_one
 from test_integrity import HAND
 
-from wpbjax import reads, rollout
+from wpbjax.core import rollout
 from wpbjax.policies import make
+from wpbjax.scoring import reads
 from wpbjax.testing import check_policy
 
 STEP = 106  # bytes of each HAND step (58 observation + 16 metadata + 48 header and index)

@@ -4,11 +4,13 @@ import jax
 import numpy as np
 import pytest
 
-from wpbjax import oracle, regret, rollout
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.published_gen import DriftConfig, generate_episodes
-from wpbjax.metrics import policy_utility
 from wpbjax.policies import make
+from wpbjax.reports import regret
+from wpbjax.scoring import oracle
+from wpbjax.scoring.metrics import policy_utility
 from wpbjax.testing import max_traces
 
 BUDGETS = [300, 1000, 2048, 5000, 100000]

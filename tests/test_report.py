@@ -197,7 +197,7 @@ def test_confusion_matrix(run):
     )
     np.testing.assert_allclose(results.write_density, (results.tp + results.fp) / N_STEPS, atol=1e-12)
     # tn counted directly from the retained set of a fresh run: steps neither retained nor critical
-    from wpbjax import rollout
+    from wpbjax.core import rollout
     from wpbjax.policies import make
     from wpbjax.reports.metadata import episodes_from_metadata
 

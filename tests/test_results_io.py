@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from wpbjax.cli import main
-from wpbjax.results_io import ResultsWriter, check_output, partial_path, read_sidecar, sha256, sidecar_path
+from wpbjax.files.results_io import ResultsWriter, check_output, partial_path, read_sidecar, sha256, sidecar_path
 
 SMALL = [
     "sweep",
@@ -137,7 +137,7 @@ def test_csv_chunks_table_or_lines_are_one_table_and_the_running_checksum_matche
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    from wpbjax import results_io
+    from wpbjax.files import results_io
 
     first = pd.DataFrame({"a": np.arange(7), "b": np.linspace(0.1, 0.7, 7), "s": list("abcdefg")})
     second = first.assign(a=first.a + 7)

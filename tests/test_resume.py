@@ -11,10 +11,10 @@ import time
 import pytest
 
 from tests.conftest import REPO
-from wpbjax import resume as resume_lib
-from wpbjax.argument_errors import ArgumentError
 from wpbjax.cli.failures import flag
-from wpbjax.results_io import partial_path
+from wpbjax.common.argument_errors import ArgumentError
+from wpbjax.files import resume as resume_lib
+from wpbjax.files.results_io import partial_path
 
 # 2 modes x 8 episodes at 40 steps; a 64K memory cap makes chunks of one episode per device (8 chunks
 # on 2 devices), so the kills below land between and inside chunks
@@ -134,7 +134,7 @@ def test_differences_name_each_changed_argument():
 
 
 def test_resume_of_parquet_is_refused(tmp_path):
-    from wpbjax.results_io import ResultsWriter
+    from wpbjax.files.results_io import ResultsWriter
 
     with pytest.raises(ValueError, match="only .csv results can be resumed"):
         ResultsWriter(tmp_path / "r.parquet", append_at=10)

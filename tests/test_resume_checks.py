@@ -8,10 +8,10 @@ import pathlib
 
 import pytest
 
-from wpbjax import resume as resume_lib
 from wpbjax.cli import main
-from wpbjax.output_lock import lock_path
-from wpbjax.results_io import ResultsWriter, partial_path
+from wpbjax.files import resume as resume_lib
+from wpbjax.files.output_lock import lock_path
+from wpbjax.files.results_io import ResultsWriter, partial_path
 from wpbjax.sweeps import run as sweep_run
 
 # 8 episodes under a 64K memory cap: chunks of one episode per device (4 chunks on 2 devices, 8 on 1)

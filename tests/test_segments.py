@@ -1,4 +1,4 @@
-"""Long rollouts in segments (wpbjax/segments.py): the same counts as one unsegmented rollout, for
+"""Long rollouts in segments (wpbjax/core/segments.py): the same counts as one unsegmented rollout, for
 every kind of policy and call; progress after each segment; one compile for all segments.
 
 Segments are made short (16 steps) so that 50-step episodes run as 16 + 16 + 16 + 2 steps; the
@@ -9,8 +9,8 @@ import jax
 import numpy as np
 import pytest
 
-from wpbjax import rollout, segments
 from wpbjax.api import episode_source
+from wpbjax.core import rollout, segments
 from wpbjax.policies import make
 from wpbjax.sweeps.run import run_sweep
 from wpbjax.testing import count_compiles
@@ -49,7 +49,7 @@ def _assert_same(call, monkeypatch) -> None:
     ],
 )
 def test_segments_give_the_counts_of_one_rollout(encoded, monkeypatch, name, track):
-    from wpbjax.tracks import cost_track
+    from wpbjax.common.tracks import cost_track
 
     batch = encoded.batch(cost_track(track))
     _assert_same(lambda: rollout.simulate(make(name), batch, BUDGETS), monkeypatch)

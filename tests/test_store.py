@@ -3,7 +3,7 @@
 import numpy as np
 from helpers import SCRIPTED, make_episode, run_one, script
 
-from wpbjax.actions import MERGE, SKIP, WRITE
+from wpbjax.state.actions import MERGE, SKIP, WRITE
 
 # {"api": "a"} is 12 characters, the unprivileged view {"mode": "hand"} 16: 12 + 16 + 32 + 16 = 76.
 COST_A = 76

@@ -62,7 +62,7 @@ def test_a_failed_write_stops_the_sweep_with_its_error(tmp_path, monkeypatch, ca
 
 
 def test_chunks_are_padded_to_one_shape_and_compile_once(monkeypatch):
-    from wpbjax import rollout
+    from wpbjax.core import rollout
     from wpbjax.sweeps import run as sweep_run
     from wpbjax.testing import max_traces
 

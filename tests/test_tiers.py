@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from helpers import make_episode
 
-from wpbjax import actions, store as store_lib, tiers
+from wpbjax.core import tiers
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies import tiers as tier_policies
+from wpbjax.state import actions, store as store_lib
 
 # '{"api": "a", "version": 1}' is 26 characters, the view {"mode": "hand"} 16: 26 + 16 + 32 + 16 = 90 bytes in
 # the checkpoint; a journal record drops the 16 index bytes: 74.
@@ -234,7 +235,7 @@ def test_the_compute_budget_drops_the_adds_it_cannot_afford():
     ],
 )
 def test_compute_budget_arguments_are_checked(kw, message):
-    from wpbjax.argument_errors import ArgumentError
+    from wpbjax.common.argument_errors import ArgumentError
 
     with pytest.raises(ArgumentError, match=message):
         run_policy("journal_and_checkpoint", four_facts(), 4 * COST, 4 * RECORD, **kw)
@@ -281,7 +282,7 @@ def test_triage_drops_an_identical_reobservation():
 
 
 def test_tier_budgets_are_checked():
-    from wpbjax.argument_errors import ArgumentError
+    from wpbjax.common.argument_errors import ArgumentError
 
     batch = encoded_of(versions()).host_batch("unprivileged")
     with pytest.raises(ArgumentError, match="journal_budgets"):

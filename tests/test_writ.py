@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from wpbjax import integrity
 from wpbjax.cli import main
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError, load_jsonl
 from wpbjax.episodes.writ import import_writ
+from wpbjax.scoring import integrity
 from wpbjax.sweeps import run_sweep
 
 SCENARIOS = REPO.parent / "shared" / "writ" / "scenarios"

@@ -3,8 +3,8 @@
 import jax.numpy as jnp
 from helpers import make_episode, run_one
 
-from wpbjax import actions
 from wpbjax.policies.base import Policy
+from wpbjax.state import actions
 
 COST_A = 76  # {"api": "a"} under the unprivileged view, see test_store
 

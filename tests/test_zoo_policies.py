@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from helpers import make_episode, run_one
 
-from wpbjax import rollout
+from wpbjax.common.tracks import cost_track
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies import make
-from wpbjax.tracks import cost_track
 
 # {"api": "a"} is 12 characters, the unprivileged view {"mode": "hand"} 16: 12 + 16 + 48 = 76 bytes.
 COST_A = 76
@@ -217,8 +217,8 @@ def test_oracle_optimal_writes_a_knapsack_optimum_where_greedy_does_not():
 
 
 def test_info_tracks_gate_what_policies_can_read():
-    from wpbjax import actions
     from wpbjax.policies.base import Policy
+    from wpbjax.state import actions
     from wpbjax.sweeps import run_sweep
 
     peek = Policy(

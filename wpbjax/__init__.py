@@ -12,7 +12,7 @@
     # a policy's act emits wj.actions (write_if, skip, ...) and reads the store through wj.store (remaining, ...)
 
 Attributes load on first use (``import wpbjax`` alone imports no JAX). The public functions live in
-:mod:`wpbjax.api`; the code behind them in modules named for what they hold (``rollout``, ``sweeps``,
+:mod:`wpbjax.api`; the code behind them in packages named for what they hold (``core``, ``sweeps``,
 ``reports``; docs/api.md lists the API and the naming scheme).
 """
 
@@ -22,7 +22,12 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("episodes", "policies", "actions", "store")
+_SUBMODULES = {
+    "episodes": "wpbjax.episodes",
+    "policies": "wpbjax.policies",
+    "actions": "wpbjax.state.actions",
+    "store": "wpbjax.state.store",
+}
 _API = ("simulate", "sweep", "sweep_to_file", "report", "leaderboard", "train_gate", "SweepFile")
 __all__ = [
     "EpisodeSource",
@@ -43,7 +48,7 @@ __all__ = [
 
 def __getattr__(name: str):
     if name in _SUBMODULES:
-        return importlib.import_module(f"wpbjax.{name}")
+        return importlib.import_module(_SUBMODULES[name])
     if name in _API:
         return getattr(importlib.import_module("wpbjax.api"), name)
     if name == "EpisodeSource":

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from wpbjax.budgets import PAPER_BUDGETS
+from wpbjax.common.budgets import PAPER_BUDGETS
 from wpbjax.episodes.source import DEFAULT_MODES, EpisodeSource
 from wpbjax.sweeps.plan import DEFAULT_MEMORY_CAP, DEFAULT_TRACKS, PUBLISHED_LINEUP
 
@@ -124,7 +124,7 @@ def sweep(
             params=params,
             **knobs,
         )
-    from wpbjax.progress import Progress
+    from wpbjax.runtime.progress import Progress
     from wpbjax.sweeps import make_plan, run_chunk
 
     _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params)
@@ -165,10 +165,10 @@ def tier_sweep(
     """Tiered runs (docs/tiers.md) as a table: a row per (policy, track, episode, checkpoint budget, journal
     budget). Episode arguments as :func:`sweep`; ``policies``: tier policy names; ``params``: one value per
     param (tier policies' defaults otherwise); ``crash_rate``: per-step crash probability (draws from
-    ``crash_seed``); ``costs``: :class:`wpbjax.tiers.CostModel` weights (extraction, embedding, dedupe);
+    ``crash_seed``); ``costs``: :class:`wpbjax.core.tiers.CostModel` weights (extraction, embedding, dedupe);
     ``calls_per_step``, ``call_burst``: an optional compute budget, a token bucket on model calls (no budget
     by default)."""
-    from wpbjax.tiers import CostModel, tier_table
+    from wpbjax.core.tiers import CostModel, tier_table
 
     policies = [policies] if isinstance(policies, str) else list(policies)
     if params and any(np.ndim(value) for value in params.values()):
@@ -204,9 +204,9 @@ def tier_sweep(
 def read_plan(
     top_k: Sequence[int] = (5,), probes: str = "labels", probe_rate: float = 0.1, retriever: dict | None = None
 ):
-    """The :class:`wpbjax.reads.ReadPlan` of a sweep's read arguments (see :func:`sweep`), checked."""
+    """The :class:`wpbjax.scoring.reads.ReadPlan` of a sweep's read arguments (see :func:`sweep`), checked."""
     from wpbjax.episodes.probes import ProbeConfig
-    from wpbjax.reads import ReadPlan, Retriever
+    from wpbjax.scoring.reads import ReadPlan, Retriever
 
     weights = dict(retriever or {})
     unknown = sorted(set(weights) - {"w_rel", "w_rec", "w_imp", "decay"})
@@ -219,7 +219,7 @@ def read_plan(
 
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
     """Mean F1 by (track, policy) × budget of a results table (:func:`sweep`'s rows), rows in the table's order."""
-    from wpbjax.scoring import leaderboard as mean_f1_board
+    from wpbjax.scoring.rows import leaderboard as mean_f1_board
 
     return mean_f1_board(table)
 
@@ -268,13 +268,13 @@ def sweep_to_file(
     sidecar are renamed into place only when complete (an existing ``out`` is left byte-identical
     by a sweep that fails). ``command``: recorded in the sidecar. ``resume``: finish an interrupted
     sweep of the same arguments from the chunks already in ``out``'s temporary file
-    (:mod:`wpbjax.resume`). A second live sweep into the same ``out`` is refused (a ValueError naming
-    the first's pid; :mod:`wpbjax.output_lock`), resuming or not. ``cluster``: this process's place among several
-    (:func:`wpbjax.distributed.initialize`); process 0 writes the file, the others run their share of
+    (:mod:`wpbjax.files.resume`). A second live sweep into the same ``out`` is refused (a ValueError naming
+    the first's pid; :mod:`wpbjax.files.output_lock`), resuming or not. ``cluster``: this process's place among several
+    (:func:`wpbjax.runtime.distributed.initialize`); process 0 writes the file, the others run their share of
     every chunk and return None. ``log``: receives the sweep's notes (its size as it starts; where a
     resumed sweep picks up), one line each; the CLI prints them."""
-    from wpbjax.output_lock import output_lock
-    from wpbjax.results_io import check_output
+    from wpbjax.files.output_lock import output_lock
+    from wpbjax.files.results_io import check_output
 
     _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params)
     reads = read_plan(top_k, probes, probe_rate, retriever)
@@ -322,8 +322,8 @@ def _sweep_to_file(
     out, source, episodes, writes: bool, options: dict, devices, cluster, quiet: bool, command, resume: bool, log
 ) -> SweepFile | None:
     """:func:`sweep_to_file` once its arguments are checked (and, writing, its output locked)."""
-    from wpbjax import devices as devices_lib
-    from wpbjax.output_size import check_disk_space
+    from wpbjax.files.output_size import check_disk_space
+    from wpbjax.runtime import devices as devices_lib
     from wpbjax.sweeps import make_plan
     from wpbjax.sweeps.blocks import Blocks, streams
 
@@ -365,12 +365,13 @@ def _stream_to_file(
 ) -> SweepFile | None:
     """Run ``plan`` (or each of ``blocks``' plans) into ``out`` (from the resume point, when
     resuming) and commit table and sidecar."""
-    from wpbjax import resume as resume_lib, segments
-    from wpbjax.atomic import destination
-    from wpbjax.progress import Progress
+    from wpbjax.core import segments
+    from wpbjax.files import resume as resume_lib
+    from wpbjax.files.atomic import destination
+    from wpbjax.files.results_io import ResultsWriter, read_sidecar, sidecar_path
     from wpbjax.reports.metadata import sweep_metadata
-    from wpbjax.results_io import ResultsWriter, read_sidecar, sidecar_path
-    from wpbjax.scoring import leaderboard_from_sums
+    from wpbjax.runtime.progress import Progress
+    from wpbjax.scoring.rows import leaderboard_from_sums
     from wpbjax.sweeps import write_chunks
 
     target = destination(out)  # a symbolic link is written through: its temporary files beside its target
@@ -418,7 +419,7 @@ def _resume_point(out, arguments: dict, plan, resume: bool, log) -> tuple:
     """(checkpoint, identity): where this sweep starts (chunks, rows and bytes already on disk when
     ``resume`` finds an interrupted run of the same arguments) and the run's identity. With several
     processes, process 0 decides and tells the others how many chunks to skip."""
-    from wpbjax import resume as resume_lib
+    from wpbjax.files import resume as resume_lib
 
     identity = checkpoint = None
     cluster = plan.cluster
@@ -451,12 +452,13 @@ def simulate(
     (:func:`wpbjax.episodes.generate` / :func:`wpbjax.episodes.load`); ``budgets``: [B] bytes;
     ``track``: the metadata the policy sees and pays for (and whether it may read utility);
     ``params``: the policy's param overrides; ``oracle``: the regret's oracle mode."""
-    from wpbjax import devices as devices_lib, rollout as rollout_lib
-    from wpbjax.budgets import check_budgets
-    from wpbjax.oracle import oracle_batch
+    from wpbjax.common.budgets import check_budgets
+    from wpbjax.common.tracks import cost_track, sees_utility
+    from wpbjax.core import rollout as rollout_lib
     from wpbjax.policies import Policy, make
-    from wpbjax.scoring import score_runs
-    from wpbjax.tracks import cost_track, sees_utility
+    from wpbjax.runtime import devices as devices_lib
+    from wpbjax.scoring.oracle import oracle_batch
+    from wpbjax.scoring.rows import score_runs
 
     policy = make(policy) if isinstance(policy, str) else policy
     if not isinstance(policy, Policy):
@@ -529,9 +531,9 @@ def report(
     ``meta``: run metadata (a dict or a sidecar path); ``episodes``: the run's encoded episodes, for
     the per-step regret curve when there is no metadata to rebuild them from. ``log``: receives a line
     for each file skipped and why (default: a warning). Returns the paths written."""
+    from wpbjax.files.results_io import read_sidecar, sidecar_path
     from wpbjax.reports import load_results, write_report
     from wpbjax.reports.checks import check_table
-    from wpbjax.results_io import read_sidecar, sidecar_path
 
     path = None
     if isinstance(results, (str, os.PathLike)):
@@ -579,7 +581,7 @@ def train_gate(track: str = "unprivileged", out: str | os.PathLike | None = None
         )
     settings = TrainConfig(track=track, **config)
     if out is not None:  # fail early (and clearly) if the path cannot be written; touch nothing yet
-        from wpbjax.atomic import check_writable
+        from wpbjax.files.atomic import check_writable
 
         check_writable(out)
     from wpbjax.learn.gate import save_gate

@@ -14,10 +14,11 @@ import time
 import jax
 import numpy as np
 
-from wpbjax import devices as devices_lib, rollout
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episode
 from wpbjax.policies import lineup, make
+from wpbjax.runtime import devices as devices_lib
 
 DISTINCT_EPISODES = 256
 DEFAULT_BUDGETS = (1024, 10240, 102400)

@@ -28,10 +28,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import programs, rollout, store as store_lib
-from wpbjax.actions import ALL_KINDS
+from wpbjax.common.tracks import cost_track, sees_utility
+from wpbjax.core import rollout
 from wpbjax.policies.base import Policy
-from wpbjax.tracks import cost_track, sees_utility
+from wpbjax.runtime import programs
+from wpbjax.state import store as store_lib
+from wpbjax.state.actions import ALL_KINDS
 
 CHECK_BUDGETS = (300, 1024, 4096)
 _CHECKS = itertools.count()
@@ -172,7 +174,7 @@ def _check_constant_step(policy: Policy, track: str, n_steps: int) -> None:
 
 @contextlib.contextmanager
 def max_traces(owner, name: str, n: int = 1):
-    """Within the block, ``owner.name`` (a program made by :func:`wpbjax.programs.jit`, e.g.
+    """Within the block, ``owner.name`` (a program made by :func:`wpbjax.runtime.programs.jit`, e.g.
     ``rollout._simulate_quick``) is a fresh program of the same function and options under
     ``chex.assert_max_traces(n)``: the block may trace it at most ``n`` times (compile once: n=1)."""
     original = getattr(owner, name)

@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(_command(argv)).parse_args(argv)
     if getattr(SUBCOMMANDS[args.command], "USES_JAX", True):
-        from wpbjax.devices import use_every_core
+        from wpbjax.runtime.devices import use_every_core
 
         use_every_core()
     return run_command(_prog_of(args), lambda: args.run(args))

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 
 from wpbjax.episodes.batch import ENCODED_BYTES_PER_STEP
-from wpbjax.output_size import human_size as _size  # 1,234.5 MiB
+from wpbjax.files.output_size import human_size as _size  # 1,234.5 MiB
 
 # Host bytes per episode-step of episodes as Python dicts (measured with tracemalloc: ~800). A
 # command that holds its whole set (generate; a sweep of episode files or of the jax engine's

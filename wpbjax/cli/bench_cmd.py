@@ -37,7 +37,7 @@ def add_parser(commands) -> None:
 def cmd_bench(args) -> int:
     import json
 
-    from wpbjax.devices import enable_compilation_cache
+    from wpbjax.runtime.devices import enable_compilation_cache
 
     enable_compilation_cache() if args.cache else None
     from wpbjax.bench import run_bench

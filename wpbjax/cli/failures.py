@@ -1,7 +1,7 @@
 """How a command ends when it cannot finish: one line on stderr and an exit status, never a traceback.
 
 2    bad input (an argument, a file, a line of a file): the line names it (an argument by its
-     flag: :class:`wpbjax.argument_errors.ArgumentError`)
+     flag: :class:`wpbjax.common.argument_errors.ArgumentError`)
 130  interrupted (Ctrl-C / SIGINT)
 141  stdout closed by its reader (``wpbjax sweep | head``): silent, like a program SIGPIPE ends
 1    a bug in wpbjax: the exception in one line (``WPBJAX_TRACEBACK=1`` re-raises it)
@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from wpbjax.argument_errors import ArgumentError
+from wpbjax.common.argument_errors import ArgumentError
 
 BAD_INPUT = 2
 INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)

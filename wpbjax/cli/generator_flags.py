@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from wpbjax.argument_errors import ArgumentError, arg
 from wpbjax.cli.argtypes import positive_int, probability
+from wpbjax.common.argument_errors import ArgumentError, arg
 
 
 def add_generator_knobs(parser: argparse.ArgumentParser) -> None:

@@ -36,9 +36,9 @@ def add_parser(commands) -> None:
 
 
 def cmd_import_changelog(args) -> int:
-    from wpbjax.atomic import check_writable, refuse_inputs
     from wpbjax.episodes import changelog_episode
     from wpbjax.episodes.jsonl import save_jsonl
+    from wpbjax.files.atomic import check_writable, refuse_inputs
 
     name = args.file[len(changelog_episode.PREFIX) :] if changelog_episode.is_changelog(args.file) else args.file
     path = changelog_episode.changelog_path(name, args.file)

@@ -54,9 +54,9 @@ def add_parser(commands) -> None:
 
 
 def cmd_import_openapi(args) -> int:
-    from wpbjax.atomic import check_writable
     from wpbjax.episodes.openapi_history import refuse_output_inside
     from wpbjax.episodes.openapi_import import import_history, write_history
+    from wpbjax.files.atomic import check_writable
 
     started = time.perf_counter()
     check_writable(args.out)  # before minutes of parsing

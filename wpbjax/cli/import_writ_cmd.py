@@ -30,9 +30,9 @@ def _read_files(paths) -> list[str]:
 
 
 def cmd_import_writ(args) -> int:
-    from wpbjax.atomic import check_writable, refuse_inputs
     from wpbjax.episodes.jsonl import save_jsonl
     from wpbjax.episodes.writ import import_writ
+    from wpbjax.files.atomic import check_writable, refuse_inputs
 
     check_writable(args.out)
     refuse_inputs(args.out, _read_files(args.paths), "--out")

@@ -130,7 +130,7 @@ def check_sweep_size(args, n_methods: int, memory: int | None = None) -> int:
     """Refuse, before any work, a sweep whose table could not be held in memory or written to
     ``--out``'s disk (as ``wpbjax sweep`` does); returns its row count."""
     from wpbjax.cli.arguments import refuse_past_memory
-    from wpbjax.output_size import check_disk_space
+    from wpbjax.files.output_size import check_disk_space
     from wpbjax.packages.sweeps import ROW_BYTES, ROW_MEMORY_BYTES
 
     n_packages = len(args.packages) if args.packages else args.seeds
@@ -149,11 +149,11 @@ def check_sweep_size(args, n_methods: int, memory: int | None = None) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from wpbjax.devices import enable_compilation_cache
+    from wpbjax.files.results_io import check_output, write_table
     from wpbjax.packages import sweeps
     from wpbjax.packages.io import package_files
     from wpbjax.packages.opt import OptNotCertified
-    from wpbjax.results_io import check_output, write_table
+    from wpbjax.runtime.devices import enable_compilation_cache
 
     started = time.perf_counter()
     drop_repeats(args, PROG_SWEEP)

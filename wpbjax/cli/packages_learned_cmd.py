@@ -133,7 +133,7 @@ def cmd_train(args) -> int:
         relaxation=args.relaxation,
         init=args.init,
     )
-    from wpbjax.atomic import check_writable, refuse_inputs
+    from wpbjax.files.atomic import check_writable, refuse_inputs
 
     check_writable(args.out)  # fail early (and clearly) if the path cannot be written; touch nothing yet
     refuse_inputs(args.out, [args.init] if args.init else [], "--out")
@@ -158,9 +158,9 @@ def cmd_train(args) -> int:
 
 def cmd_score(args) -> int:
     from wpbjax.cli.arguments import stderr_warning, unique_values
+    from wpbjax.files.results_io import check_output, write_table
     from wpbjax.packages.external import read_store, score_store
     from wpbjax.packages.io import package_files, read_packages
-    from wpbjax.results_io import check_output, write_table
 
     args.budget = unique_values(list(args.budget), "--budget", stderr_warning(PROG_SCORE))  # (repeats: duplicate rows)
     if not os.path.isdir(args.package):

@@ -28,7 +28,7 @@ def add_parser(commands) -> None:
 
 
 def cmd_report(args) -> int:
-    from wpbjax.devices import enable_compilation_cache  # (JAX loads once a command runs)
+    from wpbjax.runtime.devices import enable_compilation_cache  # (JAX loads once a command runs)
 
     enable_compilation_cache()  # the regret curve compiles a traced rollout per policy
     from wpbjax.api import report

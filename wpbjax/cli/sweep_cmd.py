@@ -26,7 +26,7 @@ from wpbjax.cli.output import note_printer
 
 
 def add_parser(commands) -> None:
-    from wpbjax.budgets import PAPER_BUDGETS
+    from wpbjax.common.budgets import PAPER_BUDGETS
     from wpbjax.episodes.source import DEFAULT_MODES
 
     sweep = commands.add_parser("sweep", help="run policies over episodes x budgets x tracks; write a results table")
@@ -182,9 +182,9 @@ def _episode_and_read_arguments(args, retriever: dict) -> dict:
 
 def cmd_tier_sweep(args, retriever: dict) -> int:
     """``--journal-budgets``: tiered runs (:func:`wpbjax.api.tier_sweep`) written to ``--out``."""
-    from wpbjax import atomic
     from wpbjax.api import tier_sweep
-    from wpbjax.argument_errors import ArgumentError, arg
+    from wpbjax.common.argument_errors import ArgumentError, arg
+    from wpbjax.files import atomic
 
     started = time.perf_counter()
     policies = (
@@ -217,18 +217,18 @@ def cmd_tier_sweep(args, retriever: dict) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from wpbjax.argument_errors import ArgumentError, arg
+    from wpbjax.common.argument_errors import ArgumentError, arg
 
     started = time.perf_counter()
-    from wpbjax.devices import enable_compilation_cache  # (JAX loads once a command runs)
+    from wpbjax.runtime.devices import enable_compilation_cache  # (JAX loads once a command runs)
 
     enable_compilation_cache()
     from wpbjax.api import sweep_to_file
-    from wpbjax.results_io import use_jemalloc
+    from wpbjax.files.results_io import use_jemalloc
 
     use_jemalloc()
     from wpbjax.cli.arguments import check_generator_size, drop_repeats
-    from wpbjax.distributed import initialize as initialize_distributed
+    from wpbjax.runtime.distributed import initialize as initialize_distributed
 
     apply_knob_set(args)
     drop_repeats(args)  # repeated budgets, policies, files ... would give duplicate rows

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from wpbjax.constants import NONE
-from wpbjax.tracks import TRACKS, check_track, sees_priority
+from wpbjax.common.constants import NONE
+from wpbjax.common.tracks import TRACKS, check_track, sees_priority
 
 # Host bytes per episode-step of an encoded episode set (measured: 87 for the published modes with
 # their 3 observation fields): what a sweep holds in memory for its episodes.
@@ -129,7 +129,7 @@ class EncodedEpisodes:
     #   never carried)
     probe_kind: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int8 CURRENT, AS_OF, ...
     fact_names: np.ndarray | None = column(default=None)  # [N] object tuple: each fact's name, by fact number
-    # Crashes (tiered runs, wpbjax.tiers; None: none labelled). C = the most of an episode, -1 padding:
+    # Crashes (tiered runs, wpbjax.core.tiers; None: none labelled). C = the most of an episode, -1 padding:
     crash_pos: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, C] int32 a session ends
     #   abruptly just before this step (the episode's ``crashes`` label)
 
@@ -200,9 +200,9 @@ class EncodedEpisodes:
         return batch
 
     def batch(self, track: str, indices=None, devices=None) -> EpisodeBatch:
-        """:meth:`host_batch` on the default device, or split over ``devices`` (``wpbjax.devices.place``).
+        """:meth:`host_batch` on the default device, or split over ``devices`` (``wpbjax.runtime.devices.place``).
         Straight from host memory: ``jnp.asarray`` would compile a small program per array shape."""
-        from wpbjax.devices import place
+        from wpbjax.runtime.devices import place
 
         host = self.host_batch(track, indices)
         return jax.device_put(host) if devices is None else place(host, devices)

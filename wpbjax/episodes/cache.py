@@ -4,10 +4,10 @@ set starts at once.
 
 An entry is keyed by everything its arrays depend on: the input file's SHA-256, the set's parameters (the
 caller's ``key``), and the source of the code that builds it (every module of :mod:`wpbjax.episodes`, and
-:mod:`wpbjax.tracks` and :mod:`wpbjax.constants`): a changed input or a changed encoder is a new key, never a
-stale entry. Entries live in ``$WPBJAX_EPISODE_CACHE`` (default ``~/.cache/wpbjax/episodes``; set it empty to
-turn the cache off), written to a temporary file and renamed into place, so a killed run leaves no partial
-entry; an entry that cannot be read is rebuilt, and one that cannot be written is skipped.
+:mod:`wpbjax.common.tracks` and :mod:`wpbjax.common.constants`): a changed input or a changed encoder is a
+new key, never a stale entry. Entries live in ``$WPBJAX_EPISODE_CACHE`` (default ``~/.cache/wpbjax/episodes``;
+set it empty to turn the cache off), written to a temporary file and renamed into place, so a killed run
+leaves no partial entry; an entry that cannot be read is rebuilt, and one that cannot be written is skipped.
 """
 
 from __future__ import annotations
@@ -36,7 +36,10 @@ def code_digest() -> str:
     digest = hashlib.sha256()
     episodes = os.path.join(_PACKAGE, "episodes")
     paths = [os.path.join(episodes, name) for name in sorted(os.listdir(episodes)) if name.endswith(".py")]
-    for path in paths + [os.path.join(_PACKAGE, "tracks.py"), os.path.join(_PACKAGE, "constants.py")]:
+    for path in paths + [
+        os.path.join(_PACKAGE, "common", "tracks.py"),
+        os.path.join(_PACKAGE, "common", "constants.py"),
+    ]:
         with open(path, "rb") as handle:
             digest.update(os.path.basename(path).encode() + b"\0" + handle.read())
     return digest.hexdigest()

@@ -92,7 +92,7 @@ def shipped_files(name: str, repo: str, commit: str = "HEAD") -> dict:
 def rebuild(name: str, repo: str, out_dir: str = DATA_DIR, commit: str | None = None) -> list[str]:
     """Write a shipped changelog's files from a clone into ``out_dir`` (atomically); ``commit`` defaults to
     the one the shipped sidecar records (else HEAD). Returns the paths written."""
-    from wpbjax.atomic import atomic_file
+    from wpbjax.files.atomic import atomic_file
 
     if commit is None:
         recorded = os.path.join(DATA_DIR, SHIPPED.get(name, "") + ".meta.json")

@@ -1,5 +1,5 @@
 """Crash events from an episode's labels: ``"crashes": [t, ...]``, the steps just before which a session
-ended abruptly (each the ``t`` of one of the episode's steps after its first). Tiered runs (wpbjax.tiers)
+ended abruptly (each the ``t`` of one of the episode's steps after its first). Tiered runs (wpbjax.core.tiers)
 crash there as well as at their drawn crashes (``crash_rate``). Episodes without the label crash only
 by draw."""
 

@@ -19,11 +19,11 @@ import numpy as np
 import wpbjax.episodes.crashes as crashes
 import wpbjax.episodes.facts as facts
 import wpbjax.episodes.probes as probes
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
+from wpbjax.common.tracks import TRACK_VIEW_KEYS, TRACKS, view_metadata
 from wpbjax.episodes.batch import NULL_VALUE_ID, EncodedEpisodes, concat, round_up_float32  # noqa: F401
 from wpbjax.episodes.facts import api_endpoint
 from wpbjax.episodes.jsonl import EpisodeFormatError, validate_episode
-from wpbjax.tracks import TRACK_VIEW_KEYS, TRACKS, view_metadata
 
 HEADER_BYTES = 32
 INDEX_BYTES = 16

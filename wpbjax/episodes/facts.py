@@ -1,4 +1,4 @@
-"""Facts and versions per step: what write-integrity metrics (wpbjax.integrity) are measured on.
+"""Facts and versions per step: what write-integrity metrics (wpbjax.scoring.integrity) are measured on.
 
 A step may carry versions of facts: (fact id, version, should-persist) triples. Where they come from:
 

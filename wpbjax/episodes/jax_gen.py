@@ -40,12 +40,12 @@ import jax.numpy as jnp
 import numpy as np
 
 import wpbjax.episodes.facts as facts
-from wpbjax import programs
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
+from wpbjax.common.tracks import TRACKS, view_metadata
 from wpbjax.episodes.batch import EncodedEpisodes, concat
 from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES, json_len
 from wpbjax.episodes.published_gen import MODES as PUBLISHED_MODES, DriftConfig
-from wpbjax.tracks import TRACKS, view_metadata
+from wpbjax.runtime import programs
 
 NEW_MODES = ("delayed_relevance", "rollback", "decoy", "docs_migration")
 # Fitted to a real drift stream (docs/real_drift.md): the decoy process (cosmetic changes that are not

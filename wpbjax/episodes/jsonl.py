@@ -12,9 +12,9 @@ import json
 import os
 from collections.abc import Iterable
 
-from wpbjax.atomic import atomic_file
 from wpbjax.episodes.jsontext import parse_json, text_lines
 from wpbjax.episodes.validate import MAX_NESTING, EpisodeFormatError, validate_episode
+from wpbjax.files.atomic import atomic_file
 
 __all__ = ["EpisodeFormatError", "dumps_episode", "load_jsonl", "save_jsonl", "validate_episode"]
 
@@ -27,7 +27,7 @@ def dumps_episode(episode: dict) -> str:
 def save_jsonl(episodes: Iterable[dict], path: str | os.PathLike) -> None:
     """Write episodes one per line (byte-identical to the published generator's files); gzip-compressed
     when ``path`` ends in ``.gz`` (no timestamp in the header: equal episodes, equal bytes). Atomic
-    (:mod:`wpbjax.atomic`): an existing file is replaced only by a complete one."""
+    (:mod:`wpbjax.files.atomic`): an existing file is replaced only by a complete one."""
     if os.fspath(path).endswith(".gz"):
         # the header names the file as written to its final name (not the temporary one)
         name = os.path.basename(os.fspath(path))

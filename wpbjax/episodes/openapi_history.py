@@ -178,7 +178,7 @@ def source_roots(source: str) -> list[str]:
 def refuse_output_inside(out: str, source: str) -> None:
     """SpecError when ``out`` or its sidecar would be written inside the source (links followed): an output
     there could overwrite a spec file, a file of the work tree or git's own files."""
-    from wpbjax.atomic import destination
+    from wpbjax.files.atomic import destination
 
     for path in (out, out + ".meta.json"):
         real = os.path.realpath(destination(path))

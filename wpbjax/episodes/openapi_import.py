@@ -490,7 +490,7 @@ def write_history(out: str | os.PathLike, lines: Sequence[dict], meta: dict) -> 
     then renamed into place, the old history kept aside until the sidecar is in, and put back if it cannot
     be (a failure leaves the old pair, or none). Refuses an ``out`` inside ``meta["source"]`` (an input).
     Returns the sidecar record."""
-    from wpbjax.atomic import check_writable, destination
+    from wpbjax.files.atomic import check_writable, destination
 
     out = os.fspath(check_writable(out))
     if meta.get("source"):
@@ -517,7 +517,7 @@ def rebuild_command(meta: dict) -> str:
 def _commit_pair(files: Sequence[tuple]) -> None:
     """Write each (path, bytes) under a temporary name, then rename them into place in order; if a rename
     fails (or is interrupted), the ones already in place are put back as they were."""
-    from wpbjax.atomic import temporary_name
+    from wpbjax.files.atomic import temporary_name
 
     temporaries, backups, placed = {}, {}, []
     try:

@@ -30,7 +30,7 @@ import signal
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.episodes import openapi_history, openapi_surface
 
 FRAGMENT_UNREADABLE = "fragment_unreadable"  # a note's kind: a $ref'd file that could not be read

@@ -1,4 +1,4 @@
-"""Probes: the queries an agent makes of its memory during an episode (what reads are scored on, wpbjax.reads).
+"""Probes: the queries an agent makes of its memory during an episode (what reads are scored on, wpbjax.scoring.reads).
 
 A probe asks, after step ``pos``, for the value of one fact — a fact as the integrity metrics name them
 (:mod:`wpbjax.episodes.facts`: an api with its version segment removed, or a WRIT memory event) — either as it
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.episodes.facts import api_endpoint
 from wpbjax.episodes.jsonl import EpisodeFormatError
 

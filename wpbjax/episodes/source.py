@@ -145,7 +145,7 @@ class EpisodeSource:
         from wpbjax.episodes import changelog_episode, real_drift
         from wpbjax.episodes.encode import concat_encoded, encode_episodes
         from wpbjax.episodes.jsonl import load_jsonl
-        from wpbjax.results_io import sha256
+        from wpbjax.files.results_io import sha256
 
         for index, path in enumerate(self.files):
             if self.sha256 is not None:
@@ -198,7 +198,7 @@ class EpisodeSource:
         """A JSON-able record (the sidecar's ``episodes``); files with their absolute path and SHA-256."""
         if self.files:
             from wpbjax.episodes import changelog_episode, real_drift
-            from wpbjax.results_io import sha256
+            from wpbjax.files.results_io import sha256
 
             return {
                 "source": "files",
@@ -280,7 +280,7 @@ def episode_file_sha256(path: str) -> str:
         return changelog_episode.spec_sha256(path)
     if real_drift.is_real(path):
         return real_drift.spec_sha256(path)
-    from wpbjax.results_io import sha256
+    from wpbjax.files.results_io import sha256
 
     return sha256(path)
 

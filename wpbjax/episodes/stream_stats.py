@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from wpbjax.constants import NONE
-from wpbjax.tracks import TRACKS
+from wpbjax.common.constants import NONE
+from wpbjax.common.tracks import TRACKS
 
 STATS = ("drift_rate", "redundancy", "critical_fraction", "burstiness", "bytes_per_step", "endpoints")
 COST_TRACK = "unprivileged"

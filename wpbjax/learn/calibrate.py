@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from wpbjax import rollout
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.learn.gate_policy import BUDGET_BLIND, gate_policy
-from wpbjax.metrics import f1_from_counts
+from wpbjax.scoring.metrics import f1_from_counts
 
 CALIBRATION_BUDGETS = (1024, 2048, 4096, 8192, 10240, 16384)
 THRESHOLDS = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.learn.gate import GATE_TRACKS
 
 

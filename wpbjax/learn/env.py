@@ -8,7 +8,7 @@
 * Explicit keys: ``reset`` draws the episode from the pool; ``step`` takes a key (unused: the
   dynamics are deterministic) so agents can treat it like any gymnax environment.
 * Observation: the online features of the incoming step (wpbjax.learn.features), ``[D]`` float32.
-* Actions: 0 = SKIP, 1 = WRITE; the store (wpbjax.store) accepts a WRITE iff it fits.
+* Actions: 0 = SKIP, 1 = WRITE; the store (wpbjax.state.store) accepts a WRITE iff it fits.
 * Reward: the change in the F1 of the store, 2·hits / (retained + |R|), so an episode's rewards sum
   to its final F1 exactly (|R| is the episode's number of critical steps, a label).
 * ``terminated`` at the episode's last real step; ``truncated`` when ``params.max_steps`` steps have
@@ -24,12 +24,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from wpbjax import actions, store as store_lib
+from wpbjax.common.tracks import check_track
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.learn.features import N_FEATURES, FeatureState, check_batch, init_state, steps_since_write
 from wpbjax.learn.gate import gate_step
-from wpbjax.metrics import f1_from_counts
-from wpbjax.tracks import check_track
+from wpbjax.scoring.metrics import f1_from_counts
+from wpbjax.state import actions, store as store_lib
 
 SKIP, WRITE = 0, 1
 

@@ -13,7 +13,7 @@ import pandas as pd
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.episodes.parallel import generate_encoded
 from wpbjax.episodes.published_gen import MODES, DriftConfig
-from wpbjax.metrics import f1_from_counts
+from wpbjax.scoring.metrics import f1_from_counts
 from wpbjax.sweeps import PAPER_BUDGETS, run_sweep
 
 HELD_OUT_SEED = 10_000  # held-out evaluation episodes (training uses seeds >= 100_000)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 
-from wpbjax import actions, store as store_lib
 from wpbjax.learn.features import init_state, steps_since_write
 from wpbjax.learn.gate import gate_step, load_gate
 from wpbjax.policies.base import Policy, once_per_file_version
+from wpbjax.state import actions, store as store_lib
 
 PREFIX = "learned_gate:"
 BUDGET_BLIND = -1e9  # an afford_threshold that every logit exceeds

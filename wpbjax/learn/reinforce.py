@@ -13,12 +13,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from wpbjax import store as store_lib
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.learn.features import init_state, steps_since_write
 from wpbjax.learn.gate import gate_step
-from wpbjax.metrics import f1_from_counts
+from wpbjax.scoring.metrics import f1_from_counts
+from wpbjax.state import store as store_lib
 
 
 def hard_rollout(weights: dict, episode: EpisodeBatch, budget, track: str, key, greedy: bool):

@@ -21,7 +21,7 @@ from wpbjax.learn.features import init_state
 from wpbjax.learn.gate import gate_step
 from wpbjax.learn.soft_integrity import soft_fidelity_coverage
 from wpbjax.learn.soft_reads import soft_read_accuracy
-from wpbjax.metrics import f1_from_counts
+from wpbjax.scoring.metrics import f1_from_counts
 
 BYTE_TEMPERATURE = 32.0  # bytes: how soft the budget edge is (default; wider edges give smoother gradients)
 

@@ -3,7 +3,7 @@ whose objective mixes F1 with them (``wpbjax train --fidelity-weight/--coverage-
 
 The soft gate stores step t with probability w_t (independently, it never expires): a (fact, version)
 pair is held with probability 1 - Π (1 - w_t) over the steps that carry it, and the expected counts of
-:mod:`wpbjax.integrity`'s definitions follow (ratios of expectations, as soft F1 does).
+:mod:`wpbjax.scoring.integrity`'s definitions follow (ratios of expectations, as soft F1 does).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from wpbjax.episodes.batch import EpisodeBatch
-from wpbjax.integrity import by_slot_name
+from wpbjax.scoring.integrity import by_slot_name
 
 _LOG_FLOOR = 1e-6  # keeps log(1 - w) finite where w reaches 1
 

@@ -2,7 +2,7 @@
 (``TrainConfig.read_weight``, docs/reads.md "Read-aware learning").
 
 The soft gate stores step t with probability w_t (independently, it never expires; wpbjax.learn.soft). A probe's
-retriever scores (wpbjax.reads: relevance, recency, importance) depend on the episode alone, so each probe's
+retriever scores (wpbjax.scoring.reads: relevance, recency, importance) depend on the episode alone, so each probe's
 ranking of the slots is fixed and computed once on the host (:func:`probe_tables`); what the gate changes is
 which slots are present. So the relaxation is over presence, not over the ranking: walking the probe's ranking
 best first with the distribution of how many present slots came before (K states), slot s is retrieved with
@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import reads
+from wpbjax.scoring import reads
 
 _LOG_FLOOR = 1e-6
 DEFAULT_RETRIEVER = reads.Retriever()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wpbjax.argument_errors import refuse_repeats
+from wpbjax.common.argument_errors import refuse_repeats
 from wpbjax.episodes.jsontext import parse_json, read_json, text_lines
 from wpbjax.episodes.validate import FLOAT32_MAX, Bounds, number_problem
 from wpbjax.packages.ids import hash_ids

@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.devices import COMPILER_OPTIONS
 from wpbjax.packages.memaudit_gen import _placement, _static_arrays, build_batch, drawn_arrays, reservoir_keys
 from wpbjax.packages.model import PackageMeta, PackageSet
+from wpbjax.runtime.devices import COMPILER_OPTIONS
 
 
 @functools.partial(jax.jit, static_argnames=("n_packages",), compiler_options=COMPILER_OPTIONS)

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.packages.learned import group_features, group_logits, h_function, hard_rollout, init_writer, package_arrays
 
 RELAXATIONS = ("expected", "straight_through", "both")

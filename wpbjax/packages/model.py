@@ -22,7 +22,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from wpbjax.argument_errors import ArgumentError, arg, refuse_repeats
+from wpbjax.common.argument_errors import ArgumentError, arg, refuse_repeats
 from wpbjax.episodes.validate import FLOAT32_MAX, Bounds, number_problem
 
 # Representation kinds, index = kind id. Append-only: ids are stored in files and trained writers.

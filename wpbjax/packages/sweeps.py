@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from wpbjax.argument_errors import ArgumentError, arg, refuse_repeats
+from wpbjax.common.argument_errors import ArgumentError, arg, refuse_repeats
 from wpbjax.packages import opt as opt_mod, writers
 from wpbjax.packages.catalog import EXACT, LEARNED_PREFIX, METHODS, PAPER_METHODS
 from wpbjax.packages.model import (

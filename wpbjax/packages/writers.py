@@ -33,9 +33,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.devices import COMPILER_OPTIONS, local_devices, place
 from wpbjax.packages.catalog import OFFLINE, STREAMING, WRITERS  # noqa: F401
 from wpbjax.packages.model import RAW_KINDS, TIE, TOMBSTONE_KINDS, PackageBatch, kind_mask
+from wpbjax.runtime.devices import COMPILER_OPTIONS, local_devices, place
 
 _H_JAX = {"min": lambda z: jnp.minimum(1.0, z), "log1p": jnp.log1p, "linear": lambda z: z}
 _UNROLL_UNITS = 64

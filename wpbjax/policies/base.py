@@ -3,7 +3,7 @@
 ``act(params, state, store, episode, pos, budget) -> (Action, state)`` sees one episode's
 arrays (``EpisodeBatch`` fields without the N axis), the store as it stands, and the step
 position. Keep it O(1) in T: rollouts run it millions of times. It may read past steps and stored items; it never changes the store — it emits
-actions and :func:`wpbjax.store.apply` decides.
+actions and :func:`wpbjax.state.store.apply` decides.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.actions import ALL_KINDS, FIFO, KIND_WRITE_PAST, KINDS, ORDER, check_kinds  # noqa: F401 (re-exported)
+from wpbjax.state.actions import ALL_KINDS, FIFO, KIND_WRITE_PAST, KINDS, ORDER, check_kinds  # noqa: F401 (re-exported)
 
 
 def no_state(params, episode, key):
@@ -38,16 +38,16 @@ class Policy:
     multi_action: bool = False
     # The action kinds the policy can emit (WRITE, EXPIRE, MERGE, WRITE_PAST), plus ORDER if it reads
     # the store's oldest-first links, or FIFO if it only ever expires the oldest item (see KINDS and
-    # wpbjax.store.apply). The compiled step leaves out store code for the rest, so declare all it needs;
+    # wpbjax.state.store.apply). The compiled step leaves out store code for the rest, so declare all it needs;
     # wpbjax.testing.check_policy checks that the declared kinds give the rows all kinds give.
     kinds: frozenset = ALL_KINDS  # validated by check_kinds (any iterable of names becomes a frozenset)
     # Hindsight policies (oracle track): a host function ``plan(write_cost [n, T] int, utility [n, T]
     # float64, length [n], budgets [B]) -> {name: [n, B, ...] array}`` whose outputs reach ``act`` as
-    # extra per-run params (see wpbjax.rollout.simulate_grid). None for every causal policy.
+    # extra per-run params (see wpbjax.core.rollout.simulate_grid). None for every causal policy.
     plan: Callable[..., Any] | None = None
 
     def __post_init__(self):
-        from wpbjax.tracks import ALL_TRACKS
+        from wpbjax.common.tracks import ALL_TRACKS
 
         where = f"policy {self.name!r}"
         object.__setattr__(self, "kinds", check_kinds(self.kinds, where))

@@ -15,9 +15,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from wpbjax import actions, store as store_lib
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.policies.base import no_state
+from wpbjax.state import actions, store as store_lib
 
 RECENCY_KINDS = frozenset({"write", "expire", "fifo"})  # writes, and expires only the oldest item
 FEEDBACK_ONLY, ORACLE_ONLY = ("feedback",), ("oracle",)

@@ -14,7 +14,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
 from wpbjax.policies.common import FEEDBACK_ONLY, N_STEP_TYPES, RECENCY_KINDS, gated_recency, step_type
 

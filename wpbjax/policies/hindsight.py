@@ -2,7 +2,7 @@
 
 ``utility_greedy`` is the spec's oracle-sorted UtilityGreedy: priority_greedy run on the utility
 instead of the priority. ``oracle_optimal`` writes exactly an exact knapsack solution, computed in
-hindsight on the host (:func:`wpbjax.oracle.exact_choice_batch`), so its regret against the exact
+hindsight on the host (:func:`wpbjax.scoring.oracle.exact_choice_batch`), so its regret against the exact
 oracle is 0 on every run.
 """
 
@@ -13,11 +13,12 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax import actions, oracle
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
 from wpbjax.policies.common import ORACLE_ONLY
 from wpbjax.policies.published import WRITES, GreedyState, priority_greedy_act
+from wpbjax.scoring import oracle
+from wpbjax.state import actions
 
 
 @jax.tree_util.register_dataclass

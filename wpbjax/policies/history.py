@@ -22,11 +22,11 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax import actions, store as store_lib
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
 from wpbjax.policies.common import recency_write
 from wpbjax.policies.published import UNPRIVILEGED
+from wpbjax.state import actions, store as store_lib
 
 SUPERSEDE_KINDS = frozenset({"write", "expire", "order"})  # expires any item (older versions), reads oldest
 JOURNAL_KINDS = frozenset({"write", "expire"})  # expires queued items by slot; never reads the links

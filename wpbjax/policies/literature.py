@@ -9,11 +9,11 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax import actions, store as store_lib
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
 from wpbjax.policies.common import RECENCY_KINDS, fields_equal, gated_recency
 from wpbjax.policies.published import UNPRIVILEGED
+from wpbjax.state import actions, store as store_lib
 
 
 # --- dedupe_gate ------------------------------------------------------------------------------------

@@ -12,9 +12,9 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax import actions, store as store_lib
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
+from wpbjax.state import actions, store as store_lib
 
 UNPRIVILEGED = ("unprivileged", "privileged")
 PRIVILEGED_ONLY = ("privileged",)

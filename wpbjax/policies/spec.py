@@ -8,11 +8,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from wpbjax import actions, store as store_lib
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
 from wpbjax.policies.common import RECENCY_KINDS, gated_recency
 from wpbjax.policies.published import UNPRIVILEGED, WRITES
+from wpbjax.state import actions, store as store_lib
 
 
 def always_write_act(params, state, store, episode, pos, budget):

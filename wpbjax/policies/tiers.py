@@ -1,5 +1,5 @@
-"""Tiered policies (docs/tiers.md): they emit :class:`wpbjax.actions.TierAction` s; the store's tier rules
-(:func:`wpbjax.store.tier_apply`) decide. Run them with :func:`wpbjax.tiers.simulate_tiers`.
+"""Tiered policies (docs/tiers.md): they emit :class:`wpbjax.state.actions.TierAction` s; the store's tier rules
+(:func:`wpbjax.state.store.tier_apply`) decide. Run them with :func:`wpbjax.core.tiers.simulate_tiers`.
 
 Every policy here shares one **triage** (cheap, no model call): a step passes iff it is real and carries
 something new -- it has no api, or its fields differ from the last step seen with its api (an identical
@@ -9,7 +9,7 @@ previous one only when the new item fits in its place (else the old version stay
 
 * ``journal_and_checkpoint``: journals every step that passes triage, checkpoints it, *demotes* the
   superseded version (its record is in the journal, so this costs no bytes), and consolidates every
-  ``consolidate_every`` steps (wpbjax.store.consolidate: promotes a fact's newest journaled version that
+  ``consolidate_every`` steps (wpbjax.state.store.consolidate: promotes a fact's newest journaled version that
   did not fit when it arrived).
 * ``checkpoint_only``: the same checkpoint, no journal: the superseded version is *deleted*.
 * ``journal_only``: journals every step that passes triage; no checkpoint.
@@ -29,10 +29,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from wpbjax import actions, store as store_lib
-from wpbjax.argument_errors import ArgumentError, arg
-from wpbjax.constants import NONE
+from wpbjax.common.argument_errors import ArgumentError, arg
+from wpbjax.common.constants import NONE
 from wpbjax.policies.common import fields_equal
+from wpbjax.state import actions, store as store_lib
 
 MAX_BUFFER = 32  # static size of a deferred policy's buffer; ``window`` is clipped to 1..MAX_BUFFER
 

@@ -2,7 +2,7 @@
 
 * ``add_only`` — Mem0's 2026 ADD-only design: every new version of a fact is a new item; nothing is ever
   updated, merged or expired to make a fact current (the reader resolves conflicts by taking the newest
-  version among what it retrieves, wpbjax.reads). A step is written iff it carries a version of some fact
+  version among what it retrieves, wpbjax.scoring.reads). A step is written iff it carries a version of some fact
   that the store does not hold as that fact's newest written item (a new version, or one whose item was
   evicted); a repeat of a held newest version and a step without facts are skipped. When the budget is
   short the oldest items make way (recency eviction), as in every append-only log.
@@ -19,7 +19,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
 from wpbjax.policies.common import RECENCY_KINDS, recency_write
 from wpbjax.policies.history import _facts_at

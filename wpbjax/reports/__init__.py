@@ -31,7 +31,7 @@ MAX_CURVE_EPISODES = 1000  # the per-step regret curve re-runs the policies with
 
 def load_results(path: str | os.PathLike) -> pd.DataFrame:
     """A results table from ``.csv`` or ``.parquet``, checked for the columns the report needs."""
-    from wpbjax.results_io import read_results
+    from wpbjax.files.results_io import read_results
 
     path = os.fspath(path)
     results = read_results(path)
@@ -65,7 +65,7 @@ def write_report(
     """Write every table and figure for ``results`` into ``out_dir``; returns the paths written.
 
     The report is built in a temporary directory beside ``out_dir`` and renamed to it only when
-    complete (:func:`wpbjax.atomic.atomic_directory`): a failed or interrupted report leaves no
+    complete (:func:`wpbjax.files.atomic.atomic_directory`): a failed or interrupted report leaves no
     report-looking files and an existing report as it was. An existing ``out_dir`` is replaced
     only if it is empty or holds a previous report (else a ValueError before any work).
 
@@ -77,7 +77,7 @@ def write_report(
     (:func:`wpbjax.reports.tables.grid_points_as_policies`). ``log``: receives a line for each file
     skipped and why (default: a warning).
     """
-    from wpbjax.atomic import atomic_directory
+    from wpbjax.files.atomic import atomic_directory
 
     with atomic_directory(out_dir, is_report_directory) as building:
         if packages.is_package_table(results):
@@ -204,7 +204,7 @@ def regret_curve_table(
     ``results`` with traces on (at most MAX_CURVE_EPISODES evenly spaced episodes of) ``encoded``.
     ``points``: label -> (policy, {param: value}) of grid points reported as policies
     (:func:`wpbjax.reports.tables.grid_points_as_policies`): each re-runs at its point."""
-    from wpbjax import regret
+    from wpbjax.reports import regret
 
     n_episodes = encoded.n_episodes
     note = ""

@@ -18,8 +18,8 @@ import os
 
 import pandas as pd
 
-from wpbjax.argument_errors import ArgumentError, arg
-from wpbjax.results_io import sha256
+from wpbjax.common.argument_errors import ArgumentError, arg
+from wpbjax.files.results_io import sha256
 
 RERUN = f"rerun the sweep (or finish it with the {arg('resume')} option)"
 

@@ -11,8 +11,8 @@ import pathlib
 
 import pandas as pd
 
-from wpbjax.integrity import COLUMNS
 from wpbjax.reports.tables import _fmt, _markdown, budget_label
+from wpbjax.scoring.integrity import COLUMNS
 
 NO_MEMORY = ("never_write", "no_mem")  # WRIT's "no memory" mode: the first of these the run has
 ORACLE = "oracle_optimal"

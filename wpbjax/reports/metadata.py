@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from wpbjax.results_io import SIDECAR_SCHEMA as SCHEMA  # noqa: F401
+from wpbjax.files.results_io import SIDECAR_SCHEMA as SCHEMA  # noqa: F401
 
 
 def package_version() -> str:

@@ -2,7 +2,7 @@
 
 Written only where the results carry read columns with values (a sweep with probes: ``--probes generate`` or
 episodes with ``probes`` labels). One row per (budget, track, policy, K); each metric is the mean over the
-runs where it is defined (a ratio with no denominator is blank in the row, wpbjax.reads), no aggregate.
+runs where it is defined (a ratio with no denominator is blank in the row, wpbjax.scoring.reads), no aggregate.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pathlib
 
 import pandas as pd
 
-from wpbjax.reads import READ_COLUMNS
 from wpbjax.reports.tables import _fmt, _markdown, budget_label, tracks
+from wpbjax.scoring.reads import READ_COLUMNS
 
 # The scorecard's metrics, in the order a reader asks: right?, why wrong (writer or retriever), at what cost.
 METRICS = (

@@ -3,14 +3,14 @@
 :mod:`wpbjax.sweeps.plan` checks a sweep's arguments once and cuts its episodes into memory-capped
 chunks of one padded shape (so each policy compiles once); :mod:`wpbjax.sweeps.run` runs a plan
 chunk by chunk, sharded over the local devices. Scoring and the table's columns live in
-:mod:`wpbjax.scoring`, results files in :mod:`wpbjax.results_io`.
+:mod:`wpbjax.scoring.rows`, results files in :mod:`wpbjax.files.results_io`.
 
 The public entry points are :func:`wpbjax.api.sweep` and :func:`wpbjax.api.sweep_to_file` (``wj.sweep``).
 """
 
-from wpbjax.budgets import PAPER_BUDGETS, check_budgets
-from wpbjax.results_io import ResultsWriter
-from wpbjax.scoring import (
+from wpbjax.common.budgets import PAPER_BUDGETS, check_budgets
+from wpbjax.files.results_io import ResultsWriter
+from wpbjax.scoring.rows import (
     COLUMNS,
     CONFUSION_COLUMNS,
     PUBLISHED_COLUMNS,

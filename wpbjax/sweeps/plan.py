@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wpbjax import oracle as oracle_lib
-from wpbjax.argument_errors import refuse_repeats
-from wpbjax.budgets import PAPER_BUDGETS, check_budgets  # noqa: F401  (PAPER_BUDGETS re-exported)
+from wpbjax.common.argument_errors import refuse_repeats
+from wpbjax.common.budgets import PAPER_BUDGETS, check_budgets  # noqa: F401  (PAPER_BUDGETS re-exported)
+from wpbjax.common.tracks import TRACKS as PUBLISHED_TRACKS, check_any_track
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.policies import lineup, make
-from wpbjax.reads import ReadPlan
-from wpbjax.tracks import TRACKS as PUBLISHED_TRACKS, check_any_track
+from wpbjax.scoring import oracle as oracle_lib
+from wpbjax.scoring.reads import ReadPlan
 
 PUBLISHED_LINEUP = "published"  # the published harness's policies per track
 LINEUP_ALIASES = {"reference": PUBLISHED_LINEUP}  # the line-up's name before it was renamed
@@ -197,7 +197,7 @@ class SweepPlan:
     lineup: dict  # track -> [policy names], in the published row order
     grids: dict  # policy name -> {param: [P] values} or None
     param_columns: tuple  # ("param_NAME", ...) for each swept param
-    oracle: str  # an oracle mode (wpbjax.oracle.ORACLE_MODES)
+    oracle: str  # an oracle mode (wpbjax.scoring.oracle.ORACLE_MODES)
     set_index: np.ndarray  # [N] int64 episode set of each episode (row order)
     devices: tuple
     call_devices: tuple  # the devices one call splits its episodes over: all of them, or the first
@@ -207,10 +207,10 @@ class SweepPlan:
     points_per_slice: int  # param grid points per call (all of them unless the grid is too large)
     stack_tracks: bool  # a policy runs all its tracks in one call (else one call per track)
     work: dict  # policy name -> run-steps its program does over the sweep (this process)
-    cluster: object = None  # wpbjax.distributed.Cluster: this process's place among several, or None
+    cluster: object = None  # wpbjax.runtime.distributed.Cluster: this process's place among several, or None
     first_episode: int = 0  # a block of a larger set (wpbjax.sweeps.blocks): its first episode's number
     n_episodes_total: int = 0  # ... and the whole set's episode count (0: the plan covers the whole set)
-    reads: ReadPlan = ReadPlan()  # probes and retriever (wpbjax.reads): one row per K of each run
+    reads: ReadPlan = ReadPlan()  # probes and retriever (wpbjax.scoring.reads): one row per K of each run
 
     @property
     def policy_names(self) -> list[str]:
@@ -298,13 +298,13 @@ def make_plan(
     reads: ReadPlan | None = None,
 ) -> SweepPlan:
     """Check every argument and fix the sweep's line-up, grids and chunks (see :func:`wpbjax.sweeps.run_sweep`).
-    ``cluster``: this process's place among several (:mod:`wpbjax.distributed`): each runs its share of
+    ``cluster``: this process's place among several (:mod:`wpbjax.runtime.distributed`): each runs its share of
     every chunk, and process 0 gathers the rows. ``first_episode``, ``n_episodes_total``: ``encoded``
     is the block of episodes ``first_episode ..`` of a set of ``n_episodes_total`` (see
     :mod:`wpbjax.sweeps.blocks`): devices and chunks are chosen for the whole set, and the episodes'
     random keys are their numbers in it. ``reads``: the probes and the retriever (default: the episodes'
-    ``probes`` labels, K = 5; wpbjax.reads); the plan's episodes carry the probes it reads with."""
-    from wpbjax import devices as devices_lib
+    ``probes`` labels, K = 5; wpbjax.scoring.reads); the plan's episodes carry the probes it reads with."""
+    from wpbjax.runtime import devices as devices_lib
 
     budgets, lineup_, _, oracle = check_sweep(budgets, policies, tracks, oracle, memory_cap, params)
     reads = ReadPlan() if reads is None else reads

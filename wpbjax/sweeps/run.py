@@ -17,13 +17,16 @@ import jax
 import numpy as np
 import pandas as pd
 
-from wpbjax import devices as devices_lib, reads, rollout
+from wpbjax.common.tracks import cost_track, sees_utility
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import EncodedEpisodes
-from wpbjax.oracle import oracle_batch
+from wpbjax.files.results_io import csv_rows
 from wpbjax.policies import make
-from wpbjax.progress import Progress
-from wpbjax.results_io import csv_rows
-from wpbjax.scoring import COLUMNS, leaderboard_sums, score_rows
+from wpbjax.runtime import devices as devices_lib
+from wpbjax.runtime.progress import Progress
+from wpbjax.scoring import reads
+from wpbjax.scoring.oracle import oracle_batch
+from wpbjax.scoring.rows import COLUMNS, leaderboard_sums, score_rows
 from wpbjax.sweeps.plan import (
     DEFAULT_MEMORY_CAP,
     DEFAULT_TRACKS,
@@ -33,7 +36,6 @@ from wpbjax.sweeps.plan import (
     SweepPlan,
     make_plan,
 )
-from wpbjax.tracks import cost_track, sees_utility
 
 
 def oracle_tables(plan: SweepPlan, chunk: Chunk) -> dict[str, np.ndarray]:
@@ -68,7 +70,7 @@ def _track_batch(plan: SweepPlan, chunk: Chunk, tracks: tuple, devices: tuple):
 def _policy_rows(
     plan: SweepPlan, chunk: Chunk, name: str, tracks: tuple, batch, oracle_utility: Callable[[str], np.ndarray]
 ) -> dict[str, dict]:
-    """Track -> rows of policy ``name`` on the chunk (as column arrays, :func:`wpbjax.scoring.score_rows`),
+    """Track -> rows of policy ``name`` on the chunk (as column arrays, :func:`wpbjax.scoring.rows.score_rows`),
     for each of its ``tracks``, from one call on
     ``batch`` (:func:`_track_batch`: the chunk once per track). ``oracle_utility(cost_track)``: the
     [n, B] oracle utilities, asked for once the policy has run (the oracle computes meanwhile on
@@ -320,7 +322,7 @@ def _chunk_sums(rows: ChunkRows) -> pd.DataFrame:
 
 
 def _csv_part(part: dict, columns: list) -> tuple | None:
-    """(one part's rows as CSV lines, :func:`wpbjax.results_io.csv_rows`; the table's schema), its
+    """(one part's rows as CSV lines, :func:`wpbjax.files.results_io.csv_rows`; the table's schema), its
     ``columns`` typed as a whole table's would be (NaN: blank; a param the policy lacks: blank), or
     None where a value spans lines."""
     import pyarrow as pa
@@ -350,7 +352,7 @@ def iter_sweep(
     cluster=None,
 ) -> Iterator[pd.DataFrame]:
     """Yield the results table chunk by chunk (see :func:`run_sweep`). ``cluster``: this process's
-    place among several (``wpbjax.distributed``): it runs its share of every chunk, and only process 0
+    place among several (``wpbjax.runtime.distributed``): it runs its share of every chunk, and only process 0
     yields, the whole chunk's rows."""
     plan = make_plan(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, params, cluster)
     for chunk in plan.chunks():
@@ -402,14 +404,14 @@ def write_chunks(
     after_write: Callable | None = None,
 ) -> pd.DataFrame | None:
     """Run ``chunks`` (default: all of the plan's, in order); each chunk's table is made
-    (:func:`chunk_rows`) and handed to ``writer.write`` (:class:`wpbjax.results_io.ResultsWriter`) on
+    (:func:`chunk_rows`) and handed to ``writer.write`` (:class:`wpbjax.files.results_io.ResultsWriter`) on
     a background thread while the next chunk computes (pyarrow's writer leaves the GIL; at most one
     chunk waits to be written; a failed write stops the sweep with its error at the next chunk).
     Committing the writer is the caller's.
 
     ``sums``: the running F1 sums of chunks already written (a resumed sweep); ``after_write(sums)``
     is called once a chunk's bytes are written, with the sums up to it (a resume manifest records
-    them). Returns the running sums (:func:`wpbjax.scoring.leaderboard_from_sums` makes the
+    them). Returns the running sums (:func:`wpbjax.scoring.rows.leaderboard_from_sums` makes the
     leaderboard), or None if nothing was written. With several processes only process 0 has a
     writer; the others pass None."""
     written, first, totals = None, True, {"sums": sums}

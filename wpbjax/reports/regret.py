@@ -3,7 +3,7 @@ the budget (oracle-to-date) minus the utility the policy's store retains after t
 (retained-to-date). The spec's cumulative regret curve; its last point is the run's regret before
 clipping at 0 (merges can retain more than the write-cost knapsack, so a point can be negative).
 
-The oracle-to-date is exact: the DP over value of :mod:`wpbjax.oracle`, read off after every item
+The oracle-to-date is exact: the DP over value of :mod:`wpbjax.scoring.oracle`, read off after every item
 (utilities on a grid of 2^-k, as the paper's are), else a float64 DP over capacity.
 """
 
@@ -18,10 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from wpbjax import oracle as oracle_lib, rollout
+from wpbjax.common.tracks import cost_track, sees_utility
+from wpbjax.core import rollout
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.policies import make
-from wpbjax.tracks import cost_track, sees_utility
+from wpbjax.scoring import oracle as oracle_lib
 
 
 @functools.partial(jax.jit, static_argnums=4)
@@ -48,7 +49,7 @@ def prefix_oracle(weights: np.ndarray, values: np.ndarray, lengths: np.ndarray, 
     """Exact knapsack optimum over the steps up to each t, for every budget: [N, T, B] float64.
 
     ``weights``: [N, T] int (one track's write costs); ``values``: [N, T] float64 (u_t); padding
-    beyond ``lengths`` adds nothing. Row t = T-1 equals :func:`wpbjax.oracle.exact_batch`.
+    beyond ``lengths`` adds nothing. Row t = T-1 equals :func:`wpbjax.scoring.oracle.exact_batch`.
     """
     budgets = np.asarray(budgets, np.int64)
     valid = np.arange(weights.shape[1])[None, :] < np.asarray(lengths)[:, None]

@@ -19,5 +19,5 @@ def jit(fn, **options):
 def source(program) -> tuple:
     """``(function, jit options)`` of a program made by :func:`jit`."""
     if id(program) not in _SOURCES or _SOURCES[id(program)][0] is not program:
-        raise ValueError(f"{program!r} was not made by wpbjax.programs.jit")
+        raise ValueError(f"{program!r} was not made by wpbjax.runtime.programs.jit")
     return _SOURCES[id(program)][1:]

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.devices import COMPILER_OPTIONS
+from wpbjax.runtime.devices import COMPILER_OPTIONS
 
 MAX_GRID_EXPONENT = 16  # utilities on a grid of 2^-16 or coarser use the DP over value
 MAX_VALUE_CELLS = 1 << 22  # ... while the value table stays this small

@@ -29,9 +29,9 @@ import re
 
 import numpy as np
 
-from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.episodes import probes as probes_lib
-from wpbjax.store import EMPTY_DELTA_BYTES, INDEX_BYTES, STILL_HELD
+from wpbjax.state.store import EMPTY_DELTA_BYTES, INDEX_BYTES, STILL_HELD
 
 # Result columns (one row per run and K; blank (NaN) where the episode has no probes or the ratio no
 # denominator). Answerable probes: those whose fact has a value at the asked step (not never-seen).
@@ -69,7 +69,7 @@ COUNTS = (
     "n_right_no_memory",
     "n_right_oracle",
 )
-HISTORY_FIELDS = ("left_at", "parent", "written_at")  # what reads take of wpbjax.metrics.Counts
+HISTORY_FIELDS = ("left_at", "parent", "written_at")  # what reads take of wpbjax.scoring.metrics.Counts
 RUN_ELEMENTS = 1 << 21  # runs x probes x slots held at once (each element ~40 bytes of temporaries)
 TIE_BREAK = 2.0**-40  # per slot: equal scores go to the newer record
 PROBE_GROUPS = 4  # probes of a block answered in this many groups by time (each on the steps it can see)
@@ -215,7 +215,7 @@ def _episode_tables(encoded, episodes: np.ndarray, track_costs: np.ndarray) -> _
 
 def delta_bytes(field_value, field_present, field_frag_len, parent) -> np.ndarray:
     """[..., T] bytes of the delta each slot would hold against its ``parent`` slot ([..., T], -1: none, 0 out),
-    by the byte model (SEMANTICS §2, wpbjax.store.merge_delta). Field arrays [..., T, F]."""
+    by the byte model (SEMANTICS §2, wpbjax.state.store.merge_delta). Field arrays [..., T, F]."""
     base = np.maximum(parent, 0)
     old = np.take_along_axis(field_value, base[..., None], -2)
     changed = field_present & (field_value != old)
@@ -375,7 +375,7 @@ def read_counts(
     history: dict, encoded, episodes, track_costs: np.ndarray, retriever: Retriever = Retriever(), field_arrays=None
 ) -> dict:
     """Exact read counts (``COUNTS``) of every run: ``history`` holds ``left_at``, ``parent`` and optionally
-    ``written_at`` ([n, B, T] each: :class:`wpbjax.metrics.Counts` fields of n runs per budget) of runs on
+    ``written_at`` ([n, B, T] each: :class:`wpbjax.scoring.metrics.Counts` fields of n runs per budget) of runs on
     the episodes ``episodes`` ([n] indices into ``encoded``, which has probes); ``track_costs``: [N, T] the
     runs' write costs (``encoded.track_costs(track)``). Returns ``{name: [n, B, nK] int64}``, K as
     ``retriever.top_k``."""
@@ -493,7 +493,7 @@ def read_metrics(history: dict, encoded, episodes, track: str, retriever: Retrie
     """The read metrics (``READ_COLUMNS``, each [n, B, nK]) of n x B runs from their store histories.
 
     ``history``: ``left_at``, ``parent`` (and ``written_at`` for WRITE_PAST policies) as [n, B, T] arrays
-    (the :class:`wpbjax.metrics.Counts` fields of a rollout with history, :func:`wpbjax.simulate.simulate`
+    (the :class:`wpbjax.scoring.metrics.Counts` fields of a rollout with history, :func:`wpbjax.simulate.simulate`
     with ``history=True``); ``encoded``: the episode set (with probes: its ``probes`` labels, or
     :func:`wpbjax.episodes.probes.with_default_probes`); ``episodes``: [n] the runs' episodes in it;
     ``track``: whose write costs the retrieved bytes count. Episodes without probes get blank columns."""

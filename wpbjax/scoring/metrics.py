@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from wpbjax.episodes.batch import EpisodeBatch
-from wpbjax.store import STILL_HELD, StoreState
+from wpbjax.state.store import STILL_HELD, StoreState
 
 
 @jax.tree_util.register_dataclass
@@ -29,8 +29,8 @@ class Counts:
     write_actions: jax.Array  # [] int32
     expire_actions: jax.Array  # [] int32
     merge_actions: jax.Array  # [] int32
-    n_present: jax.Array  # [] int32 items present, orphan deltas included (provenance, wpbjax.integrity)
-    # The store's history, for reads (wpbjax.reads; only from a store that records it, else None):
+    n_present: jax.Array  # [] int32 items present, orphan deltas included (provenance, wpbjax.scoring.integrity)
+    # The store's history, for reads (wpbjax.scoring.reads; only from a store that records it, else None):
     left_at: jax.Array | None = None  # [T] int32 step whose EXPIRE removed the slot's item; STILL_HELD if it is
     #   present at the end, -1 if the slot never held one
     written_at: jax.Array | None = None  # [T] int32 step that added it (WRITE_PAST; None: the slot itself)

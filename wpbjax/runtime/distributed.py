@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.common.argument_errors import ArgumentError, arg
 
 ENV_COORDINATOR = "JAX_COORDINATOR_ADDRESS"  # JAX reads this one itself too
 ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"

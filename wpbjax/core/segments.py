@@ -16,10 +16,12 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from wpbjax import devices as devices_lib, metrics, programs, store as store_lib
+from wpbjax.core.scan import _initial, _mesh_of, _on_devices, advance, episode_keys
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
-from wpbjax.scan import _initial, _mesh_of, _on_devices, advance, episode_keys
+from wpbjax.runtime import devices as devices_lib, programs
+from wpbjax.scoring import metrics
+from wpbjax.state import store as store_lib
 
 STEPS_PER_SEGMENT = 10_000
 _step_listeners: list = []
@@ -108,7 +110,7 @@ def simulate_in_segments(
     grid: bool,
 ) -> metrics.Counts:
     """Counts [N, (P,) B, ...] of every run, ``STEPS_PER_SEGMENT`` steps per call (see the module
-    note); arguments as ``wpbjax.rollout``'s programs take them (``run_inputs`` leaves [N, (P,) B, ...])."""
+    note); arguments as ``wpbjax.core.rollout``'s programs take them (``run_inputs`` leaves [N, (P,) B, ...])."""
     n_episodes, n_steps = batch.n_episodes, batch.n_steps
     lone = n_episodes == 1
     if lone:  # a batch axis of size 1 makes XLA copy the carried stores every step (see simulate._in_passes)

@@ -14,7 +14,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 
 SKIP, WRITE, MERGE, CONTINUE = 0, 1, 2, 3
 # WRITE_PAST(source): write the buffered step ``source`` (<= the current step; its item is keyed by
@@ -24,13 +24,13 @@ WRITE_PAST = 4
 
 
 # What a policy declares in ``kinds`` (checked when the Policy is made: a typo must not silently
-# compile store code out). The store compiles code only for the declared kinds (wpbjax.store.apply).
+# compile store code out). The store compiles code only for the declared kinds (wpbjax.state.store.apply).
 KIND_WRITE, KIND_EXPIRE, KIND_MERGE = "write", "expire", "merge"  # the actions it can emit
 ORDER = "order"  # it reads the store's oldest-first links (``oldest``/``newer``/``older``) after expiring
 FIFO = "fifo"  # instead of ORDER: it only ever expires the oldest item (a cheaper forward chain)
 KIND_WRITE_PAST = "write_past"  # it emits actions.write_past (needs multi_action)
 # Not a policy's own: a caller adds it (wpbjax.simulate, history=True) to have the store record when
-# each slot's item was added and left, the history reads are scored on (wpbjax.reads).
+# each slot's item was added and left, the history reads are scored on (wpbjax.scoring.reads).
 HISTORY = "history"
 KINDS = (KIND_WRITE, KIND_EXPIRE, KIND_MERGE, ORDER, FIFO, KIND_WRITE_PAST, HISTORY)
 ALL_KINDS = frozenset({KIND_WRITE, KIND_EXPIRE, KIND_MERGE, ORDER})  # the default: every store feature a policy may use
@@ -79,7 +79,7 @@ def write(expire_slots=NONE, n_expire=0) -> Action:
 
 
 def merge(quote, expire_slots=NONE, n_expire=0) -> Action:
-    """MERGE into ``quote.target``; ``quote`` from ``wpbjax.store.quote_merge`` at this step."""
+    """MERGE into ``quote.target``; ``quote`` from ``wpbjax.state.store.quote_merge`` at this step."""
     return _action(MERGE, expire_slots, n_expire, quote.target, jnp.where(quote.acceptable, quote.cost, 0))
 
 
@@ -128,7 +128,7 @@ def select(condition, if_true: Action, if_false: Action) -> Action:
     return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), if_true, if_false)
 
 
-# --- Tiers (docs/tiers.md; applied by wpbjax.store.tier_apply) ---------------------------------------
+# --- Tiers (docs/tiers.md; applied by wpbjax.state.store.tier_apply) ---------------------------------------
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class TierAction:

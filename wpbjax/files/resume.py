@@ -1,7 +1,7 @@
 """Resuming a killed sweep (``wpbjax sweep ... --resume``).
 
 While a sweep streams its table into the temporary file (``results.csv.partial``, see
-:mod:`wpbjax.results_io`), a small manifest beside it (``results.csv.partial.manifest.json``)
+:mod:`wpbjax.files.results_io`), a small manifest beside it (``results.csv.partial.manifest.json``)
 records, after each chunk is on disk, how many chunks, rows and bytes the temporary file holds,
 the end offset and SHA-256 of each chunk's bytes, the running leaderboard sums, and the run's
 identity (its arguments, the episode files' SHA-256, the device and core counts that set the chunk plan). The manifest is replaced atomically, and
@@ -23,9 +23,9 @@ import os
 
 import pandas as pd
 
-from wpbjax.argument_errors import ArgumentError, arg
-from wpbjax.atomic import atomic_file
-from wpbjax.results_io import partial_path, sha256
+from wpbjax.common.argument_errors import ArgumentError, arg
+from wpbjax.files.atomic import atomic_file
+from wpbjax.files.results_io import partial_path, sha256
 
 MANIFEST_SCHEMA = "wpbjax.resume-manifest/2"  # /2: a checksum per chunk
 # arguments that do not change the rows (or are this mechanism's own)

@@ -18,8 +18,8 @@ import os
 import numpy as np
 import pandas as pd
 
-from wpbjax.argument_errors import ArgumentError, arg
-from wpbjax.atomic import atomic_file, destination, same_file, temporary_name
+from wpbjax.common.argument_errors import ArgumentError, arg
+from wpbjax.files.atomic import atomic_file, destination, same_file, temporary_name
 
 RESULT_SUFFIXES = (".csv", ".parquet")
 PARTIAL_SUFFIX = ".partial"  # results.csv -> results.csv.partial while the sweep runs
@@ -140,7 +140,7 @@ class ResultsWriter:
 
     def __init__(self, path: str | os.PathLike, append_at: int | None = None):
         """``append_at``: continue an interrupted run's temporary CSV, cut back to its first
-        ``append_at`` bytes (the header and whole chunks; see :mod:`wpbjax.resume`)."""
+        ``append_at`` bytes (the header and whole chunks; see :mod:`wpbjax.files.resume`)."""
         self.path = os.fspath(path)
         self.format = results_format(self.path)
         self.temporary = partial_path(destination(self.path))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.common.argument_errors import ArgumentError, arg
 
 # Bytes per row of the results table, measured on our sweeps. CSV: 227 on the paper grid with the
 # integrity, confusion and (blank) read columns, 317 with generated probes filling the read columns (the

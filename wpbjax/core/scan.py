@@ -2,8 +2,8 @@
 steps -- ``step`` (act, then the store applies the action), ``advance`` (a range of steps), ``rollout``
 (the final store), ``run_counts`` -- and the helpers that key and place batches of runs on devices.
 
-:mod:`wpbjax.rollout` vmaps these over budgets, episodes and params into compiled programs;
-:mod:`wpbjax.segments` runs long episodes a segment of steps at a time.
+:mod:`wpbjax.core.rollout` vmaps these over budgets, episodes and params into compiled programs;
+:mod:`wpbjax.core.segments` runs long episodes a segment of steps at a time.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec
 
-from wpbjax import actions, metrics, store as store_lib
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
+from wpbjax.scoring import metrics
+from wpbjax.state import actions, store as store_lib
 
 
 def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, store, state):
@@ -67,7 +68,7 @@ def _initial(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_tr
 def advance(policy: Policy, params, episode: EpisodeBatch, budget, carry: tuple, first, stop) -> tuple:
     """Steps ``first .. stop-1`` of a rollout: the carry (store, policy state) before step ``first``
     -> after step ``stop - 1``. Python-int bounds compile to a scan; traced bounds to a loop that
-    serves every segment of a long rollout (:func:`wpbjax.segments.simulate_in_segments`)."""
+    serves every segment of a long rollout (:func:`wpbjax.core.segments.simulate_in_segments`)."""
     budget = jnp.asarray(budget, jnp.int32)
     return jax.lax.fori_loop(first, stop, lambda pos, carry: step(policy, params, episode, budget, *carry, pos), carry)
 
@@ -106,6 +107,6 @@ def _on_devices(local, mesh, replicated, sharded):
 
 
 def _mesh_of(batch: EpisodeBatch):
-    """The device mesh ``batch`` is sharded over (see ``wpbjax.devices.place``), or None for one device."""
+    """The device mesh ``batch`` is sharded over (see ``wpbjax.runtime.devices.place``), or None for one device."""
     mesh = getattr(batch.valid.sharding, "mesh", None)
     return mesh if mesh is not None and mesh.devices.size > 1 else None

@@ -11,7 +11,7 @@ import zipfile
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.atomic import atomic_file
+from wpbjax.files.atomic import atomic_file
 
 LAYERS = ("w_in", "b_in", "w_out", "b_out")  # tanh(x @ w_in + b_in) @ w_out + b_out
 

@@ -13,7 +13,7 @@ import fcntl
 import os
 from collections.abc import Iterator
 
-from wpbjax.atomic import destination
+from wpbjax.files.atomic import destination
 
 LOCK_SUFFIX = ".lock"
 

@@ -30,9 +30,9 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from wpbjax.actions import ALL_KINDS, HISTORY, KIND_WRITE_PAST, MERGE, WRITE, WRITE_PAST, Action
-from wpbjax.constants import NONE
+from wpbjax.common.constants import NONE
 from wpbjax.episodes.batch import EpisodeBatch
+from wpbjax.state.actions import ALL_KINDS, HISTORY, KIND_WRITE_PAST, MERGE, WRITE, WRITE_PAST, Action
 
 INDEX_BYTES = 16
 EMPTY_DELTA_BYTES = 2  # "{}"
@@ -58,7 +58,7 @@ class StoreState:
     write_actions: jax.Array  # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
     merge_actions: jax.Array  # []  int32 MERGE actions emitted
-    # The store's history, recorded only under the "history" kind (reads, wpbjax.reads; else None). A
+    # The store's history, recorded only under the "history" kind (reads, wpbjax.scoring.reads; else None). A
     # slot's item is present after steps written_at .. expired_at - 1; a slot written again (WRITE_PAST
     # after an EXPIRE) keeps only its last interval:
     expired_at: jax.Array | None = None  # [T] int32 step whose EXPIRE removed the slot's item (STILL_HELD: none)
@@ -503,7 +503,7 @@ def _add(store: TierStore, episode: EpisodeBatch, slot, pos, checkpoint_budget) 
 
 
 def tier_apply(store: TierStore, action, episode: EpisodeBatch, pos, checkpoint_budget, journal_budget) -> TierStore:
-    """Apply one :class:`wpbjax.actions.TierAction` at step ``pos`` (order: journal append, deletes, demotes,
+    """Apply one :class:`wpbjax.state.actions.TierAction` at step ``pos`` (order: journal append, deletes, demotes,
     checkpoint adds; each under its rule above; a refused one changes nothing)."""
     store, _ = _journal(store, episode, jnp.asarray(pos, jnp.int32), pos, journal_budget, action.journal)
     store = dataclasses.replace(store, rejected=_count(store.rejected, action.journal & ~store.in_journal[pos]))

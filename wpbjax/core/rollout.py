@@ -20,11 +20,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import actions, devices as devices_lib, metrics, programs, segments, store as store_lib
-from wpbjax.budgets import check_budgets
+from wpbjax.common.budgets import check_budgets
+from wpbjax.core import segments
+from wpbjax.core.scan import _initial, _mesh_of, _on_devices, advance, episode_keys, rollout, run_counts, step  # noqa: F401 (re-exported)
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
-from wpbjax.scan import _initial, _mesh_of, _on_devices, advance, episode_keys, rollout, run_counts, step  # noqa: F401 (re-exported)
+from wpbjax.runtime import devices as devices_lib, programs
+from wpbjax.scoring import metrics
+from wpbjax.state import actions, store as store_lib
 
 # --- Passes: cache-sized groups of episodes -------------------------------------------------------
 PASS_CACHE_BYTES = 8 << 20  # working set of one pass: well inside a 32 MiB L3 shared with others
@@ -119,7 +122,7 @@ def _as_budgets(budgets) -> np.ndarray:
 @functools.cache
 def with_history(policy: Policy) -> Policy:
     """``policy`` with a store that records its history (when each slot's item was added and left: the
-    ``Counts`` fields ``left_at``, ``parent``, ``written_at``, what reads are scored on, wpbjax.reads).
+    ``Counts`` fields ``left_at``, ``parent``, ``written_at``, what reads are scored on, wpbjax.scoring.reads).
     The same rows otherwise; one compiled program per policy (cached, so calls reuse it)."""
     return dataclasses.replace(policy, kinds=policy.kinds | {actions.HISTORY})
 

@@ -1,4 +1,4 @@
-"""Results rows: one policy's counts on a chunk of episodes, scored (:mod:`wpbjax.metrics`) and laid
+"""Results rows: one policy's counts on a chunk of episodes, scored (:mod:`wpbjax.scoring.metrics`) and laid
 out as the results table's columns; the leaderboard read from such tables.
 
 The table has the published harness's columns (``PUBLISHED_COLUMNS``), ``merge_actions`` and the
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wpbjax import integrity, reads
-from wpbjax.metrics import policy_utility, score
+from wpbjax.scoring import integrity, reads
+from wpbjax.scoring.metrics import policy_utility, score
 
 PUBLISHED_COLUMNS = (
     "avg_staleness",
@@ -65,7 +65,7 @@ def confusion_counts(host: dict, critical: np.ndarray, valid: np.ndarray, n_crit
 
 def score_runs(encoded, episodes: np.ndarray, budgets: np.ndarray, host: dict, oracle_utility: np.ndarray) -> dict:
     """The metric columns (published metrics, ``merge_actions``, confusion counts), each [n, B], of the
-    runs whose counts ``host`` holds as numpy arrays ([n, B, ...], :class:`wpbjax.metrics.Counts`
+    runs whose counts ``host`` holds as numpy arrays ([n, B, ...], :class:`wpbjax.scoring.metrics.Counts`
     fields) on episodes ``episodes`` ([n] indices into ``encoded``); ``oracle_utility``: [n, B]."""
     arrays = encoded.arrays
     utility = policy_utility(host["retained"], encoded.utility64[episodes][:, None, :])
@@ -102,7 +102,7 @@ def score_rows(
     """:func:`score_runs` as results rows, one per (episode, budget, K), episode-major, with the
     identifying columns and the row-order columns, as flat column arrays (name -> [n * B * nK]; a
     sweep joins a chunk's parts and makes one table of them); ``order``: the (track, policy) number;
-    ``read_columns``: the read metrics ([n, B, nK], :func:`wpbjax.reads.read_metrics`)."""
+    ``read_columns``: the read metrics ([n, B, nK], :func:`wpbjax.scoring.reads.read_metrics`)."""
     columns = score_runs(encoded, episodes, budgets, host, oracle_utility)
     n, n_budgets = len(episodes), len(budgets)
     episode_axis = np.broadcast_to(episodes[:, None], (n, n_budgets))

@@ -1,10 +1,10 @@
 """Tiered runs (docs/tiers.md): a journal and a checkpoint per run, each with its own byte budget.
 
 One run is a ``fori_loop`` over its steps; each step: a crash check (a crash before step ``pos`` loses the
-policy's unflushed buffer: ``lost_at_crash``), the policy's :class:`~wpbjax.actions.TierAction`, the store's
-tier rules (:func:`wpbjax.store.tier_apply`), and every ``consolidate_every`` steps a consolidation pass
-(:func:`wpbjax.store.consolidate`, O(T), a ``lax.cond`` inside the same compiled loop). Runs are vmapped over
-(checkpoint budget, journal budget) pairs and episodes. The one-tier engine (wpbjax.rollout) is untouched.
+policy's unflushed buffer: ``lost_at_crash``), the policy's :class:`~wpbjax.state.actions.TierAction`, the store's
+tier rules (:func:`wpbjax.state.store.tier_apply`), and every ``consolidate_every`` steps a consolidation pass
+(:func:`wpbjax.state.store.consolidate`, O(T), a ``lax.cond`` inside the same compiled loop). Runs are vmapped over
+(checkpoint budget, journal budget) pairs and episodes. The one-tier engine (wpbjax.core.rollout) is untouched.
 
 **Crashes.** Before each real step ``pos > 0`` the run crashes with probability ``crash_rate``: an
 independent draw per step from the episode's key (``jax.random.key(seed)`` folded with the episode index,
@@ -28,7 +28,7 @@ passes run in the background ("sleep-time") and draw on no per-step budget.
 **Reads** (:func:`tier_read_columns`). Current-value and never-seen probes read the checkpoint (the journal
 where the run has no checkpoint budget: ``journal_only``); as-of probes read the checkpoint and fall back
 to the journal, each such probe scanning every journal record present then (``journal_scan_bytes``, the
-extra cost). Each side is answered by :func:`wpbjax.reads.read_counts` from the tier's history.
+extra cost). Each side is answered by :func:`wpbjax.scoring.reads.read_counts` from the tier's history.
 """
 
 from __future__ import annotations
@@ -40,11 +40,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax import actions, integrity, reads, store as store_lib
-from wpbjax.argument_errors import ArgumentError, arg
+from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.episodes import facts as facts_lib, probes as probes_lib
 from wpbjax.policies.tiers import TierPolicy, init as tier_init
-from wpbjax.store import STILL_HELD
+from wpbjax.scoring import integrity, reads
+from wpbjax.state import actions, store as store_lib
+from wpbjax.state.store import STILL_HELD
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,7 +365,7 @@ def tier_table(
 
     checkpoint = np.repeat(_tier_budgets(budgets, "budgets"), len(np.atleast_1d(journal_budgets)))
     journal = np.tile(_tier_budgets(journal_budgets, "journal_budgets"), len(np.atleast_1d(budgets)))
-    from wpbjax.tracks import cost_track
+    from wpbjax.common.tracks import cost_track
 
     track_costs = cost_track(track)  # the metadata a track's items carry (and pay for)
     batch = encoded.host_batch(track_costs)

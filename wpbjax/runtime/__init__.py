@@ -1,0 +1,1 @@
+"""Base (layer 0): devices and sharding, several processes, the compiled-program cache, the progress bar."""
