@@ -165,3 +165,15 @@ def test_windows_encode_like_any_jsonl_episode(tmp_path):
     assert list(direct.episode_id) == list(loaded.episode_id)
     for name in ("write_cost", "utility", "priority", "critical", "fact_pair", "fact_prev", "api_index"):
         np.testing.assert_array_equal(getattr(direct.arrays, name), getattr(loaded.arrays, name), err_msg=name)
+
+
+def test_the_stream_of_the_stored_deltas_is_the_stream_of_whole_lines():
+    """Windows are streamed from the history as stored (each surface a change from the endpoint's line
+    before); the steps equal those of the unpacked lines, every field map included."""
+    from wpbjax.episodes.openapi_import import read_history
+
+    path = real_drift.history_path("openai")
+    stored = real_drift.stream(read_history(path, packed=True), "openai")
+    whole = real_drift.stream(read_history(path), "openai")
+    assert [step for step, *_ in stored] == [step for step, *_ in whole]
+    assert any(step["observation"].get("response") for step, *_ in stored)

@@ -461,15 +461,9 @@ def unpack_lines(packed: Sequence[dict], where: str = "history") -> list[dict]:
                     f"{where}: line {number} changes endpoint {endpoint!r}'s surface before any line gives it"
                 )
             fields, order = state[side]
-            fields = dict(fields)
-            for key in delta["drop"]:
-                fields.pop(key, None)
-            added = False
+            fields, added = apply_delta(fields, delta, _record_key)
             for record in delta["set"]:
-                key = _record_key(record)
-                added |= key not in fields
-                fields[key] = record
-                order_of.setdefault(key, _sort_key(record))
+                order_of.setdefault(_record_key(record), _sort_key(record))
             if added:
                 order = sorted(fields, key=order_of.__getitem__)
             elif delta["drop"]:
@@ -478,6 +472,21 @@ def unpack_lines(packed: Sequence[dict], where: str = "history") -> list[dict]:
             line[side] = [fields[key] for key in order]
         lines.append(line)
     return lines
+
+
+def apply_delta(before: dict, delta: dict, key_of, value_of=None) -> tuple[dict, bool]:
+    """(a new {key: value} map: ``before`` with ``delta``'s ``drop`` keys gone and its ``set`` records put
+    in, each under ``key_of(record)`` as ``value_of(record)`` (the record itself by default), whether a key
+    was added)."""
+    after = dict(before)
+    for key in delta["drop"]:
+        after.pop(key, None)
+    added = False
+    for record in delta["set"]:
+        key = key_of(record)
+        added |= key not in after
+        after[key] = record if value_of is None else value_of(record)
+    return after, added
 
 
 def _sort_key(record: dict) -> tuple:

@@ -189,14 +189,9 @@ def field_texts(before: dict | None, line: dict, side: str) -> dict:
     delta = line[side + "_delta"]
     if not delta["drop"] and not delta["set"]:
         return before
-    texts = dict(before)
-    for key in delta["drop"]:
-        texts.pop(key, None)
-    added = False
-    for record in delta["set"]:
-        key = key_of(record)
-        added |= key not in texts
-        texts[key] = field_text(record)
+    from wpbjax.episodes.openapi_import import apply_delta
+
+    texts, added = apply_delta(before, delta, key_of, field_text)
     return dict(sorted(texts.items())) if added else texts
 
 
