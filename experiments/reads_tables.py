@@ -5,7 +5,7 @@
 
 Episodes: the paper grid's (the published generator's four modes x 10 episodes, seed 0, 200 steps) with the
 default generated probes (``--probes generate``: 0.1 probes per step, 20% as-of, 10% never-seen; seed 0), and
-for the haystack also ``real:stripe`` (28 windows of Stripe's real API history). Default retriever
+for the haystack also ``real:stripe`` (its 200-step windows of Stripe's real API history). Default retriever
 (w_rel = w_rec = w_imp = 1, decay 0.99). Three parts, each printed as markdown (also written to --out):
 
 * ``every_policy``: F1 against read accuracy at K = 1, 5, 20 for every registered policy on each track it
