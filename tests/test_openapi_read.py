@@ -313,3 +313,24 @@ def test_symbolic_link_in_a_dated_directory(tmp_path):
     os.symlink(tmp_path / "elsewhere.json", root / "2021-01-01" / "api.json")
     with pytest.raises(SpecError, match="a symbolic link to .*elsewhere.json"):
         openapi_import.import_history(os.fspath(root), "api.json", processes=1)
+
+
+def test_a_worker_resends_a_surface_to_an_earlier_candidate(fragment_repo, monkeypatch):
+    """A pool worker may read a later candidate first (one read ahead, another asked for when it is reached):
+    a surface it sent with the later candidate's read is sent again with the earlier one's, which the
+    importer takes in first; with the later one's it is left out only after an earlier read carried it."""
+    repo, commits = fragment_repo
+    monkeypatch.setattr(openapi_read.openapi_surface, "endpoint_surfaces", _following_surfaces([]))
+    versions, is_git = openapi_import.find_versions(os.fspath(repo), openapi_history.parse_patterns("spec/api.yaml"))
+    first, second = versions[0], versions[1]  # both read spec/resources/items.yaml's unchanged surface
+    openapi_read._start_worker(os.fspath(repo), is_git)
+    try:
+        later = openapi_read._read_version(second, order=1)[0]
+        earlier = openapi_read._read_version(first, order=0)[0]
+        again = openapi_read._read_version(second, order=2)[0]  # as a third candidate with these surfaces
+    finally:
+        openapi_read._stop_worker()
+    key = ("", "GET", "spec/resources/items.yaml")
+    assert later.digests[key] == earlier.digests[key]
+    assert later.digests[key] in later.new and earlier.digests[key] in earlier.new  # sent with both
+    assert again.new == {}  # earlier candidates' reads carried every surface

@@ -128,7 +128,7 @@ def _start_worker(source: str, is_git: bool, parent: int | None = None) -> None:
     if parent is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent acts
         _die_with(parent)
-    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None, parsed={}, sent=set())
+    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None, parsed={}, sent={})
 
 
 def _die_with(parent: int) -> None:
@@ -150,8 +150,9 @@ def _stop_worker() -> None:
     _worker.clear()
 
 
-def _read_version(version: openapi_history.Version) -> tuple:
-    """(VersionRead or None when unreadable, notes, {path: blob id} of the fragments read) of one version."""
+def _read_version(version: openapi_history.Version, order: int = 0) -> tuple:
+    """(VersionRead or None when unreadable, notes, {path: blob id} of the fragments read) of one version,
+    the ``order``-th candidate (a worker may read candidates out of order; see ``new`` below)."""
     reader, source = _worker["reader"], _worker["source"]
     outcome = openapi_history.read_files(
         version.files,
@@ -165,9 +166,13 @@ def _read_version(version: openapi_history.Version) -> tuple:
     surfaces, stats = openapi_surface.endpoint_surfaces(documents, fragments.load)
     shown, text_only = openapi_surface.visible({key: surface for key, (_, surface) in surfaces.items()})
     digests = {key: _digest(surface) for key, surface in shown.items()}
+    # A surface is left out when this worker sent it with an earlier candidate's read: the importer takes in
+    # every read it started in candidate order, so it has that surface by now. ``sent``: digest -> the
+    # earliest candidate whose read carried it.
     sent = _worker["sent"]
-    new = {digests[key]: surface for key, surface in shown.items() if digests[key] not in sent}
-    sent.update(new)
+    new = {digests[key]: surface for key, surface in shown.items() if sent.get(digests[key], order) >= order}
+    for digest in new:
+        sent[digest] = min(sent.get(digest, order), order)
     paths = {key: path for key, (path, _) in surfaces.items()}
     read = VersionRead(paths, digests, frozenset(text_only), stats, api_version(outcome.documents[0][2]), new)
     return read, outcome.notes + fragments.notes, fragments.seen
@@ -197,11 +202,11 @@ def api_version(document: dict) -> str:
 class _InProcess:
     """A read done here, when it is asked for (``--processes 1``)."""
 
-    def __init__(self, version):
-        self.version = version
+    def __init__(self, version, order: int):
+        self.version, self.order = version, order
 
     def get(self):
-        return _read_version(self.version)
+        return _read_version(self.version, self.order)
 
 
 class _Readers:
@@ -215,8 +220,10 @@ class _Readers:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         self.pool = context.Pool(processes, initializer=_start_worker, initargs=(source, is_git, os.getpid()))
 
-    def submit(self, version):
-        return _InProcess(version) if self.pool is None else self.pool.apply_async(_read_version, (version,))
+    def submit(self, version, order: int):
+        if self.pool is None:
+            return _InProcess(version, order)
+        return self.pool.apply_async(_read_version, (version, order))
 
     def close(self) -> None:
         if self.pool is None:
@@ -238,8 +245,8 @@ def read_surfaces(
     bar = _bar(len(versions), progress)
     readers = _Readers(source, is_git, processes)
     try:
-        queue: collections.deque = collections.deque()  # (candidate, its read if started ahead)
-        upcoming = iter(versions)
+        queue: collections.deque = collections.deque()  # (candidate, its number, its read if started ahead)
+        upcoming = enumerate(versions)
         tree: dict = {}  # path -> blob id of the files under the candidates' directories
         loaded: dict = {}  # {path: blob id} the previous version's fragments had
         ever_loaded: set = set()
@@ -247,23 +254,29 @@ def read_surfaces(
         ahead = 1 if readers.pool is None else READ_AHEAD * processes
         while True:
             while len(queue) < ahead:
-                version = next(upcoming, None)
+                order, version = next(upcoming, (None, None))
                 if version is None:
                     break
                 likely = version.entry_changed or any(path in ever_loaded for path, _ in version.changes)
-                queue.append((version, readers.submit(version) if likely and readers.pool else None))
+                queue.append((version, order, readers.submit(version, order) if likely and readers.pool else None))
             if not queue:
                 break
-            version, pending = queue.popleft()
+            version, order, pending = queue.popleft()
             for path, blob in version.changes:
                 tree[path] = blob
             if version.entry_changed or _fragment_changed(version, loaded, tree):
-                read, notes, loaded = (pending or readers.submit(version)).get()
+                read, notes, loaded = (pending or readers.submit(version, order)).get()
                 ever_loaded |= loaded.keys()
                 if read is not None:
                     known.update(read.new)
                     read = read._replace(new={}, surfaces={key: known[digest] for key, digest in read.digests.items()})
                 yield version, read, notes
+            elif pending is not None:
+                # read ahead and not a version after all: its worker counts the surfaces it sent as sent, so
+                # they are kept for the versions that name them by digest alone
+                read = pending.get()[0]
+                if read is not None:
+                    known.update(read.new)
             bar.update(1)
     finally:
         readers.close()
