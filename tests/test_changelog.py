@@ -232,6 +232,45 @@ def test_release_headings():
         parse_changelog("# Notes\n\n* a bullet\n", where="notes.md")
 
 
+# underlined (setext) release headings that name the date first, products as short bold labels: the shape of
+# a generated "changes" file (twilio-oai's CHANGES.md); "Notes" underlined with = is a section (no release)
+SETEXT = """project changelog
+=================
+
+[2024-03-05] Version 1.2.0
+--------------------------
+**Api**
+- Remove `carrier` from the lookup response **(breaking change)**
+- Add `risk` to the lookup response
+
+**Library - Fix**
+- Retry on 503
+
+[2024-02-20] Version 1.1.1
+--------------------------
+Notes
+=====
+- Minor updates
+"""
+
+
+def test_setext_headings_dated_versions_and_bold_labels():
+    changelog = parse_changelog(SETEXT)
+    assert [release[:3] for release in changelog.releases] == [("1.2.0", "2024-03-05", 4), ("1.1.1", "2024-02-20", 13)]
+    rows = [(entry.release, entry.section, entry.level) for entry in changelog.entries]
+    assert rows == [
+        (0, "Api", "breaking"),
+        (0, "Api", "info"),
+        (0, "Library - Fix", "info"),  # a bold label closes the one before it
+        (1, "Notes", "info"),
+    ]
+    assert changelog.entries[0].markers == ("text-paren",)
+    assert release_of_heading("[2024-03-05] Version 1.2.0") == ("1.2.0", "2024-03-05", "plain")
+    # a long bold sentence is prose, not a label
+    long_bold = "## 1.0.0\n**Warning: the change in this release likely affects you, read this**\n- entry\n"
+    assert parse_changelog(long_bold).entries[0].section == ""
+
+
 def test_stream_is_chronological_with_labels():
     changelog = parse_changelog(KEEP_A_CHANGELOG)
     (episode,) = changelog_episode.episodes_of(changelog, "kac")

@@ -151,20 +151,44 @@ CASES = {
         _spec(response=_obj(required=["id"], id=STRING)),
         {("response_removed_required", "response.status", "breaking")},
     ),
+    # most specs leave response `required` lists out: an optional property removed is one clients read
     "optional response property removed": (
         _spec(response=_obj(required=["id"], id=STRING, note=STRING)),
         _spec(response=_obj(required=["id"], id=STRING)),
-        {("response_removed_optional", "response.note", "warning")},
+        {("response_removed_optional", "response.note", "breaking")},
     ),
     "response property retyped": (
         _spec(response=_obj(required=["amount"], amount=INTEGER)),
         _spec(response=_obj(required=["amount"], amount=STRING)),
         {("response_type_changed", "response.amount", "breaking")},
     ),
+    # gaining only null: the value keeps its type whenever it is there (a warning, not a retyping)
     "response property becomes nullable": (
         _spec(response=_obj(required=["amount"], amount=INTEGER)),
         _spec(response=_obj(required=["amount"], amount={"type": "integer", "nullable": True})),
+        {("response_became_nullable", "response.amount", "warning")},
+    ),
+    "response property gains null and another form": (
+        _spec(response=_obj(required=["amount"], amount=INTEGER)),
+        _spec(response=_obj(required=["amount"], amount={"type": ["integer", "string"], "nullable": True})),
         {("response_type_changed", "response.amount", "breaking")},
+    ),
+    # the spec stops saying what the property is: a description lost, not a form the API now sends
+    "response property type made unspecified": (
+        _spec(response=_obj(required=["meta"], meta=_obj(required=["a"], a=STRING))),
+        _spec(response=_obj(required=["meta"], meta={})),
+        {("type_unspecified", "response.meta", "info"), ("response_removed_required", "response.meta.a", "breaking")},
+    ),
+    # `nullable` alone says nothing of the type: made precise, it is refined, not retyped
+    "nullable-only response property made precise": (
+        _spec(response=_obj(meta={"nullable": True})),
+        _spec(response=_obj(meta={"type": "integer", "nullable": True})),
+        {("type_refined", "response.meta", "info")},
+    ),
+    "request body property type made unspecified": (
+        _spec(body=_obj(note=STRING)),
+        _spec(body=_obj(note={})),
+        {("type_unspecified", "body.note", "info")},
     ),
     "response type narrowed": (
         _spec(response=_obj(amount={"type": ["integer", "string"]})),

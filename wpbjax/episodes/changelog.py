@@ -75,6 +75,10 @@ _HEADING = re.compile(r"^(?P<indent>[ \t]*)(?P<hashes>#{1,6})(?:[ \t]+(?P<text>.
 _BULLET = re.compile(r"^(?P<indent>[ \t]*)[*+-](?P<gap>[ \t]+|$)(?P<text>.*)$")
 _RULE = re.compile(r"^[ \t]*([*_-])(?:[ \t]*\1){2,}[ \t]*$")  # a thematic break (***, - - -), not a bullet
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(?P<underline>=+|-+)[ \t]*$")  # under a paragraph line: a level 1 (=) or 2 (-) heading
+# a short line that is all bold (``**Api**``, ``__Fixes__``): a label that heads what follows, as a heading does
+_BOLD_LABEL = re.compile(r"^ {0,3}(?:\*\*(?P<star>[^*]{1,40})\*\*|__(?P<under>[^_]{1,40})__):?[ \t]*$")
+BOLD_LABEL_LEVEL = 7  # below every ``#`` heading: ``### Fixed`` closes a bold label, a bold label closes the one before
 _WARNING_SIGN = "\u26a0"  # ⚠, with or without the variation selector U+FE0F after it
 
 _BANG = re.compile(r"^(?:\*\*)?[a-z][\w-]*(?:\([^)]*\))?!:", re.IGNORECASE)
@@ -159,6 +163,9 @@ def release_of_heading(text: str, level: int = 2) -> tuple | None:
     dated = _DATED_RELEASE.match(text)
     if match is None and dated is not None:  # a release named by its date ("## 2024-01-02", "## [2024-01-02]")
         rest = text[dated.end() :]
+        named = _RELEASE.match(rest.strip(" \t-–—:"))  # "[2024-01-02] Version 1.2.3": the date, then the version
+        if named is not None and named.group("bare") and not named.group("rest").strip():
+            return normalise_version(named.group("bare")), dated.group(1), "plain"
         if level > 2 and _RELEASE_WORDS.sub("", rest).strip(" \t[]()-–—/:,.*_"):
             return None
         return dated.group(1), dated.group(1), "plain"
@@ -259,6 +266,7 @@ def parse_changelog(text: str, where: str = "changelog") -> Changelog:
     headings: list[_Heading] = []
     sections: list[str] = []  # every section heading's text
     fence, blank, fence_in_entry = None, False, False
+    paragraph = None  # (line number, text) of the last paragraph line outside bullets
     for number, line in enumerate(text.splitlines(), 1):
         if fence is not None:  # inside fenced code: nothing is a heading or a bullet
             if fence_in_entry:
@@ -279,18 +287,23 @@ def parse_changelog(text: str, where: str = "changelog") -> Changelog:
                 raw[bullets[-1].entry]["lines"].append(line)
             blank = False
             continue
-        heading = _HEADING.match(line)
+        heading = _heading_of(line, paragraph if paragraph and paragraph[0] == number - 1 else None)
+        if heading is None and _BOLD_LABEL.match(line) and (blank or not bullets):
+            _close_for_text(bullets, indent, blank)
+            if not bullets:
+                label = _BOLD_LABEL.match(line)
+                heading = (label.group("star") or label.group("under")).strip(), BOLD_LABEL_LEVEL, number
+        paragraph = None
         if heading:
-            title = (heading.group("text") or "").strip()
-            release = release_of_heading(title, len(heading.group("hashes")))
+            title, level, at = heading
+            release = release_of_heading(title, level)
             if release is not None:
-                releases.append(Release(release[0], release[1], number, release[2]))
+                releases.append(Release(release[0], release[1], at or number, release[2]))
                 bullets.clear()
                 headings.clear()
             else:
                 while bullets and bullets[-1].content_indent > indent:
                     bullets.pop()
-                level = len(heading.group("hashes"))
                 owner = len(bullets)
                 while headings and (
                     headings[-1].owner > owner or (headings[-1].owner == owner and headings[-1].level >= level)
@@ -335,6 +348,8 @@ def parse_changelog(text: str, where: str = "changelog") -> Changelog:
         _close_for_text(bullets, indent, blank)
         if bullets:
             raw[bullets[-1].entry]["lines"].append(line)
+        else:  # a paragraph's line: a heading if the next line underlines it
+            paragraph = (number, line.strip())
         blank = False
     if not releases:
         raise ChangelogError(
@@ -362,6 +377,18 @@ def styles_of(sections, entries) -> dict:
             counts["other sections"] += 1
     counts["conventional entries"] = sum(1 for entry in entries if _CONVENTIONAL.match(entry.content))
     return {style: counts.get(style, 0) for style in STYLES}
+
+
+def _heading_of(line: str, paragraph: tuple | None) -> tuple | None:
+    """(text, level, line number) if ``line`` is a ``#`` heading, or the underline of ``paragraph`` (the
+    line just before it, outside bullets: a setext heading); else None."""
+    heading = _HEADING.match(line)
+    if heading:
+        return (heading.group("text") or "").strip(), len(heading.group("hashes")), None
+    underline = _SETEXT.match(line)
+    if underline and paragraph is not None:
+        return paragraph[1], 1 if underline.group("underline")[0] == "=" else 2, paragraph[0]
+    return None
 
 
 def _close_for_text(bullets: list, indent: int, blank: bool) -> None:

@@ -8,11 +8,13 @@ has a *kind* and a *level* (:data:`RULES`), decided by the client-contract model
 
 * a client **sends** requests: tightening what it may send breaks it (an endpoint or request field removed,
   a field newly required, a type that loses a form, an enum value removed); loosening it is ``info``;
-* a client **reads** responses: loosening what it may receive breaks it (a required response property
-  removed, a property no longer required, a type that gains a form — ``null`` included); tightening it is
-  ``info``; an optional property removed or an enum value added is a ``warning`` (a conforming client
-  tolerates both; one that assumed more breaks);
-* additions are ``info``, deprecations ``warning`` (the client still works, and must move).
+* a client **reads** responses: loosening what it may receive breaks it (a response property removed,
+  required or not; a property no longer required; a type that gains a form); tightening it is ``info``; a
+  type that gains only ``null`` or an enum value added is a ``warning`` (a client handling an absent value
+  or an unknown value tolerates it; one that assumed more breaks);
+* additions are ``info``, deprecations ``warning`` (the client still works, and must move);
+* a type made precise where it was unspecified (``any``) is ``info``, and so is one made unspecified: the
+  spec's description changed, not what the API sends or accepts.
 
 Two rules take changes out of the labels, each a level ``none`` (:data:`LEVELS`):
 
@@ -157,9 +159,11 @@ RULES = {
         ),
         Rule(
             "response_removed_optional",
-            "warning",
+            "breaking",
             "response-optional-property-removed",
-            "a conforming client already handles its absence; one that relied on it breaks",
+            "a client that reads it finds nothing; specs leave out most `required` lists of responses (a property "
+            "the server always sends is written as optional), so optional says little about what clients read "
+            "(oasdiff: warning)",
         ),
         Rule(
             "response_optional",
@@ -171,8 +175,17 @@ RULES = {
         Rule(
             "response_type_changed",
             "breaking",
-            "response-property-type-changed / response-property-became-nullable",
-            "a client receives a form (null included) it was never told of",
+            "response-property-type-changed",
+            "a client receives a form it was never told of",
+        ),
+        Rule(
+            "response_became_nullable",
+            "warning",
+            "response-property-became-nullable",
+            "the property keeps its type whenever it has a value; a null reads as the value being absent, which "
+            "a client reading an optional property already handles, and one that assumed a value breaks "
+            "(oasdiff: error; a spec marking nullable what the server already sent is the common case, and "
+            "vendors do not mark it breaking)",
         ),
         Rule(
             "response_type_narrowed",
@@ -199,6 +212,13 @@ RULES = {
             "info",
             "",
             "the old type left a part unspecified (any): the spec got more precise, the API did not change",
+        ),
+        Rule(
+            "type_unspecified",
+            "info",
+            "",
+            "the new type leaves a part unspecified (any) where the old one said what it was: the spec stopped "
+            "describing it, which says nothing about what the API sends or accepts",
         ),
         Rule(
             "type_respelled",
@@ -261,34 +281,50 @@ def _top_level(type_: str) -> list[str]:
 
 def _forms(type_: str, drop_null: bool = False) -> set:
     """A type's forms, an array's spread over its items' forms (``array<a|b>`` is ``array<a>`` and
-    ``array<b>``), so that items gaining or losing a form widen or narrow the array as any other type."""
+    ``array<b>``), so that items gaining or losing a form widen or narrow the array as any other type. A type
+    that is only ``null`` (a schema that says ``nullable`` and nothing else) is ``any`` or null."""
     forms = set()
     for form in _top_level(type_):
         if form.startswith("array<") and form.endswith(">"):
             forms |= {f"array<{item}>" for item in _forms(form[len("array<") : -1])}
         else:
             forms.add(form)
+    if forms == {"null"}:
+        forms.add("any")
     return forms - {"null"} if drop_null else forms
+
+
+def _covered(form: str, forms: set) -> bool:
+    """Whether ``forms`` already admit every value of ``form``: an ``any`` does, and ``array<any>`` any array."""
+    return "any" in forms or (form.startswith("array<") and "array<any>" in forms)
+
+
+def _vague(forms) -> bool:
+    return any("any" in form for form in forms)  # a form with an unspecified part: any, array<any>
 
 
 def type_change(side: str, location: str, old: str, new: str) -> str | None:
     """The kind of a type change. A request field breaks when its type loses a form (a value of that form is
-    refused); a response field when it gains one (the client receives a form it was never told of). A type
-    that was partly unspecified (``any``) made precise is ``type_refined``. ``null`` is no form of a
-    parameter outside the body: a query string or header cannot carry it (absent is its null)."""
+    refused); a response field when it gains one (the client receives a form it was never told of), ``null``
+    alone being a warning (``response_became_nullable``). A form the other side's ``any`` admits is neither
+    lost nor gained. A type made precise where it had an unspecified part (``any``) is ``type_refined``; one
+    made unspecified where it was precise is ``type_unspecified``. ``null`` is no form of a parameter
+    outside the body: a query string or header cannot carry it (absent is its null)."""
     drop_null = side == "request" and location != "body"
     before, after = _forms(old, drop_null), _forms(new, drop_null)
     if before == after:
         return None
-    lost, gained = before - after, after - before
-    vague = any("any" in form for form in lost)  # a form with an unspecified part (any, array<any>) made precise
+    lost = {form for form in before - after if not _covered(form, after)}
+    gained = {form for form in after - before if not _covered(form, before)}
     if side == "request":
-        if not lost:
-            return "request_type_widened"
-        return "type_refined" if vague else "request_type_narrowed"
+        if lost:
+            return "type_refined" if _vague(lost) else "request_type_narrowed"
+        return "type_unspecified" if _vague(gained) else "request_type_widened"
     if not gained:
-        return "response_type_narrowed"
-    return "type_refined" if vague else "response_type_changed"
+        return "type_refined" if _vague(before - after) else "response_type_narrowed"
+    if gained == {"null"}:
+        return "response_became_nullable"
+    return "type_unspecified" if _vague(gained) else "response_type_changed"
 
 
 def enum_change(side: str, old: tuple, new: tuple) -> str | None:
