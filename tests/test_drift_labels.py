@@ -185,6 +185,27 @@ CASES = {
         _spec(response=_obj(meta={"type": "integer", "nullable": True})),
         {("type_refined", "response.meta", "info")},
     ),
+    # a format is part of a value's type (oasdiff's type checks read type and format together)
+    "response property format changed": (
+        _spec(response=_obj(required=["at"], at={"type": "string", "format": "date"})),
+        _spec(response=_obj(required=["at"], at={"type": "string", "format": "date-time"})),
+        {("response_type_changed", "response.at", "breaking")},
+    ),
+    "response property gains a format": (
+        _spec(response=_obj(required=["id"], id=STRING)),
+        _spec(response=_obj(required=["id"], id={"type": "string", "format": "uuid"})),
+        {("response_type_narrowed", "response.id", "info")},
+    ),
+    "request property loses its format": (
+        _spec(body=_obj(at={"type": "string", "format": "date"})),
+        _spec(body=_obj(at=STRING)),
+        {("request_type_widened", "body.at", "info")},
+    ),
+    "request property gains a format": (
+        _spec(body=_obj(at=STRING)),
+        _spec(body=_obj(at={"type": "string", "format": "date"})),
+        {("request_type_narrowed", "body.at", "breaking")},
+    ),
     "request body property type made unspecified": (
         _spec(body=_obj(note=STRING)),
         _spec(body=_obj(note={})),

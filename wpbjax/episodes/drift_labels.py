@@ -31,6 +31,7 @@ A line's level is the worst level of its changes; it is *breaking* when that lev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -295,12 +296,20 @@ def _forms(type_: str, drop_null: bool = False) -> set:
 
 
 def _covered(form: str, forms: set) -> bool:
-    """Whether ``forms`` already admit every value of ``form``: an ``any`` does, and ``array<any>`` any array."""
-    return "any" in forms or (form.startswith("array<") and "array<any>" in forms)
+    """Whether ``forms`` already admit every value of ``form``: an ``any`` does, ``array<any>`` any array,
+    and a type without a format every value of that type with one (``string`` admits ``string(date)``)."""
+    if "any" in forms or (form.startswith("array<") and "array<any>" in forms):
+        return True
+    return form.endswith(")") and _FORMAT.sub("", form) in forms
+
+
+_FORMAT = re.compile(r"\([^()]*\)")  # a form's format: string(date-time)
+_ANY = re.compile(r"(?<![\w-])any(?![\w-])")
 
 
 def _vague(forms) -> bool:
-    return any("any" in form for form in forms)  # a form with an unspecified part: any, array<any>
+    """Whether a form has an unspecified part: ``any``, ``array<any>`` (a format is no part: ``string(company)``)."""
+    return any(_ANY.search(_FORMAT.sub("", form)) for form in forms)
 
 
 def type_change(side: str, location: str, old: str, new: str) -> str | None:

@@ -151,6 +151,19 @@ _INF = 1 << 30
 _NONE: frozenset = frozenset()
 _JSON_FORMS = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
 _JSON_FORMS.update({list: "array<any>", dict: "object"})
+_FORMATTED = frozenset({"string", "integer", "number"})  # the types whose ``format`` says what a value is
+_FORMAT_CHARS = re.compile(r"[^0-9A-Za-z._-]+")
+
+
+def _format_suffix(format_) -> str:
+    """``"(date-time)"`` for a schema's ``format``, "" for none: a format is part of a value's type (a
+    ``date`` and a ``date-time`` string parse differently), as oasdiff's type checks read it. Characters
+    that would clash with the type syntax (``|<>()``) become ``_``."""
+    if not isinstance(format_, str) or not format_.strip():
+        return ""
+    return "(" + _FORMAT_CHARS.sub("_", format_.strip()) + ")"
+
+
 _NOT_LEAF = frozenset({"$ref", "allOf", "anyOf", "oneOf", "properties", "items", "required"})
 
 
@@ -309,6 +322,7 @@ class _Reader:
             isinstance(node.get("additionalProperties"), dict | bool),
             node.get("deprecated") is True,
             description is not None and deprecated_in_text(description),
+            node.get("format"),
         )
         try:
             found = self.leaves.get(signature)
@@ -330,13 +344,14 @@ class _Reader:
         raw_enum = raw_enum if isinstance(raw_enum, list) else [node["const"]] if "const" in node else None
         items_node = node.get("items")
         items = ((items_node, file),) if isinstance(items_node, dict) else ()
+        format_ = _format_suffix(node.get("format"))
         for kind in kinds:
             if kind == "array":
                 forms[("array", id(items_node))] = items
             elif kind == "string" and raw_enum == [""]:
                 forms['""'] = None
             elif isinstance(kind, str):
-                forms[kind] = None
+                forms[kind + format_ if kind in _FORMATTED else kind] = None
         enum = _enum_of(raw_enum) if raw_enum is not None else None
         if raw_enum is not None:
             if None in raw_enum:
@@ -853,7 +868,7 @@ def _surface(reader: _Reader, read: _Operation) -> Surface:
 def _param_field(reader: _Reader, param: dict, file: str, swagger2: bool) -> Field:
     location = param["in"]
     if swagger2:
-        schema = {key: param[key] for key in ("type", "items", "enum", "x-nullable") if key in param}
+        schema = {key: param[key] for key in ("type", "format", "items", "enum", "x-nullable") if key in param}
         reader.alive.append(schema)
         location = "body" if location == "formData" else location
     else:
