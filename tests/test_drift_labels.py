@@ -185,7 +185,8 @@ CASES = {
         _spec(response=_obj(meta={"type": "integer", "nullable": True})),
         {("type_refined", "response.meta", "info")},
     ),
-    # a format is part of a value's type (oasdiff's type checks read type and format together)
+    # a format is part of a value's type (oasdiff's type checks read type and format together): one format
+    # for another retypes it; a format added or dropped describes the same type more or less precisely
     "response property format changed": (
         _spec(response=_obj(required=["at"], at={"type": "string", "format": "date"})),
         _spec(response=_obj(required=["at"], at={"type": "string", "format": "date-time"})),
@@ -194,16 +195,21 @@ CASES = {
     "response property gains a format": (
         _spec(response=_obj(required=["id"], id=STRING)),
         _spec(response=_obj(required=["id"], id={"type": "string", "format": "uuid"})),
-        {("response_type_narrowed", "response.id", "info")},
+        {("type_refined", "response.id", "info")},
     ),
     "request property loses its format": (
         _spec(body=_obj(at={"type": "string", "format": "date"})),
         _spec(body=_obj(at=STRING)),
-        {("request_type_widened", "body.at", "info")},
+        {("type_unspecified", "body.at", "info")},
     ),
     "request property gains a format": (
         _spec(body=_obj(at=STRING)),
         _spec(body=_obj(at={"type": "string", "format": "date"})),
+        {("type_refined", "body.at", "info")},
+    ),
+    "request property format changed": (
+        _spec(body=_obj(at={"type": "string", "format": "date"})),
+        _spec(body=_obj(at={"type": "string", "format": "date-time"})),
         {("request_type_narrowed", "body.at", "breaking")},
     ),
     "request body property type made unspecified": (

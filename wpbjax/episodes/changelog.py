@@ -34,9 +34,6 @@ from wpbjax.episodes.jsonl import EpisodeFormatError
 from wpbjax.episodes.openapi_surface import deprecated_in_text
 
 LEVELS = ("breaking", "warning", "info")
-# Utility of a step by its level. The lead will unify this with real drift's table
-# (real_drift.BREAKING_UTILITY / ADDITIVE_UTILITY) once the drift labels are rewritten.
-LEVEL_UTILITY = {"breaking": 1.0, "warning": 0.5, "info": 0.25, "none": 0.0}
 FORMATS = ("keep-a-changelog", "release-please", "plain")
 UNRELEASED = "Unreleased"
 SECTION_CHARS = 80  # a parent bullet's text as a section: its first line, at most this many characters

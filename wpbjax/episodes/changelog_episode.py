@@ -11,7 +11,7 @@ real drift; its id is ``"NAME:STEPS:START"``. A step:
 * metadata ``{"mode": "changelog", "priority", "source", "release", "date"}``; ``priority`` by level
   (breaking 1.0, warning 0.5, info 0.25: the changelog's own claim, which a client reading it could see);
 * labels: ``critical_steps`` = breaking entries; ``utility_by_step`` =
-  :data:`~wpbjax.episodes.changelog.LEVEL_UTILITY` of the entry's level; ``total_drift_events`` = the
+  :data:`~wpbjax.episodes.drift_labels.LEVEL_UTILITY` of the entry's level; ``total_drift_events`` = the
   breaking entries; ``max_utility`` their sum; ``facts`` = the entry's section as a fact whose value is
   its release's index (0 the oldest), to persist (a newer release's entry in a section supersedes it).
 
@@ -25,7 +25,8 @@ import functools
 import hashlib
 import os
 
-from wpbjax.episodes.changelog import LEVEL_UTILITY, Changelog, ChangelogError, read_changelog
+from wpbjax.episodes.changelog import Changelog, ChangelogError, read_changelog
+from wpbjax.episodes.drift_labels import LEVEL_UTILITY
 from wpbjax.episodes.real_drift import window_episode, window_starts
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "changelog")

@@ -212,13 +212,14 @@ RULES = {
             "type_refined",
             "info",
             "",
-            "the old type left a part unspecified (any): the spec got more precise, the API did not change",
+            "the old type left a part unspecified (any, or no format where the new one has one): the spec got more "
+            "precise, the API did not change",
         ),
         Rule(
             "type_unspecified",
             "info",
             "",
-            "the new type leaves a part unspecified (any) where the old one said what it was: the spec stopped "
+            "the new type leaves a part unspecified (any, or drops a format) where the old one said what it was: the spec stopped "
             "describing it, which says nothing about what the API sends or accepts",
         ),
         Rule(
@@ -296,20 +297,21 @@ def _forms(type_: str, drop_null: bool = False) -> set:
 
 
 def _covered(form: str, forms: set) -> bool:
-    """Whether ``forms`` already admit every value of ``form``: an ``any`` does, ``array<any>`` any array,
-    and a type without a format every value of that type with one (``string`` admits ``string(date)``)."""
-    if "any" in forms or (form.startswith("array<") and "array<any>" in forms):
-        return True
-    return form.endswith(")") and _FORMAT.sub("", form) in forms
+    """Whether ``forms`` already admit every value of ``form``: an ``any`` does, and ``array<any>`` any array."""
+    return "any" in forms or (form.startswith("array<") and "array<any>" in forms)
 
 
 _FORMAT = re.compile(r"\([^()]*\)")  # a form's format: string(date-time)
 _ANY = re.compile(r"(?<![\w-])any(?![\w-])")
 
 
+def _bare(form: str) -> str:
+    return _FORMAT.sub("", form)
+
+
 def _vague(forms) -> bool:
     """Whether a form has an unspecified part: ``any``, ``array<any>`` (a format is no part: ``string(company)``)."""
-    return any(_ANY.search(_FORMAT.sub("", form)) for form in forms)
+    return any(_ANY.search(_bare(form)) for form in forms)
 
 
 def type_change(side: str, location: str, old: str, new: str) -> str | None:
@@ -317,12 +319,22 @@ def type_change(side: str, location: str, old: str, new: str) -> str | None:
     refused); a response field when it gains one (the client receives a form it was never told of), ``null``
     alone being a warning (``response_became_nullable``). A form the other side's ``any`` admits is neither
     lost nor gained. A type made precise where it had an unspecified part (``any``) is ``type_refined``; one
-    made unspecified where it was precise is ``type_unspecified``. ``null`` is no form of a parameter
-    outside the body: a query string or header cannot carry it (absent is its null)."""
+    made unspecified where it was precise is ``type_unspecified``. A format is part of a form
+    (``string(date)``): one format replaced by another retypes the value; a format added refines the type,
+    one dropped leaves it unspecified. ``null`` is no form of a parameter outside the body: a query string
+    or header cannot carry it (absent is its null)."""
     drop_null = side == "request" and location != "body"
     before, after = _forms(old, drop_null), _forms(new, drop_null)
     if before == after:
         return None
+    bare_before, bare_after = {_bare(form) for form in before}, {_bare(form) for form in after}
+    if bare_before == bare_after:  # only formats changed
+        dropped = {_bare(form) for form in before - after if form != _bare(form)}
+        added = {_bare(form) for form in after - before if form != _bare(form)}
+        if dropped & added:
+            return "request_type_narrowed" if side == "request" else "response_type_changed"
+        return "type_refined" if added else "type_unspecified"
+    before, after = bare_before, bare_after
     lost = {form for form in before - after if not _covered(form, after)}
     gained = {form for form in after - before if not _covered(form, before)}
     if side == "request":
