@@ -25,7 +25,7 @@ def add_parser(commands) -> None:
     parser = commands.add_parser(
         "import-openapi",
         help="an OpenAPI spec's git history (or dated copies) -> one labelled line per changed "
-        "(version, endpoint); README 'Real drift'",
+        "(version, endpoint); docs/real_drift.md",
     )
     parser.add_argument(
         "source",

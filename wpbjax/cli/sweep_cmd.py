@@ -93,7 +93,7 @@ def add_parser(commands) -> None:
         metavar="HOST:PORT",
         default=None,
         help="several processes (hosts): process 0's address, where jax.distributed coordinates "
-        "(default $JAX_COORDINATOR_ADDRESS; srun / mpirun tasks are detected); see README",
+        "(default $JAX_COORDINATOR_ADDRESS; srun / mpirun tasks are detected); see docs/performance.md",
     )
     sweep.add_argument(
         "--num-processes", type=positive_int, default=None, help="processes in the sweep (default $JAX_NUM_PROCESSES)"

@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 from wpbjax.episodes.openapi_surface import Surface
 
-# a change undone at the next version that changes the surface (README / docs/real_drift.md: the round-trip
+# a change undone at the next version that changes the surface (docs/real_drift.md: the round-trip
 # lags of the shipped histories, drift_labels.round_trip_lags, put most round trips at one version)
 GLITCH_WINDOW = 1
 # the same type transition of one field name on this many endpoints in one version is a respelling
