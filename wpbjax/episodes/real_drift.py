@@ -45,8 +45,7 @@ SHIPPED = {name: f"{name}.history.jsonl.gz" for name in ("stripe", "openai", "di
 PREFIX = "real:"
 MODE = "real"
 DEFAULT_STEPS = 200
-# 70% of Stripe's changed (version, endpoint) lines are from before 2020 (1,957 of 2,812)
-SPLIT_SHARE = 0.7  # the first 70% of a history's lines are its train side
+SPLIT_SHARE = 0.7  # the first 70% of a history's lines (oldest first) are its train side
 SPLITS = ("train", "test")
 
 

@@ -33,9 +33,8 @@ from wpbjax.packages import bnb, components, milp
 from wpbjax.packages.model import TIE, PackageBatch, coverage_totals, h_function, value_from_totals
 
 BRUTE_FORCE_LIMIT = 300_000  # assignments per package enumerated at once
-# Branch and bound closes packages of up to ~12 groups in a few hundred nodes (~1-5 ms a cell, faster
-# than HiGHS's ~10 ms); from ~14 groups the MILP is faster, and at 26 or more the search often needs
-# tens of thousands of nodes (0.3 ms each in Python) where the MILP takes 10 ms at any size.
+# Branch and bound closes small packages in a few hundred nodes, sooner than the MILP solver starts;
+# larger ones can need tens of thousands of nodes in Python, where the MILP's cost hardly grows.
 SEARCH_GROUPS = 12  # the most groups branch and bound is tried on first
 SEARCH_NODES = 2_000  # its node budget there before the MILP takes the cell
 METHODS = ("auto", "brute_force", "components", "branch_and_bound", "milp")

@@ -19,9 +19,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 # Compile options of the rollout and oracle programs. XLA:CPU's newer fusion emitters compile a
-# rollout step's many small fusions about twice as slowly and run them no faster (measured on 2
-# cores: fifo_store_all 81-92M -> 125-141M episode-steps/s, priority_greedy 9.5M -> 10.4M, compile
-# 20-40% shorter). GPU backends ignore xla_cpu_* options.
+# rollout step's many small fusions more slowly and run them no faster (docs/performance.md, "Sweeps at
+# scale"). GPU backends ignore xla_cpu_* options.
 COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 
 
@@ -54,9 +53,9 @@ def _device_count_chosen_by_user() -> bool:
     ) or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
 
 
-# A call of fewer runs than this per core starts JAX on one core (see start_on_one_core): measured
-# on 2 cores, merge_aggressive on 2,000-step episodes ran 3.8M vs 3.0M run-steps/s on one core at
-# 24 runs, 5.7M vs 6.4M at 192 runs, 6.9M vs 7.8M at 768.
+# A call of fewer runs than this per core starts JAX on one core (see start_on_one_core): below it, the
+# hand-offs of a step's small kernels between cores cost more than the second core gives
+# (docs/performance.md, "Long episodes").
 FEW_RUNS_PER_CORE = 64
 
 
