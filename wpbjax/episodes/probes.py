@@ -30,11 +30,20 @@ import numpy as np
 
 from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.episodes.facts import api_endpoint
-from wpbjax.episodes.jsonl import EpisodeFormatError
+from wpbjax.episodes.validate import PROBE_KINDS, check_probe_labels, probe_kind
 
-CURRENT, AS_OF, NEVER_SEEN = 0, 1, 2
-KIND_NAMES = ("current", "as_of", "never_seen")
-PROBE_FIELDS = ("probe_pos", "probe_as_of", "probe_fact", "probe_kind")
+CURRENT, AS_OF, NEVER_SEEN, HISTORY = 0, 1, 2, 3
+KIND_NAMES = PROBE_KINDS  # by code
+PROBE_FIELDS = ("probe_pos", "probe_as_of", "probe_fact", "probe_kind", "probe_group", "probe_weight")
+DTYPES = dict(
+    probe_pos=np.int32,
+    probe_as_of=np.int32,
+    probe_fact=np.int32,
+    probe_kind=np.int8,
+    probe_group=np.int32,
+    probe_weight=np.float64,
+)
+FILLS = dict(probe_pos=-1, probe_as_of=-1, probe_fact=-1, probe_kind=-1, probe_group=-1, probe_weight=-1.0)
 BLOCK = 16384  # episodes generated at a time (the never-seen draw holds [block, Q, F] bools)
 
 
@@ -142,50 +151,39 @@ def _fact_of(name: str, known: dict, labelled: bool) -> str:
 
 
 def from_labels(episodes: Sequence[dict], source: str, names: np.ndarray) -> tuple[dict, np.ndarray]:
-    """The probe arrays of the episodes' ``probes`` labels (module note) and the fact names extended with
-    the facts only probes name. Episodes without the label get no probes. Errors name the episode."""
-    positions, as_ofs, facts, kinds, extended = [], [], [], [], names.copy()
+    """The probe arrays of the episodes' ``probes`` labels (module note; a row per asked fact) and the fact names
+    extended with the facts only probes name. Episodes without the label get no probes. Errors name the episode,
+    the probe and its field (:func:`wpbjax.episodes.validate.check_probe_labels`)."""
+    rows: dict = {name: [] for name in PROBE_FIELDS}
+    extended = names.copy()
     for index, episode in enumerate(episodes):
         labels, where = episode.get("labels", {}), f"{source}: episode {index}"
         probes = labels.get("probes", [])
-        if not isinstance(probes, list):
-            raise EpisodeFormatError(f"{where}: labels.probes must be a list of probe objects")
         steps = episode["steps"]
+        check_probe_labels(probes, {str(step["t"]): pos for pos, step in enumerate(steps)}, where)
         position = {step["t"]: pos for pos, step in enumerate(steps)}
         step_ts = np.array([step["t"] for step in steps])
         known = {name: number for number, name in enumerate(names[index])}
-        row = ([], [], [], [])
+        row: dict = {name: [] for name in PROBE_FIELDS}
         for number, probe in enumerate(probes):
-            field = f"{where}: labels.probes[{number}]"
-            if not isinstance(probe, dict) or not isinstance(probe.get("fact"), str) or probe.get("t") not in position:
-                raise EpisodeFormatError(
-                    f"{field}: expected an object with 't' (a step's t) and 'fact' (a string); got {probe!r}"
-                )
-            kind = probe.get("kind", "as_of" if "as_of" in probe else "current")
-            if kind not in KIND_NAMES:
-                raise EpisodeFormatError(f"{field}.kind: one of {', '.join(KIND_NAMES)}; got {kind!r}")
+            kind = probe_kind(probe)
             pos = position[probe["t"]]
             cutoff = pos
-            if kind == "as_of":
-                as_of = probe.get("as_of")
-                if isinstance(as_of, bool) or not isinstance(as_of, (int, float)) or as_of > probe["t"]:
-                    raise EpisodeFormatError(f"{field}.as_of: a t at or before the probe's t; got {as_of!r}")
-                cutoff = int(np.searchsorted(step_ts, as_of, side="right")) - 1  # the last step at or before it
-            name = _fact_of(probe["fact"], known, "facts" in labels)
-            if name not in known:
-                known[name] = len(known)
-            for values, value in zip(row, (pos, cutoff, known[name], KIND_NAMES.index(kind))):
-                values.append(value)
+            if kind == "as_of":  # the last step at or before it
+                cutoff = int(np.searchsorted(step_ts, probe["as_of"], side="right")) - 1
+            asked = probe["facts"] if "facts" in probe else [probe["fact"]]
+            weights = probe.get("weights", [1.0] * len(asked))
+            for name, weight in zip(asked, weights):
+                name = _fact_of(name, known, "facts" in labels)
+                if name not in known:
+                    known[name] = len(known)
+                values = (pos, cutoff, known[name], KIND_NAMES.index(kind), number, float(weight))
+                for field, value in zip(PROBE_FIELDS, values):
+                    row[field].append(value)
         extended[index] = tuple(known)
-        for out, values in zip((positions, as_ofs, facts, kinds), row):
-            out.append(values)
-    arrays = dict(
-        probe_pos=_pad(positions, -1, np.int32),
-        probe_as_of=_pad(as_ofs, -1, np.int32),
-        probe_fact=_pad(facts, -1, np.int32),
-        probe_kind=_pad(kinds, -1, np.int8),
-    )
-    return arrays, extended
+        for field in PROBE_FIELDS:
+            rows[field].append(row[field])
+    return {name: _pad(rows[name], FILLS[name], DTYPES[name]) for name in PROBE_FIELDS}, extended
 
 
 # --- The default generator -----------------------------------------------------------------------
@@ -228,10 +226,7 @@ def generate(
     counts = np.where(length > 0, np.maximum(np.rint(config.rate * length), 1 if config.rate > 0 else 0), 0)
     n_probes = max(int(counts.max(initial=0)), 0)
     if n_probes == 0:
-        empty = np.zeros((n_episodes, 0), np.int32)
-        return dict(
-            probe_pos=empty, probe_as_of=empty.copy(), probe_fact=empty.copy(), probe_kind=empty.astype(np.int8)
-        )
+        return {name: np.zeros((n_episodes, 0), DTYPES[name]) for name in PROBE_FIELDS}
     draw = lambda stream: _uniform(keys, n_probes, config.seed, stream)  # noqa: E731
     real = np.arange(n_probes)[None, :] < counts[:, None]
     pos = np.sort(np.where(real, (draw(0) * length[:, None]).astype(np.int32), n_steps), axis=1)
@@ -269,6 +264,8 @@ def generate(
         probe_as_of=np.where(real, cutoff, -1).astype(np.int32),
         probe_fact=np.where(real, fact, -1).astype(np.int32),
         probe_kind=np.where(real, kind, -1).astype(np.int8),
+        probe_group=np.where(real, np.arange(n_probes)[None, :], -1).astype(np.int32),
+        probe_weight=np.where(real, 1.0, -1.0),
     )
 
 

@@ -1,0 +1,202 @@
+"""Probes that ask for several facts, and history probes (wpbjax.scoring.reads), on hand-made stores: a probe is
+right only when every fact is; ``read_credit`` is the weighted share of its facts right; a history probe needs
+every version up to its step. And the trust checks of the probe labels (wpbjax.episodes.validate)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+from helpers import make_episode
+
+from wpbjax.episodes.encode import encode_episodes
+from wpbjax.episodes.jsonl import EpisodeFormatError
+from wpbjax.scoring import reads
+from wpbjax.state.store import STILL_HELD
+
+# t = 0..4: city Bergen, pet cat, city Oslo, city Rome, job baker (one fact per step, named by the facts label).
+# The fact names share no token, so a record's relevance to a probe is 1 when it carries one of the probe's facts
+# and 0 otherwise; with w_rec = w_imp = 0 equal scores go to the newer record.
+FACTS = [("city", "Bergen"), ("pet", "cat"), ("city", "Oslo"), ("city", "Rome"), ("job", "baker")]
+RETRIEVER = reads.Retriever(w_rel=1.0, w_rec=0.0, w_imp=0.0, top_k=(1, 2, 3, 5))
+HELD = STILL_HELD
+
+
+def _episode(probes: list) -> dict:
+    episode = make_episode([{"note": f"{name} is {value}"} for name, value in FACTS])
+    episode["labels"]["facts"] = {str(t): [[name, value, True]] for t, (name, value) in enumerate(FACTS)}
+    episode["labels"]["probes"] = probes
+    return episode
+
+
+def _read(probes: list, left_at: list) -> dict:
+    """The read columns of one run whose slot t left the store at ``left_at[t]`` (HELD: still held), per K."""
+    encoded = encode_episodes([_episode(probes)])
+    history = {"left_at": np.array([[left_at]], np.int32), "parent": np.full((1, 1, 5), -1, np.int32)}
+    got = reads.read_metrics(history, encoded, np.array([0]), "unprivileged", RETRIEVER)
+    return {name: value[0, 0] for name, value in got.items()}
+
+
+TWO = {"t": 4, "facts": ["city", "pet"], "kind": "current"}
+
+
+def test_a_two_fact_probe_with_one_fact_evicted_is_wrong_with_half_credit():
+    # pet (t=1) left at step 2; city's records 3, 2, 0 remain (job's 4 is irrelevant). At every K the reader
+    # answers city = Rome (record 3 ranks first) and abstains on pet: wrong, credit 1/2, a memory miss (the whole
+    # store has no pet)
+    got = _read([TWO], [HELD, 2, HELD, HELD, HELD])
+    np.testing.assert_array_equal(got["read_accuracy"], [0, 0, 0, 0])
+    np.testing.assert_array_equal(got["read_credit"], [0.5] * 4)
+    np.testing.assert_array_equal(got["memory_miss_rate"], [1] * 4)
+    np.testing.assert_array_equal(got["retrieval_miss_rate"], [0] * 4)
+    np.testing.assert_array_equal(got["facts_per_probe"], [2] * 4)
+    np.testing.assert_array_equal(got["stale_answer_rate"], [0] * 4)  # what it answered (Rome) is current
+    np.testing.assert_array_equal(got["abstention_precision"], [math.nan] * 4)  # it answered one fact
+
+
+def test_one_retrieval_serves_every_fact_of_the_probe():
+    # everything held: records of city (0, 2, 3) and pet (1) all have relevance 1 to the probe (the best over its
+    # facts), so newest first: 3, 2, 1, 0, then 4. K = 1, 2: pet's record 1 is not retrieved although the whole
+    # store has it: a retrieval miss, credit 1/2. K >= 3: both facts right
+    got = _read([TWO], [HELD] * 5)
+    np.testing.assert_array_equal(got["read_accuracy"], [0, 0, 1, 1])
+    np.testing.assert_array_equal(got["read_credit"], [0.5, 0.5, 1, 1])
+    np.testing.assert_array_equal(got["retrieval_miss_rate"], [1, 1, 0, 0])
+    np.testing.assert_array_equal(got["memory_miss_rate"], [0] * 4)
+    # retrieved records carrying one of the probe's facts / retrieved: every one up to 4 records (K=5: 4 present
+    # of those facts and job's record 4: 4 of 5)
+    np.testing.assert_allclose(got["precision_at_k"], [1, 1, 1, 4 / 5])
+    np.testing.assert_array_equal(got["read_accuracy_oracle_memory"], [0, 0, 1, 1])
+    np.testing.assert_array_equal(got["read_accuracy_no_memory"], [0] * 4)
+
+
+def test_weights_share_the_credit():
+    weighted = dict(TWO, weights=[3, 1])  # city right, pet evicted: 3 / (3 + 1)
+    got = _read([weighted], [HELD, 2, HELD, HELD, HELD])
+    np.testing.assert_array_equal(got["read_credit"], [0.75] * 4)
+    np.testing.assert_array_equal(got["read_accuracy"], [0] * 4)
+
+
+def test_credit_is_the_mean_over_probes_and_one_fact_probes_count_as_before():
+    probes = [TWO, {"t": 4, "fact": "job"}, {"t": 4, "fact": "dog", "kind": "never_seen"}]
+    got = _read(probes, [HELD, 2, HELD, HELD, HELD])
+    # TWO 1/2, job (record 4: top-1 of its probe) right, dog abstains right: credit (1/2 + 1 + 1) / 3
+    np.testing.assert_allclose(got["read_credit"], [2.5 / 3] * 4)
+    np.testing.assert_allclose(got["read_accuracy"], [2 / 3] * 4)
+    np.testing.assert_allclose(got["facts_per_probe"], [4 / 3] * 4)
+
+
+def test_a_never_seen_fact_among_others_is_right_by_abstaining():
+    probe = {"t": 4, "facts": ["pet", "dog"]}  # dog never carried: its right answer is to abstain
+    got = _read([probe], [HELD] * 5)
+    # pet's record 1 ranks first (relevance 1; the others 0): right at every K
+    np.testing.assert_array_equal(got["read_accuracy"], [1] * 4)
+    np.testing.assert_array_equal(got["read_accuracy_no_memory"], [0] * 4)  # pet is answerable
+
+
+def test_an_as_of_probe_asks_every_fact_as_of_one_step():
+    probe = {"t": 4, "facts": ["city", "pet"], "kind": "as_of", "as_of": 2}  # city Oslo (t=2), pet cat
+    got = _read([probe], [HELD] * 5)
+    # ranking 3, 2, 1, 0, 4: K=1 {3}: city's 3 is after step 2: nothing usable, abstains; K=2 {3, 2}: Oslo, no pet;
+    # K=3 {3, 2, 1}: both right
+    np.testing.assert_array_equal(got["read_accuracy"], [0, 0, 1, 1])
+    np.testing.assert_array_equal(got["read_credit"], [0, 0.5, 1, 1])
+
+
+HISTORY = {"t": 4, "fact": "city", "kind": "history"}  # Bergen (t=0), Oslo (t=2), Rome (t=3), in order
+
+
+def test_a_history_probe_with_the_middle_version_missing_is_wrong():
+    # Oslo's record 2 left at step 3: the reader finds Bergen and Rome of three versions: wrong at every K, and a
+    # memory miss (the whole store lacks Oslo too); one fact, so no credit
+    got = _read([HISTORY], [HELD, HELD, 3, HELD, HELD])
+    np.testing.assert_array_equal(got["read_accuracy"], [0] * 4)
+    np.testing.assert_array_equal(got["read_credit"], [0] * 4)
+    np.testing.assert_array_equal(got["memory_miss_rate"], [1] * 4)
+    np.testing.assert_array_equal(got["stale_answer_rate"], [1] * 4)  # an incomplete history
+    np.testing.assert_array_equal(got["read_accuracy_oracle_memory"], [0, 0, 1, 1])
+
+
+def test_a_history_probe_needs_every_version_retrieved():
+    # all held, ranking 3, 2, 0 (city), 1, 4: K=1 {3} Rome, K=2 {3, 2} Rome, Oslo: retrieval misses; K >= 3 all three
+    got = _read([HISTORY], [HELD] * 5)
+    np.testing.assert_array_equal(got["read_accuracy"], [0, 0, 1, 1])
+    np.testing.assert_array_equal(got["retrieval_miss_rate"], [1, 1, 0, 0])
+    # asked after step 2, the history is Bergen, Oslo: K = 2 finds both
+    earlier = _read([dict(HISTORY, t=2)], [HELD] * 5)
+    np.testing.assert_array_equal(earlier["read_accuracy"], [0, 1, 1, 1])
+    # a history of a fact never seen: right by finding nothing
+    never = _read([{"t": 4, "fact": "dog", "kind": "history"}], [HELD] * 5)
+    np.testing.assert_array_equal(never["read_accuracy"], [1] * 4)
+    np.testing.assert_array_equal(never["abstention_recall"], [1] * 4)
+
+
+def test_with_oracle_memory_and_k_at_least_the_store_s_size_every_probe_is_right():
+    probes = [
+        TWO,
+        dict(TWO, weights=[1, 2]),
+        HISTORY,
+        dict(HISTORY, t=2),
+        {"t": 3, "facts": ["city", "pet", "job"]},
+        {"t": 4, "facts": ["city", "pet"], "kind": "as_of", "as_of": 1},
+        {"t": 1, "facts": ["pet", "dog"], "kind": "never_seen"},
+    ]
+    encoded = encode_episodes([_episode(probes)])
+    history = {"left_at": np.full((1, 1, 5), -1, np.int32), "parent": np.full((1, 1, 5), -1, np.int32)}
+    got = reads.read_metrics(history, encoded, np.array([0]), "unprivileged", reads.Retriever(top_k=(1, 5)))
+    assert got["read_accuracy_oracle_memory"][0, 0, 1] == 1
+    assert got["read_accuracy_oracle_memory"][0, 0, 0] < 1
+    assert got["facts_per_probe"][0, 0, 0] == 13 / 7
+
+
+def test_probe_rows_of_a_multi_fact_label():
+    encoded = encode_episodes([_episode([TWO, {"t": 3, "fact": "job"}, dict(TWO, weights=[2, 0.5])])])
+    assert encoded.probe_fact[0].tolist() == [0, 1, 2, 0, 1]
+    assert encoded.probe_group[0].tolist() == [0, 0, 1, 2, 2]
+    assert encoded.probe_weight[0].tolist() == [1, 1, 1, 2, 0.5]
+    assert encoded.probe_pos[0].tolist() == [4, 4, 3, 4, 4]
+
+
+@pytest.mark.parametrize(
+    "probe, field",
+    [
+        ({"t": 4, "fact": "city", "as_of": math.nan}, "as_of"),
+        ({"t": 4, "fact": "city", "kind": "as_of", "as_of": math.inf}, "as_of"),
+        ({"t": 4, "fact": "city", "kind": "as_of"}, "as_of"),
+        ({"t": 4, "fact": "city", "kind": "history", "as_of": 1}, "as_of"),
+        ({"t": 4, "facts": []}, "facts"),
+        ({"t": 4, "facts": ["city", 3]}, "facts"),
+        ({"t": 4, "facts": ["city", "city"]}, "facts"),
+        ({"t": 4, "facts": ["city", "pet"], "weights": [1]}, "weights"),
+        ({"t": 4, "facts": ["city", "pet"], "weights": [1, math.nan]}, "weights[1]"),
+        ({"t": 4, "facts": ["city", "pet"], "weights": [1, 0]}, "weights[1]"),
+        ({"t": 4, "fact": "city", "weights": [1]}, "weights"),
+        ({"t": 4, "fact": "city", "facts": ["pet"]}, ""),
+        ({"t": 4.5, "fact": "city"}, "t"),
+        ({"t": 4, "fact": 7}, "fact"),
+        ({"t": 4, "facts": ["city"], "kind": "past"}, "kind"),
+    ],
+)
+def test_a_bad_probe_label_is_refused_naming_the_probe_and_field(probe, field):
+    episode = _episode([{"t": 0, "fact": "city"}, probe])
+    with pytest.raises(
+        EpisodeFormatError, match=re.escape(f"episode 0: labels.probes[1]{'.' if field else ''}{field}")
+    ):
+        encode_episodes([episode], source="probes.jsonl")
+
+
+def test_the_cli_refuses_a_nan_as_of_naming_file_line_probe_and_field(tmp_path, capsys):
+    from wpbjax.cli import main
+
+    good = _episode([{"t": 4, "fact": "city"}])
+    bad = _episode([{"t": 4, "fact": "city"}, {"t": 4, "facts": ["city"], "as_of": math.nan}])
+    path = tmp_path / "episodes.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")  # json writes NaN, as a careless tool might
+    out = tmp_path / "out.csv"
+    assert main(["sweep", "--episodes", str(path), "--budgets", "1024", "--quiet", "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and f"{path}:2" in error[0] and "labels.probes[1].as_of" in error[0], error
+    assert not out.exists()
