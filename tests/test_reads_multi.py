@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 from helpers import make_episode
 
-from wpbjax.episodes.encode import encode_episodes
+from wpbjax.episodes import probes as probes_lib
+from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.jsonl import EpisodeFormatError
+from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.scoring import reads
 from wpbjax.state.store import STILL_HELD
 
@@ -200,3 +202,74 @@ def test_the_cli_refuses_a_nan_as_of_naming_file_line_probe_and_field(tmp_path, 
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and f"{path}:2" in error[0] and "labels.probes[1].as_of" in error[0], error
     assert not out.exists()
+
+
+# --- Generated probes with several facts and histories ------------------------------------------------------------
+RATES = probes_lib.ProbeConfig(multi_fact_rate=0.3, history_rate=0.2)
+
+
+@pytest.fixture(scope="module")
+def generated():
+    return concat_encoded([encode_episodes(generate_episodes(DriftConfig(mode=mode, seed=5), 2)) for mode in MODES])
+
+
+def test_generated_multi_fact_and_history_probes_depend_on_the_episode_alone(generated):
+    alone = probes_lib.with_default_probes(_one(generated, 5), RATES)
+    together = probes_lib.with_default_probes(generated, RATES)
+    width = alone.probe_pos.shape[1]
+    for name in probes_lib.PROBE_FIELDS:
+        np.testing.assert_array_equal(getattr(alone, name)[0], getattr(together, name)[5][:width], err_msg=name)
+    real = together.probe_pos >= 0
+    sizes = np.concatenate([np.bincount(row[keep]) for row, keep in zip(together.probe_group, real)])
+    assert set(sizes.tolist()) == {1, 2, 3}  # probes of 1, 2 and 3 facts
+    assert (together.probe_kind[real] == probes_lib.HISTORY).any()
+
+
+def _one(encoded, index):
+    from wpbjax.episodes.batch import take
+
+    return take(encoded, np.array([index]))
+
+
+def test_the_rates_leave_each_probe_s_first_fact_as_drawn_without_them(generated):
+    plain = probes_lib.with_default_probes(generated)
+    rich = probes_lib.with_default_probes(generated, RATES)
+    for n in range(generated.n_episodes):
+        group = rich.probe_group[n]
+        first = (group >= 0) & np.r_[True, group[1:] != group[:-1]]
+        real = plain.probe_pos[n] >= 0
+        np.testing.assert_array_equal(rich.probe_pos[n][first], plain.probe_pos[n][real])
+        np.testing.assert_array_equal(rich.probe_fact[n][first], plain.probe_fact[n][real])
+        # a current probe may become a history one; every other kind is as drawn
+        kinds, was = rich.probe_kind[n][first], plain.probe_kind[n][real]
+        assert np.all((kinds == was) | ((kinds == probes_lib.HISTORY) & (was == probes_lib.CURRENT)))
+        # further facts of a probe: distinct, seen by its cutoff (never a never-seen probe)
+        for g in np.unique(group[group >= 0]):
+            rows = np.flatnonzero(group == g)
+            assert len(set(rich.probe_fact[n][rows].tolist())) == len(rows)
+            assert len(rows) == 1 or rich.probe_kind[n][rows[0]] != probes_lib.NEVER_SEEN
+
+
+def test_generated_probes_with_oracle_memory_and_every_record_retrieved_are_all_right(generated):
+    probed = probes_lib.with_default_probes(generated, RATES)
+    n_steps = probed.arrays.valid.shape[1]
+    history = {
+        "left_at": np.full((probed.n_episodes, 1, n_steps), -1, np.int32),
+        "parent": np.full((probed.n_episodes, 1, n_steps), -1, np.int32),
+    }
+    got = reads.read_metrics(
+        history, probed, np.arange(probed.n_episodes), "unprivileged", reads.Retriever(top_k=(1, n_steps))
+    )
+    np.testing.assert_array_equal(got["read_accuracy_oracle_memory"][..., 1], 1.0)
+    assert np.all(got["read_accuracy_oracle_memory"][..., 0] < 1)
+    assert np.all(got["facts_per_probe"] > 1)
+
+
+@pytest.mark.parametrize("flag", ["--multi-fact-rate", "--history-rate"])
+def test_bad_rates_exit_2(tmp_path, capsys, flag):
+    from wpbjax.cli import main
+
+    out = tmp_path / "x.csv"
+    command = ["sweep", "--n-episodes", "1", "--budgets", "1024", "--quiet", "--out", str(out), "--probes", "generate"]
+    assert main(command + [flag, "1.5"]) == 2
+    assert flag in capsys.readouterr().err and not out.exists()

@@ -56,19 +56,28 @@ class ProbeConfig:
     ``never_seen_share`` asks about a fact not seen yet (one first seen later in the episode, else one it
     never carries); the rest ask for the current value. The fact of a current or as-of probe is drawn by
     frequency: a uniformly drawn fact observation up to the step asked about (so busy apis are asked more).
+    ``history_rate``: the share of current probes that ask for every version instead (``history``).
+    ``multi_fact_rate``: the share of current, as-of and history probes that ask for 2 or 3 facts (even odds),
+    the further facts drawn as the first (a draw that repeats a fact of the probe is dropped).
     ``seed``: with the episode's mode and id, what every draw of an episode depends on (not its place in a
-    set or a chunk)."""
+    set or a chunk); the one-fact probes drawn do not depend on the two rates."""
 
     rate: float = 0.1
     as_of_share: float = 0.2
     never_seen_share: float = 0.1
     seed: int = 0
+    multi_fact_rate: float = 0.0
+    history_rate: float = 0.0
 
     def __post_init__(self):
-        for name in ("rate", "as_of_share", "never_seen_share"):
+        names = ("rate", "as_of_share", "never_seen_share", "multi_fact_rate", "history_rate")
+        for name in names:
             value = getattr(self, name)
+            flag = arg(name if name.endswith("fact_rate") or name.startswith("history") else "probe_" + name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise ArgumentError(f"{flag}: expected a number within [0, 1]; got {value!r}")
             if not (np.isfinite(value) and 0 <= value <= 1):
-                raise ArgumentError(f"{arg('probe_' + name)}: expected a number within [0, 1]; got {value!r}")
+                raise ArgumentError(f"{flag}: expected a number within [0, 1]; got {value!r}")
         if self.as_of_share + self.never_seen_share > 1:
             raise ArgumentError(
                 f"{arg('probe_as_of_share')} + {arg('probe_never_seen_share')}: at most 1; got "
@@ -246,11 +255,15 @@ def generate(
     before = np.r_[0, running][np.arange(n_episodes) * n_steps][:, None]  # observations of earlier episodes
     rows = np.arange(n_episodes)[:, None]
     n_seen = np.where(pos >= 0, running.reshape(n_episodes, n_steps)[rows, np.maximum(cutoff, 0)] - before[:, 0:1], 0)
-    target = before + (draw(3) * n_seen).astype(np.int64)  # a global observation index
-    step = np.minimum(np.searchsorted(running, target, side="right"), running.size - 1)  # its flat (episode, step)
-    within = target - (running[step] - per_step.ravel()[step])  # its rank among that step's facts
-    k = _nth_true(carried.reshape(-1, width)[step], within)
-    drawn = np.where(n_seen > 0, number.reshape(-1, width)[step, np.maximum(k, 0)], -1)
+
+    def seen_fact(uniform):  # [N, Q] the fact of a uniformly drawn observation up to the cutoff (-1: none)
+        target = before + (uniform * n_seen).astype(np.int64)  # a global observation index
+        step = np.minimum(np.searchsorted(running, target, side="right"), running.size - 1)  # its (episode, step)
+        within = target - (running[step] - per_step.ravel()[step])  # its rank among that step's facts
+        k = _nth_true(carried.reshape(-1, width)[step], within)
+        return np.where(n_seen > 0, number.reshape(-1, width)[step, np.maximum(k, 0)], -1)
+
+    drawn = seen_fact(draw(3))
     kind = np.where((kind != NEVER_SEEN) & (n_seen == 0), NEVER_SEEN, kind)  # nothing seen yet: ask anyway
     cutoff = np.where(kind == NEVER_SEEN, pos, cutoff)
     # never seen: a fact first observed after the probe, uniformly, else -1 (one the episode never carries)
@@ -259,7 +272,8 @@ def generate(
     unseen = facts_exist[:, None, :] & (first[:, None, :] > pos[:, :, None])  # [N, Q, F]
     later = _nth_true(unseen, (draw(4) * unseen.sum(-1)).astype(np.int64))
     fact = np.where(kind == NEVER_SEEN, later, drawn)
-    return dict(
+    kind = np.where((kind == CURRENT) & (draw(5) < config.history_rate), HISTORY, kind)
+    out = dict(
         probe_pos=pos.astype(np.int32),
         probe_as_of=np.where(real, cutoff, -1).astype(np.int32),
         probe_fact=np.where(real, fact, -1).astype(np.int32),
@@ -267,6 +281,25 @@ def generate(
         probe_group=np.where(real, np.arange(n_probes)[None, :], -1).astype(np.int32),
         probe_weight=np.where(real, 1.0, -1.0),
     )
+    if config.multi_fact_rate == 0:
+        return out
+    # further facts: rows right after their probe's first, then the rows of each episode packed to the left
+    multi = real & (kind != NEVER_SEEN) & (n_seen > 0) & (draw(6) < config.multi_fact_rate)
+    extra = np.where(draw(7) < 0.5, 1, 2)
+    facts = [fact]
+    for index, stream in enumerate((8, 9)):
+        more = seen_fact(draw(stream))
+        new = multi & (extra > index) & np.all([more != old for old in facts], axis=0)
+        facts.append(np.where(new, more, -1))
+    rows = np.stack(facts, -1)  # [N, Q, 3]
+    used = (real[..., None] & ((np.arange(3) == 0) | (rows >= 0))).reshape(n_episodes, -1)
+    packed = np.argsort(~used, axis=1, kind="stable")[:, : max(int(used.sum(1).max(initial=0)), 1)]
+    keep = np.take_along_axis(used, packed, 1)
+    spread = lambda table: np.take_along_axis(np.repeat(table, 3, axis=1), packed, 1)  # noqa: E731
+    out = {name: spread(value) for name, value in out.items()}
+    out["probe_fact"] = np.take_along_axis(rows.reshape(n_episodes, -1), packed, 1).astype(np.int32)
+    fill = {name: np.array(FILLS[name], DTYPES[name]) for name in PROBE_FIELDS}
+    return {name: np.where(keep, value, fill[name]).astype(DTYPES[name]) for name, value in out.items()}
 
 
 def with_default_probes(encoded, config: ProbeConfig = ProbeConfig()):
