@@ -4,6 +4,7 @@ every version up to its step. And the trust checks of the probe labels (wpbjax.e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -273,3 +274,28 @@ def test_bad_rates_exit_2(tmp_path, capsys, flag):
     command = ["sweep", "--n-episodes", "1", "--budgets", "1024", "--quiet", "--out", str(out), "--probes", "generate"]
     assert main(command + [flag, "1.5"]) == 2
     assert flag in capsys.readouterr().err and not out.exists()
+
+
+def test_a_history_probe_reads_deltas_with_their_base_and_never_an_orphan():
+    # tests/test_reads.py's worked example: A v1 at steps 0 and 2 (2 merged into 0 as a delta), A v2 at step 3;
+    # step 4 evicts 0, orphaning delta 2. Score = relevance + 0.5 ** age.
+    from helpers import SCRIPTED, run_one, script
+    from test_reads import OBSERVATIONS, PLAN, RETRIEVER as WORKED
+
+    from wpbjax.core import rollout
+
+    episode = make_episode(OBSERVATIONS)
+    episode["labels"]["probes"] = [
+        {"t": 3, "fact": "api.v*.endpoint_0", "kind": "history"},  # v1, v2: records 3 (2.0), 0 + delta 2 (1.125)
+        {"t": 4, "fact": "api.v*.endpoint_0", "kind": "history"},  # v1 only in the orphan delta 2: unreadable
+    ]
+    encoded, _, counts = run_one(
+        rollout.with_history(SCRIPTED), [episode], 1 << 20, params=script(len(OBSERVATIONS), PLAN)
+    )
+    history = {"left_at": counts.left_at[:, None], "parent": counts.parent[:, None]}
+    for index, expected in ((0, [0, 1]), (1, [0, 0])):
+        one = dataclasses.replace(encoded, probe_pos=np.where(np.arange(2) == index, encoded.probe_pos, -1))
+        got = reads.read_metrics(history, one, np.array([0]), "unprivileged", WORKED)
+        np.testing.assert_array_equal(got["read_accuracy"][0, 0], expected)
+    # the t = 4 probe: the whole store lacks a readable v1, a memory miss
+    np.testing.assert_array_equal(got["memory_miss_rate"][0, 0], [1, 1])

@@ -382,7 +382,7 @@ def _answer(tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, del
         relevant=np.stack(relevant, -1),
         bytes_read=np.stack(bytes_read, -1),
         retrieved=np.minimum(np.array(top_k), n_records[..., None]),
-        versions=None if asked.rows is None else np.stack(versions, -1),
+        versions=None if asked.pairs is None else np.stack(versions, -1),
         whole_versions=asked.found(base),
     )
 
@@ -390,40 +390,41 @@ def _answer(tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, del
 class _HistoryReader:
     """How many of its versions each history row's reader finds in what is retrieved: every item (a base or a
     live delta of it) of a retrieved record that carries the fact at or before the step counts its version.
-    Only the block's history rows are worked on (none: nothing to do)."""
+    Worked in the retriever's order, on the (episode, row) pairs of history rows only (none: nothing to do)."""
 
     def __init__(self, tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, with_deltas: bool):
-        rows = np.flatnonzero(tables.history.any(0))
-        self.rows = rows if rows.size else None
-        if self.rows is None:
+        self.pairs = np.nonzero(tables.history)  # ([P], [P]) episode and row of each history row
+        if not self.pairs[0].size:
+            self.pairs = None
             return
-        n_steps = left_at.shape[-1]
-        slots = np.arange(n_steps)
-        written = slots if written_at is None else written_at[:, :, None, :]
-        asked_at = tables.asked_at[:, None, rows, None]
-        present = (written <= asked_at) & (asked_at < left_at[:, :, None, :])  # [m, B, H, T] by slot
-        if with_deltas:
-            is_delta = (parent >= 0)[:, :, None, :]
-            of = np.broadcast_to(np.maximum(parent, 0)[:, :, None, :], present.shape)
+        episode, row = self.pairs
+        order = ranked.order[episode, row]  # [P, T]
+        vindex = np.take_along_axis(tables.vindex[episode, row], order, -1)
+        width = max(int(tables.n_versions[episode, row].max(initial=0)), 1)
+        self.one_hot = (vindex[..., None] == np.arange(width)).astype(np.float32)  # [P, T, V] in order
+        self.record_rank = None  # without deltas each present item is its own record
+        if with_deltas:  # the rank of the record each ranked item is read with (-1: none)
+            slots = np.arange(left_at.shape[-1])
+            written = slots if written_at is None else written_at[episode]
+            asked_at = tables.asked_at[episode, row][:, None, None]
+            present = (written <= asked_at) & (asked_at < left_at[episode])  # [P, B, T] by slot
+            is_delta = parent[episode] >= 0
+            of = np.maximum(parent[episode], 0)
             base = present & ~is_delta
             live = present & is_delta & np.take_along_axis(base, of, -1)
             record = np.where(base, slots, np.where(live, of, -1))
-        else:
-            record = np.where(present, slots, -1)
-        self.record = record  # [m, B, H, T] the record (its base slot) each slot's item is read with; -1 none
-        self.where = np.argsort(ranked.order[:, rows], axis=-1)[:, None]  # [m, 1, H, T] each slot's rank
-        vindex = tables.vindex[:, rows]
-        width = max(int(tables.n_versions[:, rows].max(initial=0)), 1)
-        self.one_hot = (vindex[..., None] == np.arange(width)).astype(np.float32)  # [m, H, T, V]
+            rank_of = np.broadcast_to(np.argsort(order, axis=-1)[:, None], present.shape)  # each slot's rank
+            record_rank = np.where(record >= 0, np.take_along_axis(rank_of, np.maximum(record, 0), -1), -1)
+            self.record_rank = np.take_along_axis(record_rank, np.broadcast_to(order[:, None], present.shape), -1)
 
     def found(self, retrieved_in_order: np.ndarray) -> np.ndarray | None:
-        """[m, B, H] versions found, from the records retrieved ([m, B, Q, T] in the retriever's order)."""
-        if self.rows is None:
+        """[P, B] versions found, from the records retrieved ([m, B, Q, T] in the retriever's order)."""
+        if self.pairs is None:
             return None
-        chosen = np.broadcast_to(retrieved_in_order[:, :, self.rows], self.record.shape)
-        by_slot = np.take_along_axis(chosen, np.broadcast_to(self.where, chosen.shape), -1)
-        read = (self.record >= 0) & np.take_along_axis(by_slot, np.maximum(self.record, 0), -1)
-        hits = np.einsum("mbht,mhtv->mbhv", read.astype(np.float32), self.one_hot)
+        read = retrieved_in_order[self.pairs[0], :, self.pairs[1]]  # [P, B, T]
+        if self.record_rank is not None:
+            read = (self.record_rank >= 0) & np.take_along_axis(read, np.maximum(self.record_rank, 0), -1)
+        hits = np.matmul(read.astype(np.float32), self.one_hot)  # [P, B, V]
         return (hits > 0).sum(-1, dtype=np.int64)
 
 
@@ -458,15 +459,12 @@ def _row_results(tables: _Episodes, answers: dict) -> dict:
     right = answers["answer"] == truth
     answered = answers["answer"] >= 0
     whole_right = answers["whole_answer"] == tables.truth[:, None, :]
-    if answers["versions"] is not None:
-        rows = np.flatnonzero(tables.history.any(0))
-        history = tables.history[:, None, rows, None]
-        wanted = tables.n_versions[:, None, rows, None]
-        right[:, :, rows] = np.where(history, answers["versions"] == wanted, right[:, :, rows])
-        answered[:, :, rows] = np.where(history, answers["versions"] > 0, answered[:, :, rows])
-        whole_right[:, :, rows] = np.where(
-            history[..., 0], answers["whole_versions"] == wanted[..., 0], whole_right[:, :, rows]
-        )
+    if answers["versions"] is not None:  # [P, B, nK] of the history rows (episode, row)
+        episode, row = np.nonzero(tables.history)
+        wanted = tables.n_versions[episode, row][:, None]
+        right[episode, :, row] = answers["versions"] == wanted[..., None]
+        answered[episode, :, row] = answers["versions"] > 0
+        whole_right[episode, :, row] = answers["whole_versions"] == wanted
     return dict(right=right, answered=answered, whole_right=whole_right)
 
 
