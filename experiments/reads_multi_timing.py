@@ -5,13 +5,15 @@ with generated probes of which a share ask for several facts and for histories (
 
 As experiments/reads_timing.py: each run a fresh `wpbjax sweep --quiet` process on the default paper grid (5,280
 runs), the arms rotating within each round so that load from other work falls on all of them. Prints every
-time, each arm's median and its ratio to the arm without probes (the issue's bar: at most 1.5x).
+time (wall, and the process's CPU time: less sensitive to a busy machine), each arm's medians and their ratios to
+the arm without probes (the issue's bar: at most 1.5x).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -19,10 +21,14 @@ import tempfile
 import time
 
 
-def run_once(flags: list[str], out: str) -> float:
+def run_once(flags: list[str], out: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process: user + system, every thread) of one sweep."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "wpbjax.cli", "sweep", "--quiet", "--out", out] + flags, check=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -45,16 +51,22 @@ def main() -> int:
     }
     names = list(arms)
     times: dict[str, list[float]] = {name: [] for name in arms}
+    cpu: dict[str, list[float]] = {name: [] for name in arms}
     with tempfile.TemporaryDirectory() as tmp:
         for round_index in range(args.rounds):
             shift = round_index % len(names)
             for name in names[shift:] + names[:shift]:
-                seconds = run_once(arms[name], os.path.join(tmp, f"{name}.csv"))
+                seconds, used = run_once(arms[name], os.path.join(tmp, f"{name}.csv"))
                 times[name].append(seconds)
-                print(f"round {round_index + 1} {name:8s} {seconds:7.2f} s", flush=True)
-    medians = {name: statistics.median(values) for name, values in times.items()}
-    for name in names:
-        print(f"median {name:8s} {medians[name]:.2f} s  ratio to none {medians[name] / medians['none']:.2f}x")
+                cpu[name].append(used)
+                print(f"round {round_index + 1} {name:8s} {seconds:7.2f} s wall {used:7.2f} s CPU", flush=True)
+    for label, values in (("wall", times), ("CPU", cpu)):
+        medians = {name: statistics.median(each) for name, each in values.items()}
+        for name in names:
+            print(
+                f"median {label:4s} {name:8s} {medians[name]:7.2f} s  ratio to none "
+                f"{medians[name] / medians['none']:.2f}x"
+            )
     print(
         f"({args.rounds} rotating rounds; multi: --multi-fact-rate {args.multi_fact_rate} --history-rate "
         f"{args.history_rate})"
