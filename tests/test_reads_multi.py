@@ -299,3 +299,28 @@ def test_a_history_probe_reads_deltas_with_their_base_and_never_an_orphan():
         np.testing.assert_array_equal(got["read_accuracy"][0, 0], expected)
     # the t = 4 probe: the whole store lacks a readable v1, a memory miss
     np.testing.assert_array_equal(got["memory_miss_rate"][0, 0], [1, 1])
+
+
+def test_the_read_scorecard_shows_credit_and_facts_per_probe(tmp_path):
+    import wpbjax.api as wj
+    from wpbjax.reports import reads as reads_report
+
+    probes = [TWO, {"t": 4, "fact": "job"}, HISTORY]  # 2 + 1 + 1 facts
+    results = wj.sweep(
+        encode_episodes([_episode(probes)]),
+        budgets=[1 << 20],
+        policies=["always_write"],
+        tracks=["unprivileged"],
+        top_k=(1, 5),
+        retriever=dict(w_rel=1.0, w_rec=0.0, w_imp=0.0),
+    )
+    card = reads_report.scorecard(results).set_index("top_k")
+    # everything stored: K = 1 as test_one_retrieval_serves_every_fact_of_the_probe (credit 1/2), job right, the
+    # history finds Rome only (credit 0); K = 5 all right
+    np.testing.assert_allclose(card.loc[[1, 5], "read_credit"], [(0.5 + 1 + 0) / 3, 1])
+    np.testing.assert_allclose(card.loc[[1, 5], "facts_per_probe"], [4 / 3, 4 / 3])
+    markdown = reads_report.scorecard_markdown(reads_report.scorecard(results))
+    assert "| credit | facts/q |" in markdown and "| 0.500 | 1.333 |" in markdown
+    # results written before these columns still get their scorecard
+    older = results.drop(columns=list(reads_report.LATER))
+    assert reads_report.has_reads(older) and "credit" not in reads_report.scorecard(older)
