@@ -105,27 +105,34 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--without-gates", action="store_true", help="the four zoo policies only")
     args = parser.parse_args()
-    mapped = [(episode, mapping) for episode, mapping in import_writ_mapped([args.scenarios]) if mapping.probes]
-    files = sorted(name for name in os.listdir(args.scenarios) if name.endswith(".json"))
-    scenarios = [json.loads((pathlib.Path(args.scenarios) / name).read_text()) for name in files]
-    by_id = {scenario.get("scenario_id", str(index)): category(scenario) for index, scenario in enumerate(scenarios)}
     names = {name: name for name in POLICIES}
     if not args.without_gates:
         names |= {name: f"learned_gate:{path}" for name, path in gates(pathlib.Path(args.gates), args.steps).items()}
+    results, counts = sweep(args.scenarios, names, TOP_K)
+    print(
+        f"{counts[0]} of {counts[1]} WRIT scenarios with a probe; read accuracy / read credit, mean over the "
+        "scenarios of each category (their number in brackets)"
+    )
+    print(table(results, names))
+    return 0
+
+
+def sweep(directory, names: dict, top_k=TOP_K) -> tuple[pd.DataFrame, tuple]:
+    """(results rows with a ``category`` column, (scenarios with a probe, scenarios)) of the policies ``names``
+    (shown name -> policy) on the WRIT scenarios of ``directory`` that have a probe."""
+    mapped = [(episode, mapping) for episode, mapping in import_writ_mapped([directory]) if mapping.probes]
+    files = sorted(name for name in os.listdir(directory) if name.endswith(".json"))
+    scenarios = [json.loads((pathlib.Path(directory) / name).read_text()) for name in files]
+    by_id = {scenario.get("scenario_id", str(index)): category(scenario) for index, scenario in enumerate(scenarios)}
     results = wj.sweep(
         encode_episodes([episode for episode, _ in mapped]),
         budgets=list(BUDGETS),
         policies=list(names.values()),
         tracks=["unprivileged"],
-        top_k=TOP_K,
+        top_k=tuple(top_k),
     )
     results["category"] = results["episode_id"].map(by_id)
-    print(
-        f"{len(mapped)} of {len(scenarios)} WRIT scenarios with a probe; read accuracy / read credit, mean over the "
-        "scenarios of each category (their number in brackets)"
-    )
-    print(table(results, names))
-    return 0
+    return results, (len(mapped), len(scenarios))
 
 
 if __name__ == "__main__":
