@@ -159,6 +159,10 @@ def test_a_history_question_asks_for_every_version():
 def test_a_constraint_probe_asks_for_the_latent_events():
     mapping = _mapped(_salary(required_capabilities=["constraint_application"], answer="propose a morning call"))
     assert mapping.probes == [{"t": 3, "fact": "no_evening_calls", "kind": "current"}] and mapping.rule == "constraint"
+    # an event typed "constraint" counts alike; the others (explicit, mutable) do not
+    scenario = _salary(required_capabilities=["constraint_application"], answer="propose a morning call")
+    scenario["memory_events"].append({"id": "budget_cap", "type": "constraint", "value": "$50", "introduced_in": 2})
+    assert _mapped(scenario).probes == [{"t": 3, "facts": ["no_evening_calls", "budget_cap"], "kind": "current"}]
 
 
 def test_an_answer_held_in_one_event_s_longer_value():

@@ -5,7 +5,7 @@ The probe is asked after the scenario's last session. The rules, in order (the f
 1. **Abstention.** ``probe.should_abstain`` -> ``never_seen`` about a fact the episode never carries (the right
    answer is to abstain).
 2. **Constraint.** ``constraint_application`` among ``probe.required_capabilities`` -> ``current`` over the
-   scenario's ``latent`` events (the inferred constraints the answer must respect; its text describes how they
+   scenario's ``latent`` (or ``constraint``) events (the inferred constraints the answer must respect; its text describes how they
    are applied, not a stored value).
 3. **The answer's events**, by value (values normalised: case; currency signs dropped; thousands separators and a
    ``k`` suffix read as the number: ``$115,000``, ``115000`` and ``$115K`` are one value; a parenthetical is a
@@ -37,6 +37,7 @@ import re
 CAPABILITY_HISTORY = "history_preservation"
 CAPABILITY_CONSTRAINT = "constraint_application"
 CAPABILITY_MULTI_HOP = "multi_hop"
+CONSTRAINT_TYPES = ("latent", "constraint")  # WRIT's type of an inferred preference; a "constraint" type alike
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _K_SUFFIX = re.compile(r"\b(\d+(?:\.\d+)?)k\b")
 _PARENTHETICAL = re.compile(r"\([^()]*\)")
@@ -159,7 +160,7 @@ def map_probe(scenario: dict, where: str, as_of: int | None) -> Mapping:
     capabilities = probe.get("required_capabilities") or []
     capabilities = capabilities if isinstance(capabilities, list) else []
     if CAPABILITY_CONSTRAINT in capabilities:
-        latent = [event["id"] for event in _events(scenario) if event.get("type") == "latent"]
+        latent = [event["id"] for event in _events(scenario) if event.get("type") in CONSTRAINT_TYPES]
         if latent:
             return Mapping([_label(last, latent, "current")], rule="constraint")
     history = CAPABILITY_HISTORY in capabilities
