@@ -212,9 +212,9 @@ def read_plan(
     unknown = sorted(set(weights) - {"w_rel", "w_rec", "w_imp", "decay"})
     if unknown:
         raise ValueError(f"retriever: unknown weight(s) {', '.join(unknown)}; known: w_rel, w_rec, w_imp, decay")
-    return ReadPlan(
-        retriever=Retriever(top_k=tuple(top_k), **weights), probes=probes, probe_config=ProbeConfig(rate=probe_rate)
-    )
+    # ``probe_rate`` may be a whole ProbeConfig (multi_fact_rate, history_rate: wpbjax sweep's flags)
+    config = probe_rate if isinstance(probe_rate, ProbeConfig) else ProbeConfig(rate=probe_rate)
+    return ReadPlan(retriever=Retriever(top_k=tuple(top_k), **weights), probes=probes, probe_config=config)
 
 
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:

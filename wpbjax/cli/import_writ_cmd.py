@@ -31,13 +31,34 @@ def _read_files(paths) -> list[str]:
 
 def cmd_import_writ(args) -> int:
     from wpbjax.episodes.jsonl import save_jsonl
-    from wpbjax.episodes.writ import import_writ
+    from wpbjax.episodes.writ import import_writ_mapped
     from wpbjax.files.atomic import check_writable, refuse_inputs
 
     check_writable(args.out)
     refuse_inputs(args.out, _read_files(args.paths), "--out")
-    episodes = import_writ(args.paths)
-    save_jsonl(episodes, args.out)
+    mapped = import_writ_mapped(args.paths)
+    save_jsonl([episode for episode, _ in mapped], args.out)
     if not args.quiet:
-        print(f"wrote {len(episodes)} WRIT episodes to {args.out}", file=sys.stderr)
+        print(f"wrote {len(mapped)} WRIT episodes to {args.out}", file=sys.stderr)
+        print(summary(mapped), file=sys.stderr)
     return 0
+
+
+def summary(mapped: list) -> str:
+    """How the scenarios' probes were mapped (wpbjax.episodes.writ_probes): the count by rule, then each
+    scenario without a probe and why."""
+    rules: dict = {}
+    for _, mapping in mapped:
+        if mapping.probes:
+            rules[mapping.rule] = rules.get(mapping.rule, 0) + 1
+    lines = [
+        f"probes for {sum(rules.values())} of {len(mapped)} scenarios ("
+        + ", ".join(f"{rule}: {count}" for rule, count in sorted(rules.items()))
+        + ")"
+    ]
+    lines += [
+        f"  no probe: {episode['labels']['episode_id']}: {mapping.reason}"
+        for episode, mapping in mapped
+        if not mapping.probes
+    ]
+    return "\n".join(lines)

@@ -116,6 +116,12 @@ def add_parser(commands) -> None:
     )
     reads.add_argument("--probe-rate", type=float, default=0.1, help="generated probes per step (default 0.1)")
     reads.add_argument(
+        "--multi-fact-rate", type=float, default=0.0, help="share of generated probes asking 2-3 facts (default 0)"
+    )
+    reads.add_argument(
+        "--history-rate", type=float, default=0.0, help="share of generated current probes asking every version"
+    )
+    reads.add_argument(
         "--retriever",
         type=param_spec,
         action="append",
@@ -163,6 +169,8 @@ def byte_list(text: str) -> list[int]:
 
 def _episode_and_read_arguments(args, retriever: dict) -> dict:
     """The keyword arguments a one-tier and a tiered sweep take alike: episodes, budgets, tracks, reads."""
+    from wpbjax.episodes.probes import ProbeConfig
+
     knobs = {key: value for key, value in generator_knobs(args).items() if key not in ("seed", "steps")}
     return dict(
         modes=args.modes,
@@ -174,7 +182,9 @@ def _episode_and_read_arguments(args, retriever: dict) -> dict:
         tracks=args.tracks,
         top_k=args.top_k,
         probes=args.probes,
-        probe_rate=args.probe_rate,
+        probe_rate=ProbeConfig(
+            rate=args.probe_rate, multi_fact_rate=args.multi_fact_rate, history_rate=args.history_rate
+        ),
         retriever=retriever or None,
         **knobs,
     )

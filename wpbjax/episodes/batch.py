@@ -128,6 +128,9 @@ class EncodedEpisodes:
     probe_fact: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int32 fact number (-1: one
     #   never carried)
     probe_kind: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int8 CURRENT, AS_OF, ...
+    #   A probe may ask for several facts: one row each, the probe's rows adjacent and sharing pos, as-of and kind
+    probe_group: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, Q] int32 the row's probe
+    probe_weight: np.ndarray | None = column(align="pad", fill=-1.0, default=None)  # [N, Q] float64 its fact's weight
     fact_names: np.ndarray | None = column(default=None)  # [N] object tuple: each fact's name, by fact number
     # Crashes (tiered runs, wpbjax.core.tiers; None: none labelled). C = the most of an episode, -1 padding:
     crash_pos: np.ndarray | None = column(align="pad", fill=-1, default=None)  # [N, C] int32 a session ends

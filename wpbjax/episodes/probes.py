@@ -30,11 +30,20 @@ import numpy as np
 
 from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.episodes.facts import api_endpoint
-from wpbjax.episodes.jsonl import EpisodeFormatError
+from wpbjax.episodes.validate import PROBE_KINDS, check_probe_labels, probe_kind
 
-CURRENT, AS_OF, NEVER_SEEN = 0, 1, 2
-KIND_NAMES = ("current", "as_of", "never_seen")
-PROBE_FIELDS = ("probe_pos", "probe_as_of", "probe_fact", "probe_kind")
+CURRENT, AS_OF, NEVER_SEEN, HISTORY = 0, 1, 2, 3
+KIND_NAMES = PROBE_KINDS  # by code
+PROBE_FIELDS = ("probe_pos", "probe_as_of", "probe_fact", "probe_kind", "probe_group", "probe_weight")
+DTYPES = dict(
+    probe_pos=np.int32,
+    probe_as_of=np.int32,
+    probe_fact=np.int32,
+    probe_kind=np.int8,
+    probe_group=np.int32,
+    probe_weight=np.float64,
+)
+FILLS = dict(probe_pos=-1, probe_as_of=-1, probe_fact=-1, probe_kind=-1, probe_group=-1, probe_weight=-1.0)
 BLOCK = 16384  # episodes generated at a time (the never-seen draw holds [block, Q, F] bools)
 
 
@@ -47,19 +56,28 @@ class ProbeConfig:
     ``never_seen_share`` asks about a fact not seen yet (one first seen later in the episode, else one it
     never carries); the rest ask for the current value. The fact of a current or as-of probe is drawn by
     frequency: a uniformly drawn fact observation up to the step asked about (so busy apis are asked more).
+    ``history_rate``: the share of current probes that ask for every version instead (``history``).
+    ``multi_fact_rate``: the share of current, as-of and history probes that ask for 2 or 3 facts (even odds),
+    the further facts drawn as the first (a draw that repeats a fact of the probe is dropped).
     ``seed``: with the episode's mode and id, what every draw of an episode depends on (not its place in a
-    set or a chunk)."""
+    set or a chunk); the one-fact probes drawn do not depend on the two rates."""
 
     rate: float = 0.1
     as_of_share: float = 0.2
     never_seen_share: float = 0.1
     seed: int = 0
+    multi_fact_rate: float = 0.0
+    history_rate: float = 0.0
 
     def __post_init__(self):
-        for name in ("rate", "as_of_share", "never_seen_share"):
+        names = ("rate", "as_of_share", "never_seen_share", "multi_fact_rate", "history_rate")
+        for name in names:
             value = getattr(self, name)
+            flag = arg(name if name.endswith("fact_rate") or name.startswith("history") else "probe_" + name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise ArgumentError(f"{flag}: expected a number within [0, 1]; got {value!r}")
             if not (np.isfinite(value) and 0 <= value <= 1):
-                raise ArgumentError(f"{arg('probe_' + name)}: expected a number within [0, 1]; got {value!r}")
+                raise ArgumentError(f"{flag}: expected a number within [0, 1]; got {value!r}")
         if self.as_of_share + self.never_seen_share > 1:
             raise ArgumentError(
                 f"{arg('probe_as_of_share')} + {arg('probe_never_seen_share')}: at most 1; got "
@@ -142,50 +160,39 @@ def _fact_of(name: str, known: dict, labelled: bool) -> str:
 
 
 def from_labels(episodes: Sequence[dict], source: str, names: np.ndarray) -> tuple[dict, np.ndarray]:
-    """The probe arrays of the episodes' ``probes`` labels (module note) and the fact names extended with
-    the facts only probes name. Episodes without the label get no probes. Errors name the episode."""
-    positions, as_ofs, facts, kinds, extended = [], [], [], [], names.copy()
+    """The probe arrays of the episodes' ``probes`` labels (module note; a row per asked fact) and the fact names
+    extended with the facts only probes name. Episodes without the label get no probes. Errors name the episode,
+    the probe and its field (:func:`wpbjax.episodes.validate.check_probe_labels`)."""
+    rows: dict = {name: [] for name in PROBE_FIELDS}
+    extended = names.copy()
     for index, episode in enumerate(episodes):
         labels, where = episode.get("labels", {}), f"{source}: episode {index}"
         probes = labels.get("probes", [])
-        if not isinstance(probes, list):
-            raise EpisodeFormatError(f"{where}: labels.probes must be a list of probe objects")
         steps = episode["steps"]
+        check_probe_labels(probes, {str(step["t"]): pos for pos, step in enumerate(steps)}, where)
         position = {step["t"]: pos for pos, step in enumerate(steps)}
         step_ts = np.array([step["t"] for step in steps])
         known = {name: number for number, name in enumerate(names[index])}
-        row = ([], [], [], [])
+        row: dict = {name: [] for name in PROBE_FIELDS}
         for number, probe in enumerate(probes):
-            field = f"{where}: labels.probes[{number}]"
-            if not isinstance(probe, dict) or not isinstance(probe.get("fact"), str) or probe.get("t") not in position:
-                raise EpisodeFormatError(
-                    f"{field}: expected an object with 't' (a step's t) and 'fact' (a string); got {probe!r}"
-                )
-            kind = probe.get("kind", "as_of" if "as_of" in probe else "current")
-            if kind not in KIND_NAMES:
-                raise EpisodeFormatError(f"{field}.kind: one of {', '.join(KIND_NAMES)}; got {kind!r}")
+            kind = probe_kind(probe)
             pos = position[probe["t"]]
             cutoff = pos
-            if kind == "as_of":
-                as_of = probe.get("as_of")
-                if isinstance(as_of, bool) or not isinstance(as_of, (int, float)) or as_of > probe["t"]:
-                    raise EpisodeFormatError(f"{field}.as_of: a t at or before the probe's t; got {as_of!r}")
-                cutoff = int(np.searchsorted(step_ts, as_of, side="right")) - 1  # the last step at or before it
-            name = _fact_of(probe["fact"], known, "facts" in labels)
-            if name not in known:
-                known[name] = len(known)
-            for values, value in zip(row, (pos, cutoff, known[name], KIND_NAMES.index(kind))):
-                values.append(value)
+            if kind == "as_of":  # the last step at or before it
+                cutoff = int(np.searchsorted(step_ts, probe["as_of"], side="right")) - 1
+            asked = probe["facts"] if "facts" in probe else [probe["fact"]]
+            weights = probe.get("weights", [1.0] * len(asked))
+            for name, weight in zip(asked, weights):
+                name = _fact_of(name, known, "facts" in labels)
+                if name not in known:
+                    known[name] = len(known)
+                values = (pos, cutoff, known[name], KIND_NAMES.index(kind), number, float(weight))
+                for field, value in zip(PROBE_FIELDS, values):
+                    row[field].append(value)
         extended[index] = tuple(known)
-        for out, values in zip((positions, as_ofs, facts, kinds), row):
-            out.append(values)
-    arrays = dict(
-        probe_pos=_pad(positions, -1, np.int32),
-        probe_as_of=_pad(as_ofs, -1, np.int32),
-        probe_fact=_pad(facts, -1, np.int32),
-        probe_kind=_pad(kinds, -1, np.int8),
-    )
-    return arrays, extended
+        for field in PROBE_FIELDS:
+            rows[field].append(row[field])
+    return {name: _pad(rows[name], FILLS[name], DTYPES[name]) for name in PROBE_FIELDS}, extended
 
 
 # --- The default generator -----------------------------------------------------------------------
@@ -228,10 +235,7 @@ def generate(
     counts = np.where(length > 0, np.maximum(np.rint(config.rate * length), 1 if config.rate > 0 else 0), 0)
     n_probes = max(int(counts.max(initial=0)), 0)
     if n_probes == 0:
-        empty = np.zeros((n_episodes, 0), np.int32)
-        return dict(
-            probe_pos=empty, probe_as_of=empty.copy(), probe_fact=empty.copy(), probe_kind=empty.astype(np.int8)
-        )
+        return {name: np.zeros((n_episodes, 0), DTYPES[name]) for name in PROBE_FIELDS}
     draw = lambda stream: _uniform(keys, n_probes, config.seed, stream)  # noqa: E731
     real = np.arange(n_probes)[None, :] < counts[:, None]
     pos = np.sort(np.where(real, (draw(0) * length[:, None]).astype(np.int32), n_steps), axis=1)
@@ -251,11 +255,15 @@ def generate(
     before = np.r_[0, running][np.arange(n_episodes) * n_steps][:, None]  # observations of earlier episodes
     rows = np.arange(n_episodes)[:, None]
     n_seen = np.where(pos >= 0, running.reshape(n_episodes, n_steps)[rows, np.maximum(cutoff, 0)] - before[:, 0:1], 0)
-    target = before + (draw(3) * n_seen).astype(np.int64)  # a global observation index
-    step = np.minimum(np.searchsorted(running, target, side="right"), running.size - 1)  # its flat (episode, step)
-    within = target - (running[step] - per_step.ravel()[step])  # its rank among that step's facts
-    k = _nth_true(carried.reshape(-1, width)[step], within)
-    drawn = np.where(n_seen > 0, number.reshape(-1, width)[step, np.maximum(k, 0)], -1)
+
+    def seen_fact(uniform):  # [N, Q] the fact of a uniformly drawn observation up to the cutoff (-1: none)
+        target = before + (uniform * n_seen).astype(np.int64)  # a global observation index
+        step = np.minimum(np.searchsorted(running, target, side="right"), running.size - 1)  # its (episode, step)
+        within = target - (running[step] - per_step.ravel()[step])  # its rank among that step's facts
+        k = _nth_true(carried.reshape(-1, width)[step], within)
+        return np.where(n_seen > 0, number.reshape(-1, width)[step, np.maximum(k, 0)], -1)
+
+    drawn = seen_fact(draw(3))
     kind = np.where((kind != NEVER_SEEN) & (n_seen == 0), NEVER_SEEN, kind)  # nothing seen yet: ask anyway
     cutoff = np.where(kind == NEVER_SEEN, pos, cutoff)
     # never seen: a fact first observed after the probe, uniformly, else -1 (one the episode never carries)
@@ -264,12 +272,34 @@ def generate(
     unseen = facts_exist[:, None, :] & (first[:, None, :] > pos[:, :, None])  # [N, Q, F]
     later = _nth_true(unseen, (draw(4) * unseen.sum(-1)).astype(np.int64))
     fact = np.where(kind == NEVER_SEEN, later, drawn)
-    return dict(
+    kind = np.where((kind == CURRENT) & (draw(5) < config.history_rate), HISTORY, kind)
+    out = dict(
         probe_pos=pos.astype(np.int32),
         probe_as_of=np.where(real, cutoff, -1).astype(np.int32),
         probe_fact=np.where(real, fact, -1).astype(np.int32),
         probe_kind=np.where(real, kind, -1).astype(np.int8),
+        probe_group=np.where(real, np.arange(n_probes)[None, :], -1).astype(np.int32),
+        probe_weight=np.where(real, 1.0, -1.0),
     )
+    if config.multi_fact_rate == 0:
+        return out
+    # further facts: rows right after their probe's first, then the rows of each episode packed to the left
+    multi = real & (kind != NEVER_SEEN) & (n_seen > 0) & (draw(6) < config.multi_fact_rate)
+    extra = np.where(draw(7) < 0.5, 1, 2)
+    facts = [fact]
+    for index, stream in enumerate((8, 9)):
+        more = seen_fact(draw(stream))
+        new = multi & (extra > index) & np.all([more != old for old in facts], axis=0)
+        facts.append(np.where(new, more, -1))
+    rows = np.stack(facts, -1)  # [N, Q, 3]
+    used = (real[..., None] & ((np.arange(3) == 0) | (rows >= 0))).reshape(n_episodes, -1)
+    packed = np.argsort(~used, axis=1, kind="stable")[:, : max(int(used.sum(1).max(initial=0)), 1)]
+    keep = np.take_along_axis(used, packed, 1)
+    spread = lambda table: np.take_along_axis(np.repeat(table, 3, axis=1), packed, 1)  # noqa: E731
+    out = {name: spread(value) for name, value in out.items()}
+    out["probe_fact"] = np.take_along_axis(rows.reshape(n_episodes, -1), packed, 1).astype(np.int32)
+    fill = {name: np.array(FILLS[name], DTYPES[name]) for name in PROBE_FIELDS}
+    return {name: np.where(keep, value, fill[name]).astype(DTYPES[name]) for name, value in out.items()}
 
 
 def with_default_probes(encoded, config: ProbeConfig = ProbeConfig()):

@@ -124,6 +124,59 @@ def _check_utilities(utility: Any, steps_by_t: dict, where: str) -> None:
             )
 
 
+PROBE_KINDS = ("current", "as_of", "never_seen", "history")  # wpbjax.episodes.probes, in its code order
+FINITE = Bounds(-np.finfo(np.float64).max, np.finfo(np.float64).max, "a finite number")
+
+
+def probe_kind(probe: dict) -> str:
+    """A probe label's kind: as given, else ``as_of`` where it has an ``as_of``, else ``current``."""
+    return probe.get("kind", "as_of" if "as_of" in probe else "current")
+
+
+def check_probe_labels(probes: Any, steps_by_t: dict, where: str) -> None:
+    """The ``probes`` label (wpbjax.episodes.probes): a list of ``{"t", "fact" | "facts", "kind"?, "as_of"?,
+    "weights"?}``; an error names the probe and its field (``labels.probes[2].as_of: ...``)."""
+    if not isinstance(probes, list):
+        raise EpisodeFormatError(f"{where}: labels.probes must be a list of probe objects")
+    for number, probe in enumerate(probes):
+        field = f"{where}: labels.probes[{number}]"
+        if not isinstance(probe, dict):
+            raise EpisodeFormatError(f"{field}: expected an object with 't' and 'fact' or 'facts'; got {probe!r}")
+        t = probe.get("t")
+        if isinstance(t, bool) or not isinstance(t, int) or str(t) not in steps_by_t:
+            raise EpisodeFormatError(f"{field}.t: expected a step's t; got {t!r}")
+        if ("fact" in probe) == ("facts" in probe):
+            raise EpisodeFormatError(f"{field}: expected one of 'fact' (a string) or 'facts' (a list of strings)")
+        if "fact" in probe and not isinstance(probe["fact"], str):
+            raise EpisodeFormatError(f"{field}.fact: expected a string; got {probe['fact']!r}")
+        facts = probe.get("facts")
+        if "facts" in probe and (
+            not isinstance(facts, list) or not facts or not all(isinstance(name, str) for name in facts)
+        ):
+            raise EpisodeFormatError(f"{field}.facts: expected a non-empty list of strings; got {facts!r}")
+        if facts is not None and len(set(facts)) < len(facts):
+            raise EpisodeFormatError(f"{field}.facts: names a fact twice; got {facts!r}")
+        kind = probe_kind(probe)
+        if kind not in PROBE_KINDS:
+            raise EpisodeFormatError(f"{field}.kind: one of {', '.join(PROBE_KINDS)}; got {kind!r}")
+        if "as_of" in probe and kind != "as_of":
+            raise EpisodeFormatError(f"{field}.as_of: only for kind 'as_of' (this probe's kind is {kind!r})")
+        if kind == "as_of":
+            as_of = probe.get("as_of")
+            problem = number_problem(as_of, FINITE)
+            if problem or as_of > t:
+                raise EpisodeFormatError(f"{field}.as_of: a t at or before the probe's t ({t}); got {as_of!r}")
+        if "weights" in probe:
+            weights = probe["weights"]
+            if facts is None:
+                raise EpisodeFormatError(f"{field}.weights: only with 'facts' (one weight per fact)")
+            if not isinstance(weights, list) or len(weights) != len(facts):
+                raise EpisodeFormatError(f"{field}.weights: expected a list of {len(facts)} numbers; got {weights!r}")
+            for index, weight in enumerate(weights):
+                if number_problem(weight, FINITE) or weight <= 0:
+                    raise EpisodeFormatError(f"{field}.weights[{index}]: expected a finite number > 0; got {weight!r}")
+
+
 def _check_labels(labels: Any, steps_by_t: dict, where: str) -> None:
     """Labels refer only to the episode's own steps; counts fit int32."""
     if not isinstance(labels, dict):
@@ -141,6 +194,8 @@ def _check_labels(labels: Any, steps_by_t: dict, where: str) -> None:
     drift = labels.get("total_drift_events", 0)
     if isinstance(drift, bool) or not isinstance(drift, int) or not 0 <= drift < INT32_LIMIT:
         raise EpisodeFormatError(f"{where}: labels 'total_drift_events' must be an integer in 0..2^31-1, got {drift!r}")
+    if "probes" in labels:
+        check_probe_labels(labels["probes"], steps_by_t, where)
     episode_id = labels.get("episode_id", 0)
     if not (
         isinstance(episode_id, str)

@@ -13,7 +13,7 @@ One episode per scenario, one step per session, in file order:
   introduce; ``total_drift_events`` = the version changes among persisting facts.
 * label ``probe_steps``: the probe's ``temporal_query.as_of``, as the last session at or before that time.
 * label ``probes`` (reads, :mod:`wpbjax.episodes.probes`): the scenario's probe, asked after the last session,
-  about the memory event its ground truth answers (see :func:`_probes`).
+  about the memory events its ground truth needs (the rules of :mod:`wpbjax.episodes.writ_probes`).
 * privileged priority from the ground truth: 1.0 for a critical session the ground truth names as a source
   (``provenance`` or ``value_history``), 0.75 for another critical session, 0.0 for a session whose facts
   should all not persist, 0.25 otherwise.
@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 from wpbjax.episodes.jsontext import read_json
 from wpbjax.episodes.validate import EpisodeFormatError, validate_episode
+from wpbjax.episodes.writ_probes import Mapping, map_probe
 
 MODE = "writ"
 
@@ -168,47 +169,6 @@ def _probe_steps(scenario: dict, where: str, sessions: list) -> list:
     return before[-1:]
 
 
-def _asked_event(scenario: dict, temporal: bool) -> str | None:
-    """The memory event whose value the probe's ground truth is: the one whose final ``value`` equals
-    ``ground_truth.current_value`` (for a temporal probe also one of its ``previous_values``), if exactly one."""
-    truth = scenario.get("ground_truth") if isinstance(scenario.get("ground_truth"), dict) else {}
-    answer = truth.get("current_value")
-    events = [event for event in scenario.get("memory_events") or [] if isinstance(event, dict)]
-    if answer is None:
-        return None
-    for matches in (
-        lambda event: event.get("value") == answer,
-        lambda event: (
-            temporal
-            and any(isinstance(old, dict) and old.get("value") == answer for old in event.get("previous_values") or [])
-        ),
-    ):
-        asked = [event["id"] for event in events if matches(event)]
-        if len(asked) == 1:
-            return asked[0]
-    return None
-
-
-def _probes(scenario: dict, where: str, sessions: list, probe_steps: list) -> list:
-    """The scenario's probe as a ``probes`` label (:mod:`wpbjax.episodes.probes`), asked after the last session:
-    ``never_seen`` where it should abstain (a fact the episode never carries, so the right answer is to
-    abstain), ``as_of`` the probe step where it has a temporal query, else ``current``; the fact is the memory
-    event its ground truth answers (:func:`_asked_event`). A probe whose answer is no single event's value (a
-    composed or paraphrased answer: 27 of the 58 published scenarios) is not imported: reads stay blank."""
-    probe = scenario.get("probe")
-    if not isinstance(probe, dict):
-        return []
-    last = len(sessions) - 1
-    if probe.get("should_abstain") is True:
-        return [{"t": last, "fact": f"never_seen:{scenario.get('scenario_id', where)}", "kind": "never_seen"}]
-    asked = _asked_event(scenario, temporal=bool(probe_steps))
-    if asked is None:
-        return []
-    if probe_steps:
-        return [{"t": last, "fact": asked, "kind": "as_of", "as_of": probe_steps[0]}]
-    return [{"t": last, "fact": asked, "kind": "current"}]
-
-
 def scenario_episode(scenario: dict, where: str) -> dict:
     """One WRIT scenario as an episode dict (see the module note)."""
     sessions = _sessions(scenario, where)
@@ -247,7 +207,8 @@ def scenario_episode(scenario: dict, where: str) -> dict:
         "facts": {str(pos): entries for pos, entries in sorted(facts.items())},
         "probe_steps": _probe_steps(scenario, where, sessions),
     }
-    labels["probes"] = _probes(scenario, where, sessions, labels["probe_steps"])
+    mapping = map_probe(scenario, where, labels["probe_steps"][0] if labels["probe_steps"] else None)
+    labels["probes"] = mapping.probes
     scenario_id = scenario.get("scenario_id", where)
     if not isinstance(scenario_id, str) and (isinstance(scenario_id, bool) or not isinstance(scenario_id, int)):
         raise EpisodeFormatError(f"{where}: scenario_id: must be a string or an integer, got {scenario_id!r}")
@@ -256,6 +217,12 @@ def scenario_episode(scenario: dict, where: str) -> dict:
 
 def import_writ(paths: Sequence[str | os.PathLike]) -> list[dict]:
     """Episodes of the WRIT scenario files ``paths`` (a directory stands for its ``*.json`` files, sorted)."""
+    return [episode for episode, _ in import_writ_mapped(paths)]
+
+
+def import_writ_mapped(paths: Sequence[str | os.PathLike]) -> list[tuple[dict, Mapping]]:
+    """(episode, how its probe was mapped: :class:`wpbjax.episodes.writ_probes.Mapping`) of each scenario file of
+    ``paths`` (as :func:`import_writ`)."""
     files = []
     for path in paths:
         if os.path.isdir(path):
@@ -264,4 +231,10 @@ def import_writ(paths: Sequence[str | os.PathLike]) -> list[dict]:
             files.append(path)
     if not files:
         raise EpisodeFormatError(f"no WRIT scenario files in {', '.join(map(str, paths))}")
-    return [scenario_episode(load_scenario(path), str(path)) for path in files]
+    out = []
+    for path in files:
+        scenario = load_scenario(path)
+        episode = scenario_episode(scenario, str(path))
+        as_of = episode["labels"]["probe_steps"]
+        out.append((episode, map_probe(scenario, str(path), as_of[0] if as_of else None)))
+    return out

@@ -28,6 +28,8 @@ METRICS = (
     "read_accuracy_no_memory",
     "read_accuracy_oracle_memory",
     "writer_error_share",
+    "read_credit",
+    "facts_per_probe",
 )
 SHORT = {
     "read_accuracy": "acc",
@@ -42,12 +44,20 @@ SHORT = {
     "read_accuracy_no_memory": "acc no-mem",
     "read_accuracy_oracle_memory": "acc oracle-mem",
     "writer_error_share": "writer share",
+    "read_credit": "credit",
+    "facts_per_probe": "facts/q",
 }
+LATER = ("read_credit", "facts_per_probe")  # results written before probes of several facts lack these
 
 
 def has_reads(results: pd.DataFrame) -> bool:
     """The run carries read columns and some row has a read accuracy (its episodes had probes)."""
-    return all(name in results for name in READ_COLUMNS) and results["read_accuracy"].notna().any()
+    needed = [name for name in READ_COLUMNS if name not in LATER]
+    return all(name in results for name in needed) and results["read_accuracy"].notna().any()
+
+
+def _metrics(table: pd.DataFrame) -> list:
+    return [name for name in METRICS if name in table]
 
 
 def one_row_per_run(results: pd.DataFrame) -> pd.DataFrame:
@@ -64,14 +74,15 @@ def scorecard(results: pd.DataFrame) -> pd.DataFrame:
     ``runs`` = rows averaged. Sorted by budget, then K; tracks and policies in first-seen order."""
     probed = results[results["n_probes"] > 0]
     groups = probed.groupby(["budget_bytes", "top_k", "track", "policy"], sort=False)
-    card = groups[list(METRICS) + ["f1"]].mean()
+    card = groups[_metrics(results) + ["f1"]].mean()
     card["runs"] = groups.size()
     return card.reset_index().sort_values(["budget_bytes", "top_k"], kind="stable").reset_index(drop=True)
 
 
 def scorecard_markdown(card: pd.DataFrame) -> str:
     """One table per (budget, K): a row per (track, policy), a column per metric (``–``: undefined everywhere)."""
-    header = ["track", "policy"] + [SHORT[name] for name in METRICS] + ["f1", "runs"]
+    metrics = _metrics(card)
+    header = ["track", "policy"] + [SHORT[name] for name in metrics] + ["f1", "runs"]
     parts = [
         "# Read scorecard\n",
         "Mean over runs with probes (docs/reads.md). acc = read accuracy; stale, mem miss, ret miss over "
@@ -79,12 +90,13 @@ def scorecard_markdown(card: pd.DataFrame) -> str:
         "retriever's); distract = top-1 of another fact; abst P/R = abstention precision/recall; P@K = "
         "retrieved records of the asked fact; bytes/q = bytes retrieved per probe; acc no-mem / oracle-mem = "
         "the same probes with no memory / every step stored; writer share = wrong answers oracle memory "
-        "gets right. `–` = undefined for every run.\n",
+        "gets right; credit = the weighted share of a probe's facts right; facts/q = facts per probe. `–` = "
+        "undefined for every run.\n",
     ]
     for (budget, top_k), rows in card.groupby(["budget_bytes", "top_k"], sort=False):
         body = [
             [row["track"], row["policy"]]
-            + [_fmt(row[name], 1 if name == "retrieved_bytes_per_query" else 3) for name in METRICS]
+            + [_fmt(row[name], 1 if name == "retrieved_bytes_per_query" else 3) for name in metrics]
             + [_fmt(row["f1"]), str(row["runs"])]
             for _, row in rows.iterrows()
         ]

@@ -50,6 +50,8 @@ READ_COLUMNS = (
     "read_accuracy_no_memory",  # the same probes answered with no memory
     "read_accuracy_oracle_memory",  # ... with every step stored (same retriever and K)
     "writer_error_share",  # wrong answers that oracle memory gets right / wrong answers
+    "read_credit",  # the weighted share of each probe's facts answered right, mean over probes
+    "facts_per_probe",  # facts asked for / probes
 )
 COUNTS = (
     "n_probes",
@@ -68,6 +70,8 @@ COUNTS = (
     "n_writer_errors",
     "n_right_no_memory",
     "n_right_oracle",
+    "n_facts",
+    "credit",  # float64: the sum over probes of the weighted share of facts right
 )
 HISTORY_FIELDS = ("left_at", "parent", "written_at")  # what reads take of wpbjax.scoring.metrics.Counts
 RUN_ELEMENTS = 1 << 21  # runs x probes x slots held at once (each element ~40 bytes of temporaries)
@@ -168,6 +172,17 @@ class _Episodes:
     truth: np.ndarray  # [m, Q] int64    the right answer: the version after the asked step (-1: abstain)
     importance: np.ndarray  # [m, T] float64
     base_cost: np.ndarray  # [m, T] int64    bytes of the slot's base item (the track's write cost)
+    # A probe may ask for several facts, a row each (adjacent rows of one probe: the rows first..last)
+    carries_probe: np.ndarray  # [m, Q, T] bool  the slot carries one of the probe's facts
+    first: np.ndarray  # [m, Q] int64   the probe's first row
+    last: np.ndarray  # [m, Q] int64    ... and last
+    weight: np.ndarray  # [m, Q] float64 the row's fact's weight in the probe's credit
+    history: np.ndarray  # [m, Q] bool    a history row: every version up to the step is asked for
+    vindex: np.ndarray  # [m, Q, T] int32 a history row's usable slot: its version's number among the row's (-1 other)
+    n_versions: np.ndarray  # [m, Q] int64 a history row's versions (0: never seen: abstain)
+
+
+PER_SLOT = ("importance", "base_cost")  # the _Episodes tables without a probe axis
 
 
 def _episode_tables(encoded, episodes: np.ndarray, track_costs: np.ndarray) -> _Episodes:
@@ -200,17 +215,76 @@ def _episode_tables(encoded, episodes: np.ndarray, track_costs: np.ndarray) -> _
     usable = carries & (np.arange(number.shape[1])[None, None, :] <= cutoff[:, :, None]) & probe[:, :, None]
     last = np.where(usable, np.arange(number.shape[1]), -1).max(-1)
     truth = np.where(last >= 0, np.take_along_axis(version, np.maximum(last, 0)[..., None], -1)[..., 0], -1)
+    first, final = _probe_rows(encoded, episodes)
+    weight = np.ones(probe.shape) if encoded.probe_weight is None else encoded.probe_weight[episodes]
+    history = probe & (encoded.probe_kind[episodes] == probes_lib.HISTORY)
+    vindex, n_versions = _history_versions(np.where(usable & history[..., None], version, -1))
     return _Episodes(
         probe=probe,
         asked_at=encoded.probe_pos[episodes].astype(np.int64),
-        relevance=relevance,
+        relevance=_over_probe(relevance, first, final, np.maximum),  # the best over the probe's facts
         carries=carries,
         usable=usable,
         version=version,
         truth=truth,
         importance=encoded.priority64[episodes],
         base_cost=track_costs[episodes].astype(np.int64),
+        carries_probe=_over_probe(carries, first, final, np.logical_or),
+        first=first,
+        last=final,
+        weight=np.where(weight > 0, weight, 1.0),
+        history=history,
+        vindex=vindex,
+        n_versions=n_versions,
     )
+
+
+def _probe_rows(encoded, episodes: np.ndarray) -> tuple:
+    """(first, last) [m, Q] int64: the rows of each row's probe (adjacent rows with one ``probe_group``; a row
+    without one is a probe of its own)."""
+    n_rows = encoded.probe_pos.shape[1]
+    rows = np.arange(n_rows)
+    group = None if encoded.probe_group is None else encoded.probe_group[episodes].astype(np.int64)
+    group = (
+        np.broadcast_to(-1 - rows, (len(episodes), n_rows)) if group is None else np.where(group >= 0, group, -1 - rows)
+    )
+    starts = np.ones(group.shape, bool)
+    starts[:, 1:] = group[:, 1:] != group[:, :-1]
+    ends = np.ones(group.shape, bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, rows, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, rows, n_rows)[:, ::-1], axis=1)[:, ::-1]
+    return first.astype(np.int64), last.astype(np.int64)
+
+
+def _over_probe(table: np.ndarray, first: np.ndarray, last: np.ndarray, combine) -> np.ndarray:
+    """``table`` ([m, Q, ...]) with each row's value combined (``combine``: np.maximum, np.logical_or) over the
+    rows of its probe; a one-fact probe's row is unchanged."""
+    out = table.copy()
+    for shift in range(1, int((last - first).max(initial=0)) + 1):
+        same = (first[:, shift:] == first[:, :-shift]).reshape(first[:, shift:].shape + (1,) * (table.ndim - 2))
+        ahead, behind = out[:, :-shift].copy(), out[:, shift:].copy()
+        out[:, :-shift] = np.where(same, combine(ahead, table[:, shift:]), ahead)
+        out[:, shift:] = np.where(same, combine(behind, table[:, :-shift]), behind)
+    return out
+
+
+def _history_versions(version: np.ndarray) -> tuple:
+    """(vindex [m, Q, T] int32, n_versions [m, Q] int64) from ``version`` ([m, Q, T], the version of each slot a
+    history row's reader may use, -1 elsewhere): the distinct versions of a row numbered 0.. (any order)."""
+    m, n_rows, _ = version.shape
+    vindex = np.full(version.shape, -1, np.int32)
+    if not (version >= 0).any():
+        return vindex, np.zeros((m, n_rows), np.int64)
+    span = int(version.max()) + 1
+    row = np.arange(m * n_rows, dtype=np.int64).reshape(m, n_rows, 1)
+    used = version >= 0
+    key = (row * span + version)[used]
+    unique, inverse = np.unique(key, return_inverse=True)
+    row_of = unique // span
+    first_of_row = np.searchsorted(row_of, np.arange(m * n_rows))
+    vindex[used] = (inverse - first_of_row[np.broadcast_to(row, version.shape)[used]]).astype(np.int32)
+    return vindex, np.bincount(row_of, minlength=m * n_rows).reshape(m, n_rows).astype(np.int64)
 
 
 def delta_bytes(field_value, field_present, field_frag_len, parent) -> np.ndarray:
@@ -234,6 +308,7 @@ class _Ranked:
 
     order: np.ndarray  # [m, Q, T] slot at each rank
     carries: np.ndarray  # [m, Q, T] bool  tables.carries in that order
+    carries_probe: np.ndarray  # [m, Q, T] bool
     usable: np.ndarray  # [m, Q, T] bool
     base_cost: np.ndarray  # [m, Q, T] int64
 
@@ -254,6 +329,7 @@ def _rank(tables: _Episodes, retriever: Retriever) -> _Ranked:
     return _Ranked(
         order=order,
         carries=at(tables.carries),
+        carries_probe=at(tables.carries_probe),
         usable=at(tables.usable),
         base_cost=at(np.broadcast_to(tables.base_cost[:, None, :], order.shape)),
     )
@@ -286,15 +362,17 @@ def _answer(tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, del
         by_slot = np.broadcast_to(version, slot.shape[:-1] + (n_steps,))
         return np.where(slot >= 0, np.take_along_axis(by_slot, np.maximum(slot, 0), -1), -1)
 
-    answers, relevant, bytes_read = [], [], []
+    asked = _HistoryReader(tables, ranked, left_at, written_at, parent, delta_cost is not None)
+    answers, relevant, bytes_read, versions = [], [], [], []
     for k in top_k:
         retrieved = base & (rank <= k)
         answers.append(np.where(retrieved, newest, -1).max(-1))
-        relevant.append((retrieved & ranked.carries[:, None]).sum(-1, dtype=np.int64))
+        relevant.append((retrieved & ranked.carries_probe[:, None]).sum(-1, dtype=np.int64))
         bytes_read.append(np.where(retrieved, size, 0).sum(-1, dtype=np.int64))
+        versions.append(asked.found(retrieved))
     whole = np.where(base, newest, -1).max(-1)
     first = np.argmax(base, axis=-1)[..., None]
-    carries = np.broadcast_to(ranked.carries[:, None], base.shape)
+    carries = np.broadcast_to(ranked.carries_probe[:, None], base.shape)
     top1_other = (n_records > 0) & ~np.take_along_axis(carries, first, -1)[..., 0]
     return dict(
         answer=found(np.stack(answers, -1)),
@@ -304,7 +382,50 @@ def _answer(tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, del
         relevant=np.stack(relevant, -1),
         bytes_read=np.stack(bytes_read, -1),
         retrieved=np.minimum(np.array(top_k), n_records[..., None]),
+        versions=None if asked.pairs is None else np.stack(versions, -1),
+        whole_versions=asked.found(base),
     )
+
+
+class _HistoryReader:
+    """How many of its versions each history row's reader finds in what is retrieved: every item (a base or a
+    live delta of it) of a retrieved record that carries the fact at or before the step counts its version.
+    Worked in the retriever's order, on the (episode, row) pairs of history rows only (none: nothing to do)."""
+
+    def __init__(self, tables: _Episodes, ranked: _Ranked, left_at, written_at, parent, with_deltas: bool):
+        self.pairs = np.nonzero(tables.history)  # ([P], [P]) episode and row of each history row
+        if not self.pairs[0].size:
+            self.pairs = None
+            return
+        episode, row = self.pairs
+        order = ranked.order[episode, row]  # [P, T]
+        vindex = np.take_along_axis(tables.vindex[episode, row], order, -1)
+        width = max(int(tables.n_versions[episode, row].max(initial=0)), 1)
+        self.one_hot = (vindex[..., None] == np.arange(width)).astype(np.float32)  # [P, T, V] in order
+        self.record_rank = None  # without deltas each present item is its own record
+        if with_deltas:  # the rank of the record each ranked item is read with (-1: none)
+            slots = np.arange(left_at.shape[-1])
+            written = slots if written_at is None else written_at[episode]
+            asked_at = tables.asked_at[episode, row][:, None, None]
+            present = (written <= asked_at) & (asked_at < left_at[episode])  # [P, B, T] by slot
+            is_delta = parent[episode] >= 0
+            of = np.maximum(parent[episode], 0)
+            base = present & ~is_delta
+            live = present & is_delta & np.take_along_axis(base, of, -1)
+            record = np.where(base, slots, np.where(live, of, -1))
+            rank_of = np.broadcast_to(np.argsort(order, axis=-1)[:, None], present.shape)  # each slot's rank
+            record_rank = np.where(record >= 0, np.take_along_axis(rank_of, np.maximum(record, 0), -1), -1)
+            self.record_rank = np.take_along_axis(record_rank, np.broadcast_to(order[:, None], present.shape), -1)
+
+    def found(self, retrieved_in_order: np.ndarray) -> np.ndarray | None:
+        """[P, B] versions found, from the records retrieved ([m, B, Q, T] in the retriever's order)."""
+        if self.pairs is None:
+            return None
+        read = retrieved_in_order[self.pairs[0], :, self.pairs[1]]  # [P, B, T]
+        if self.record_rank is not None:
+            read = (self.record_rank >= 0) & np.take_along_axis(read, np.maximum(self.record_rank, 0), -1)
+        hits = np.matmul(read.astype(np.float32), self.one_hot)  # [P, B, V]
+        return (hits > 0).sum(-1, dtype=np.int64)
 
 
 def _records(tables: _Episodes, left_at, written_at, parent, delta_cost, order, base_in_order) -> tuple:
@@ -330,39 +451,77 @@ def _records(tables: _Episodes, left_at, written_at, parent, delta_cost, order, 
     return np.take_along_axis(newest, order, -1), np.take_along_axis(size, order, -1)
 
 
-def _count(tables: _Episodes, answers: dict, oracle_right: np.ndarray | None) -> dict:
-    """[m, B, nK] int64 counts (COUNTS) from :func:`_answer`'s per-probe results."""
-    probe = tables.probe[:, None, :, None]  # [m, 1, Q, 1]
+def _row_results(tables: _Episodes, answers: dict) -> dict:
+    """Per row (asked fact) of each run: ``right``, ``answered`` ([m, B, Q, nK] bool) and ``whole_right``
+    ([m, B, Q]: the whole store answers it right) from :func:`_answer`. A history row is right when every
+    version up to its step is found (and answered when one is)."""
     truth = tables.truth[:, None, :, None]
-    answerable = probe & (truth >= 0)
-    answer = answers["answer"]
-    right = probe & (answer == truth)
-    wrong = probe & ~right
-    abstained = probe & (answer < 0)
-    whole_right = (answers["whole_answer"] == tables.truth[:, None, :])[..., None]
-    with_retrieval = answerable & (answers["n_records"] > 0)[..., None]
-    total = lambda mask: mask.sum(2, dtype=np.int64)  # noqa: E731  over probes
-    shape = answer.shape[:2] + (answer.shape[3],)
-    counts = dict(
-        n_probes=np.broadcast_to(total(probe), shape),
-        n_answerable=np.broadcast_to(total(answerable), shape),
+    right = answers["answer"] == truth
+    answered = answers["answer"] >= 0
+    whole_right = answers["whole_answer"] == tables.truth[:, None, :]
+    if answers["versions"] is not None:  # [P, B, nK] of the history rows (episode, row)
+        episode, row = np.nonzero(tables.history)
+        wanted = tables.n_versions[episode, row][:, None]
+        right[episode, :, row] = answers["versions"] == wanted[..., None]
+        answered[episode, :, row] = answers["versions"] > 0
+        whole_right[episode, :, row] = answers["whole_versions"] == wanted
+    return dict(right=right, answered=answered, whole_right=whole_right)
+
+
+ROW_RESULTS = ("right", "answered", "whole_right", "top1_other", "with_records", "relevant", "retrieved", "bytes_read")
+
+
+def _count(tables: _Episodes, rows: dict, oracle_right: np.ndarray) -> dict:
+    """[m, B, nK] counts (COUNTS: int64, ``credit`` float64) of the probes from their rows' results (``rows``:
+    ROW_RESULTS, [m, B, Q, nK] or [m, B, Q]; ``oracle_right`` [m, Q, nK]). A probe is right when every fact is;
+    its credit is the weighted share of its facts answered right; a wrong answerable probe is a memory miss
+    when the whole store gets one of its facts wrong too, else a retrieval miss; the rest (abstained, stale,
+    distractor, retrieved records and bytes) as for a one-fact probe, over the probe's facts."""
+    real = tables.probe[:, None, :, None]  # [m, 1, Q, 1]
+    shape = rows["right"].shape
+    lead = real & (tables.first == np.arange(tables.first.shape[1]))[:, None, :, None]  # one row per probe
+    full = lambda table: np.broadcast_to(table if table.ndim == 4 else table[..., None], shape)  # noqa: E731
+
+    def over(values):  # [m, B, Q, nK] the sum of ``values`` over the rows of each row's probe
+        running = np.cumsum(full(values), axis=2)
+        at = lambda index: np.take_along_axis(running, np.broadcast_to(index[:, None, :, None], shape), 2)  # noqa: E731
+        before = np.where(full(tables.first[:, None, :, None] > 0), at(np.maximum(tables.first - 1, 0)), 0)
+        return at(tables.last) - before
+
+    every = lambda mask: over(real & ~full(mask)) == 0  # noqa: E731  every real row of the probe
+    some = lambda mask: over(real & full(mask)) > 0  # noqa: E731
+    answerable_row = real & (tables.truth >= 0)[:, None, :, None]
+    right = every(rows["right"])
+    answerable = some(answerable_row)
+    wrong = answerable & ~right  # a probe with nothing to answer is always right (nothing can be read for it)
+    memory_miss = wrong & some(answerable_row & ~full(rows["right"]) & ~full(rows["whole_right"]))
+    abstained = every(~rows["answered"])
+    with_retrieval = answerable & full(rows["with_records"])
+    oracle = every(oracle_right[:, None])
+    weight = tables.weight[:, None, :, None]
+    credit = _ratio(over(np.where(real & full(rows["right"]), weight, 0.0)), over(np.where(real, weight, 0.0)))
+    total = lambda mask: (lead & mask).sum(2, dtype=np.int64)  # noqa: E731  over probes
+    counted = lambda values: np.where(lead, values, 0).sum(2, dtype=values.dtype)  # noqa: E731
+    return dict(
+        n_probes=total(full(real)),
+        n_answerable=total(answerable),
         n_right=total(right),
-        n_stale=total(answerable & (answer >= 0) & ~right),
+        n_stale=total(wrong & some(answerable_row & full(rows["answered"]) & ~full(rows["right"]))),
         n_abstained=total(abstained),
         n_right_abstentions=total(abstained & ~answerable),
-        n_memory_miss=total(answerable & wrong & ~whole_right),
-        n_retrieval_miss=total(answerable & wrong & whole_right),
-        n_distractor=total(with_retrieval & answers["top1_other"][..., None]),
+        n_memory_miss=total(memory_miss),
+        n_retrieval_miss=total(wrong & ~memory_miss),
+        n_distractor=total(with_retrieval & every(rows["top1_other"])),
         n_with_retrieval=total(with_retrieval),
-        n_relevant=np.where(answerable, answers["relevant"], 0).sum(2, dtype=np.int64),
-        n_retrieved=np.where(answerable, answers["retrieved"], 0).sum(2, dtype=np.int64),
-        retrieved_bytes=np.where(probe, answers["bytes_read"], 0).sum(2, dtype=np.int64),
-        n_right_no_memory=np.broadcast_to(total(probe & (truth < 0)), shape),
+        n_relevant=counted(np.where(answerable, full(rows["relevant"]), 0)),
+        n_retrieved=counted(np.where(answerable, full(rows["retrieved"]), 0)),
+        retrieved_bytes=counted(full(rows["bytes_read"])),
+        n_writer_errors=total(~right & oracle),
+        n_right_no_memory=total(~answerable),
+        n_right_oracle=total(oracle),
+        n_facts=counted(over(full(real).astype(np.int64))),
+        credit=counted(credit),
     )
-    if oracle_right is not None:
-        counts["n_writer_errors"] = total(wrong & oracle_right[:, None])
-        counts["n_right_oracle"] = np.broadcast_to(total(oracle_right[:, None]), shape)
-    return counts
 
 
 def _oracle_history(tables: _Episodes, valid: np.ndarray) -> tuple:
@@ -409,39 +568,49 @@ def read_counts(
             written_at=None if written_at is None else np.asarray(written_at[block]),
         )
         # Probes in time order, a few at a time: a probe after step t reads only slots <= t (later ones are
-        # never present yet), so each group works on the steps up to its last probe (about 5/8 of T x Q)
+        # never present yet), so each group works on the steps up to its last probe (about 5/8 of T x Q). Each
+        # row's results go back to its place: a probe's facts are counted together after the last group
         by_time = np.argsort(tables.asked_at, axis=1, kind="stable")
-        counts: dict = {}
+        results: dict = {}
         for group in np.array_split(by_time, min(PROBE_GROUPS, by_time.shape[1]), axis=1):
-            for name, value in _group_counts(tables, group, runs, arrays.valid[index], retriever).items():
-                counts[name] = counts[name] + value if name in counts else value
-        for name, value in counts.items():
+            for name, value in _group_results(tables, group, runs, arrays.valid[index], retriever).items():
+                axis = 1 if name == "oracle_right" else 2
+                if name not in results:
+                    results[name] = np.zeros(
+                        value.shape[:axis] + (by_time.shape[1],) + value.shape[axis + 1 :], value.dtype
+                    )
+                where = group.reshape(
+                    group.shape[:1] + (1,) * (axis - 1) + group.shape[1:] + (1,) * (value.ndim - axis - 1)
+                )
+                np.put_along_axis(results[name], np.broadcast_to(where, value.shape), value, axis)
+        oracle_right = results.pop("oracle_right")
+        for name, value in _count(tables, results, oracle_right).items():
             out.setdefault(name, []).append(value)
     return {name: np.concatenate(parts) for name, parts in out.items()}
 
 
-def _group_counts(tables: _Episodes, group: np.ndarray, runs: dict, valid: np.ndarray, retriever: Retriever) -> dict:
-    """:func:`_count` of the probes ``group`` ([m, G] indices into the Q axis) of a block, on the steps up to
-    their last probe. ``runs``: the block's history (``left_at``, ``parent``, ``written_at``, delta ``costs``:
-    [m, B, T] or None); ``valid``: [m, T]."""
+def _group_results(tables: _Episodes, group: np.ndarray, runs: dict, valid: np.ndarray, retriever: Retriever) -> dict:
+    """The row results (ROW_RESULTS, [m, B, G, ...], and ``oracle_right`` [m, G, nK]) of the rows ``group``
+    ([m, G] indices into the Q axis) of a block, on the steps up to their last probe. ``runs``: the block's
+    history (``left_at``, ``parent``, ``written_at``, delta ``costs``: [m, B, T] or None); ``valid``: [m, T]."""
     steps = max(int(np.take_along_axis(tables.asked_at, group, 1).max(initial=-1)) + 1, 1)
     probes = lambda table: np.take_along_axis(table, group.reshape(group.shape + (1,) * (table.ndim - 2)), 1)  # noqa: E731
     cut = lambda table: None if table is None else table[..., :steps]  # noqa: E731
     sub = _Episodes(
-        probe=probes(tables.probe),
-        asked_at=probes(tables.asked_at),
-        truth=probes(tables.truth),
-        relevance=probes(tables.relevance)[..., :steps],
-        carries=probes(tables.carries)[..., :steps],
-        usable=probes(tables.usable)[..., :steps],
-        version=probes(tables.version)[..., :steps],
-        importance=tables.importance[:, :steps],
-        base_cost=tables.base_cost[:, :steps],
+        **{
+            field.name: (
+                getattr(tables, field.name)[:, :steps]
+                if field.name in PER_SLOT
+                else cut(probes(getattr(tables, field.name)))
+                if getattr(tables, field.name).ndim == 3
+                else probes(getattr(tables, field.name))
+            )
+            for field in dataclasses.fields(_Episodes)
+        }
     )
     ranked = _rank(sub, retriever)
     oracle_left, oracle_parent = _oracle_history(sub, valid[:, :steps])
     oracle = _answer(sub, ranked, oracle_left, None, oracle_parent, None, retriever.top_k)
-    oracle_right = sub.probe[:, :, None] & (oracle["answer"][:, 0] == sub.truth[..., None])  # [m, G, nK]
     answers = _answer(
         sub,
         ranked,
@@ -451,7 +620,16 @@ def _group_counts(tables: _Episodes, group: np.ndarray, runs: dict, valid: np.nd
         cut(runs["costs"]),
         retriever.top_k,
     )
-    return _count(sub, answers, oracle_right)
+    rows = _row_results(sub, answers)
+    return dict(
+        rows,
+        top1_other=answers["top1_other"],
+        with_records=answers["n_records"] > 0,
+        relevant=answers["relevant"],
+        retrieved=answers["retrieved"],
+        bytes_read=answers["bytes_read"],
+        oracle_right=_row_results(sub, oracle)["right"][:, 0],
+    )
 
 
 def _ratio(numerator, denominator) -> np.ndarray:
@@ -478,6 +656,8 @@ def columns_from_counts(counts: dict, top_k) -> dict:
         "read_accuracy_no_memory": _ratio(counts["n_right_no_memory"], probes),
         "read_accuracy_oracle_memory": _ratio(counts["n_right_oracle"], probes),
         "writer_error_share": _ratio(counts["n_writer_errors"], wrong),
+        "read_credit": _ratio(counts["credit"], probes),
+        "facts_per_probe": _ratio(counts["n_facts"], probes),
     }
 
 
