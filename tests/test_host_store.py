@@ -83,7 +83,10 @@ class RandomScript:
 
 
 def host_runs(episodes, budgets, track, seed):
-    return [[drive_episode(RandomScript(seed + n), episode, budget, track) for budget in budgets] for n, episode in enumerate(episodes)]
+    return [
+        [drive_episode(RandomScript(seed + n), episode, budget, track) for budget in budgets]
+        for n, episode in enumerate(episodes)
+    ]
 
 
 def host_final(episode, budget, track, seed):
@@ -102,12 +105,17 @@ def host_final(episode, budget, track, seed):
 
 def retained(store: ByteMemoryStore, episode: dict) -> set:
     """W (SEMANTICS §4) of a host store."""
-    api = {s["t"]: s["observation"].get("api") if isinstance(s["observation"], dict) else None for s in episode["steps"]}
+    api = {
+        s["t"]: s["observation"].get("api") if isinstance(s["observation"], dict) else None for s in episode["steps"]
+    }
     kept = set()
     for item in store.items():
         parent = store.get(item.parent_t) if item.kind == "delta" else None
         if item.kind == "base" or (
-            parent is not None and parent.kind == "base" and isinstance(api[item.t], str) and api[item.t] == api[item.parent_t]
+            parent is not None
+            and parent.kind == "base"
+            and isinstance(api[item.t], str)
+            and api[item.t] == api[item.parent_t]
         ):
             kept.add(item.t)
     return kept
@@ -121,9 +129,7 @@ def test_host_store_matches_engine_on_random_scripts(track):
     encoded = encode_episodes(episodes)
     log = build_log(host_runs(episodes, budgets, track, 100), encoded.n_steps)
     policy = replay_policy("replay_test", ("unprivileged", "privileged"))
-    counts = rollout.simulate_grid(
-        policy, encoded.batch(track), np.asarray(budgets), run_inputs=log.run_inputs()
-    )
+    counts = rollout.simulate_grid(policy, encoded.batch(track), np.asarray(budgets), run_inputs=log.run_inputs())
     counts = {field: np.asarray(value)[0] for field, value in vars(counts).items() if value is not None}
     n_merges = n_expires = 0
     for n, episode in enumerate(episodes):

@@ -117,7 +117,9 @@ def step_calls(log: list[tuple], pos: int, where: str) -> list[Call]:
     """The engine calls that replay one step's emitted ``(kind, target, accepted)`` actions (module note)."""
     counts = {kind: sum(entry[0] == kind for entry in log) for kind in ("WRITE", "EXPIRE", "MERGE")}
     expires = [target for kind, target, accepted in log if kind == "EXPIRE" and accepted]
-    added = [(number, kind, target) for number, (kind, target, accepted) in enumerate(log) if accepted and kind != "EXPIRE"]
+    added = [
+        (number, kind, target) for number, (kind, target, accepted) in enumerate(log) if accepted and kind != "EXPIRE"
+    ]
     main, parent = SKIP, NONE
     if added:
         number, kind, parent = added[0]
@@ -131,7 +133,9 @@ def step_calls(log: list[tuple], pos: int, where: str) -> list[Call]:
     extra_writes = counts["WRITE"] - (main == WRITE)
     extra_merges = counts["MERGE"] - (main == MERGE)
     if extra_merges > 1 or (extra_merges and main == MERGE):
-        raise PolicyError(f"{where}: {counts['MERGE']} MERGE actions in one step; the replay counts one rejected MERGE per step")
+        raise PolicyError(
+            f"{where}: {counts['MERGE']} MERGE actions in one step; the replay counts one rejected MERGE per step"
+        )
     calls = [Call(WRITE_PAST) for _ in range(extra_writes)]
     if extra_merges and main == WRITE:  # the WRITE acts again (as a WRITE_PAST of this step), then the MERGE counts
         calls += [Call(WRITE_PAST, pos, tuple(expires)), Call(MERGE)]

@@ -97,7 +97,10 @@ def _picklable(policy) -> bool:
 
 def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRun = HostRun(), progress=None) -> list:
     """[N][B] per-step call lists of ``policy`` on every (episode, budget), workers over episodes."""
-    tasks = [(policy, episode, budgets, track, episode.get("labels", {}).get("episode_id", n)) for n, episode in enumerate(episodes)]
+    tasks = [
+        (policy, episode, budgets, track, episode.get("labels", {}).get("episode_id", n))
+        for n, episode in enumerate(episodes)
+    ]
     workers = run.workers or min(os.cpu_count() or 1, 8)
     if workers == 1 or len(tasks) < 2 * workers or not _picklable(policy):
         programs = []
@@ -156,9 +159,7 @@ class LogTable:
         return {name: np.stack(value) for name, value in out.items()}
 
 
-def prepare(
-    policy, source, encoded, budgets, tracks, name: str | None = None, run: HostRun = HostRun()
-) -> str:
+def prepare(policy, source, encoded, budgets, tracks, name: str | None = None, run: HostRun = HostRun()) -> str:
     """Drive ``policy`` (an object, or a ``MODULE:NAME`` string) over ``source``'s episodes (an EpisodeSource
     whose encoding is ``encoded``) at ``budgets`` on ``tracks``, and register its replay; returns the policy
     name a sweep runs (``py:MODULE:NAME``)."""

@@ -30,7 +30,7 @@ from wpbjax.episodes.encode import INDEX_BYTES, json_len, write_cost
 KINDS = ("SKIP", "WRITE", "EXPIRE", "MERGE")
 
 
-class ActionType(str, enum.Enum):
+class ActionType(enum.StrEnum):
     SKIP = "SKIP"
     WRITE = "WRITE"
     EXPIRE = "EXPIRE"
