@@ -15,7 +15,6 @@ import hashlib
 import importlib
 import multiprocessing
 import os
-import pickle
 
 import numpy as np
 
@@ -82,17 +81,33 @@ def dict_episodes(source) -> list[dict]:
     return [episode for config in source.configs for episode in generate_episodes(config, source.n_episodes)]
 
 
+def prepare_episodes(episodes=None, **generated) -> tuple:
+    """(episodes for the host: an EpisodeSource or dict episodes, their encoding, what a sweep takes) of
+    ``episodes``: JSONL paths / ``real:`` / ``changelog:`` specs, an EpisodeSource, a list of dict episodes,
+    or None to generate (``generated``: modes, n_episodes, steps, seed, engine and generator knobs)."""
+    from wpbjax.episodes.encode import encode_episodes
+    from wpbjax.episodes.source import EpisodeSource
+
+    if isinstance(episodes, (list, tuple)) and episodes and all(isinstance(episode, dict) for episode in episodes):
+        encoded = encode_episodes(list(episodes))
+        return list(episodes), encoded, encoded
+    if isinstance(episodes, EpisodeSource):
+        source = episodes
+    elif isinstance(episodes, (str, os.PathLike, list, tuple)) and episodes:
+        source = EpisodeSource.from_files(episodes)
+    elif episodes is None:
+        source = EpisodeSource.generated(**generated)
+    else:
+        raise PolicyError(
+            f"episodes: a Python policy needs episodes it can read step by step (files, real:/changelog: specs, "
+            f"dict episodes or generator settings); got {type(episodes).__name__}"
+        )
+    return source, source.load(), source
+
+
 def _drive_runs(task) -> list:
     policy, episode, budgets, track, episode_id = task
     return [drive_episode(policy, episode, int(budget), track, episode_id) for budget in budgets]
-
-
-def _picklable(policy) -> bool:
-    try:
-        pickle.dumps(policy)
-    except Exception:
-        return False
-    return True
 
 
 def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRun = HostRun(), progress=None) -> list:
@@ -102,15 +117,17 @@ def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRu
         for n, episode in enumerate(episodes)
     ]
     workers = run.workers or min(os.cpu_count() or 1, 8)
-    if workers == 1 or len(tasks) < 2 * workers or not _picklable(policy):
+    if workers == 1 or len(tasks) < 2 * workers:
         programs = []
         for task in tasks:
             programs.append(_drive_runs(task))
             if progress is not None:
                 progress.advance(len(budgets), track)
         return programs
-    # spawn: the parent holds JAX's threads, which a forked child must not inherit
-    context = multiprocessing.get_context("spawn")
+    # fork: a policy defined in a notebook or a script reaches the workers without being imported again (spawn
+    # would re-run an unguarded script); the workers run only plain Python, never JAX, so the parent's JAX
+    # threads are not used in them
+    context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         programs = []
         for result in pool.map(_drive_runs, tasks, chunksize=max(len(tasks) // (4 * workers), 1)):

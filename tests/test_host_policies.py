@@ -1,0 +1,98 @@
+"""Python policies on the host, replayed by the engine (wpbjax.host, wj.run_python_policy).
+
+The published baselines written as spec-style Python functions (wpbjax.host.baselines) give, on the
+paper grid, the rows of the JAX baselines (every column: F1, regret, integrity, reads) and, with the
+published oracle, the published rows themselves (../shared/reference/results_paper_grid.csv).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import wpbjax as wj
+from wpbjax.host import MemoryAction, PolicyError, baselines
+
+REF_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+MODES = ("default", "burst_drift", "redundancy", "burst_redundancy")
+PAPER_FILES = [
+    str(REF_DIR / "episodes" / f"episodes__schema=priority_v1__mode={mode}__seed=0__steps=200__n=10.jsonl")
+    for mode in MODES
+]
+GRID_CSV = REF_DIR / "results_paper_grid.csv"
+BUDGETS = (1024, 2048, 4096, 8192, 10240, 16384, 32768, 65536, 102400, 262144, 1048576)
+PRIVILEGED_ONLY = ("priority_threshold", "priority_greedy")
+INT_COLUMNS = {"budget_bytes", "bytes_used", "episode_id", "expire_actions", "write_actions"}
+KEY = ("mode", "budget_bytes", "episode_id", "track", "policy")
+
+needs_reference = pytest.mark.skipif(not GRID_CSV.is_file(), reason=f"reference data not found at {REF_DIR}")
+
+
+@pytest.fixture(scope="module")
+def host_rows() -> pd.DataFrame:
+    parts = []
+    for name, policy in baselines.BASELINES.items():
+        tracks = ["privileged"] if name in PRIVILEGED_ONLY else ["unprivileged", "privileged"]
+        rows = wj.run_python_policy(policy, PAPER_FILES, BUDGETS, tracks=tracks, oracle="published_rule", workers=2)
+        parts.append(rows.assign(policy=name))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _keyed(table: pd.DataFrame) -> pd.DataFrame:
+    return table.sort_values(["track", "policy", "mode", "episode_id", "budget_bytes", "top_k"]).reset_index(drop=True)
+
+
+@needs_reference
+def test_spec_style_baselines_give_the_jax_baselines_rows(host_rows):
+    jax_rows = wj.sweep(PAPER_FILES, budgets=BUDGETS, policies="published", oracle="published_rule")
+    assert len(host_rows) == len(jax_rows) == 5280
+    pd.testing.assert_frame_equal(_keyed(host_rows), _keyed(jax_rows[host_rows.columns]))
+
+
+@needs_reference
+def test_spec_style_baselines_give_the_published_rows(host_rows):
+    with GRID_CSV.open(newline="") as handle:
+        expected = {
+            tuple(int(row[k]) if k in INT_COLUMNS else row[k] for k in KEY): row for row in csv.DictReader(handle)
+        }
+    got = {tuple(row[k] for k in KEY): row for row in host_rows.to_dict("records")}
+    assert got.keys() == expected.keys()
+    for key, row in expected.items():
+        for column, value in row.items():
+            if column in INT_COLUMNS:
+                assert int(got[key][column]) == int(value), (key, column)
+            elif column not in KEY:
+                assert math.isclose(float(got[key][column]), float(value), rel_tol=1e-6, abs_tol=1e-12), (key, column)
+
+
+class WritesEveryThird:
+    """A class policy with state: a fresh instance per run, so its counter starts at 0 in every run."""
+
+    def __init__(self):
+        self.seen = 0
+
+    def select(self, step, store):
+        self.seen += 1
+        if self.seen % 3 == 1:
+            yield MemoryAction("WRITE", step)
+
+
+def test_class_policy_gets_a_fresh_instance_per_run():
+    # every third step from each run's first: steps 0, 3, ..., 198 = 67 WRITEs per run, in every run
+    rows = wj.run_python_policy(WritesEveryThird, n_episodes=2, modes=["default"], budgets=[1024, 1048576])
+    assert rows["write_actions"].tolist() == [67] * 4
+    # at 1 MiB all fit: 67 items
+    assert (rows.loc[rows.budget_bytes == 1048576, "write_density"] == 67 / 200).all()
+
+
+def test_python_policy_errors_are_one_line():
+    def emits_text(step, store):
+        return ["WRITE"] if step.t == 4 else []
+
+    with pytest.raises(PolicyError, match=r"^episode 0, t=4: not a memory action: 'WRITE'") as error:
+        wj.run_python_policy(emits_text, n_episodes=2, modes=["default"], budgets=[1024], workers=1)
+    assert "\n" not in str(error.value)
