@@ -96,3 +96,26 @@ def test_python_policy_errors_are_one_line():
     with pytest.raises(PolicyError, match=r"^episode 0, t=4: not a memory action: 'WRITE'") as error:
         wj.run_python_policy(emits_text, n_episodes=2, modes=["default"], budgets=[1024], workers=1)
     assert "\n" not in str(error.value)
+
+
+def test_cli_sweeps_a_python_policy_beside_jax_ones(tmp_path, capsys):
+    from wpbjax.cli import main
+
+    out = tmp_path / "rows.csv"
+    common = ["--n-episodes", "2", "--modes", "default", "--budgets", "1024,10240", "--quiet", "--out", str(out)]
+    assert main(["sweep", "--policies", "py:wpbjax.host.baselines:last_kb,last_kb", *common]) == 0
+    rows = pd.read_csv(out)
+    host = rows[rows.policy == "py:wpbjax.host.baselines:last_kb"].drop(columns="policy").reset_index(drop=True)
+    engine = rows[rows.policy == "last_kb"].drop(columns="policy").reset_index(drop=True)
+    assert len(host) == 8  # 2 episodes x 2 budgets x 2 tracks
+    pd.testing.assert_frame_equal(host, engine)
+
+
+def test_cli_python_policy_errors_exit_2_with_one_line(tmp_path, capsys):
+    from wpbjax.cli import main
+
+    out = tmp_path / "rows.csv"
+    code = main(["sweep", "--policies", "py:no_such_module:select", "--n-episodes", "1", "--quiet", "--out", str(out)])
+    assert code == 2 and not out.exists()
+    error = capsys.readouterr().err.strip()
+    assert error == "wpbjax sweep: error: policy py:no_such_module:select: cannot import 'no_such_module' (No module named 'no_such_module')"

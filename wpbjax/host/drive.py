@@ -57,16 +57,17 @@ def as_select(policy):
     raise PolicyError(f"policy: expected a class or object with select(step, store), or a function; got {policy!r}")
 
 
-def drive_episode(policy, episode: dict, budget: int, track: str, episode_id=None) -> list[list[Call]]:
-    """Run ``policy`` over ``episode`` (a dict episode) at ``budget`` on ``track``: per step, its engine calls."""
+def drive_episode(policy, episode: dict, budget: int, track: str, episode_id=None, views=None) -> list[list[Call]]:
+    """Run ``policy`` over ``episode`` (a dict episode) at ``budget`` on ``track``: per step, its engine calls.
+    ``views``: the episode's steps as :class:`Step` s on ``track`` (made here when None; shared by budgets)."""
     select = as_select(policy)
     store = ByteMemoryStore(budget)
     steps = episode["steps"]
+    views = [make_step(raw, track) for raw in steps] if views is None else views
     position = {step["t"]: pos for pos, step in enumerate(steps)}
     name = episode.get("labels", {}).get("episode_id", episode_id) if episode_id is None else episode_id
     program = []
-    for pos, raw in enumerate(steps):
-        step = make_step(raw, track)
+    for pos, step in enumerate(views):
         store.begin(step)
         where = f"episode {name}, t={step.t}"
         try:
@@ -113,8 +114,20 @@ def _applied(store: ByteMemoryStore, action, position: dict, t, where: str) -> t
     return kind, target, store.apply(action)
 
 
+_SINGLE = {  # one emitted action: its calls, computed once (most steps of most policies)
+    ("SKIP", False): [Call(SKIP)],
+    ("WRITE", True): [Call(WRITE)],
+    ("WRITE", False): [Call(WRITE_PAST), Call(SKIP)],
+    ("EXPIRE", False): [Call(SKIP, n_expire=1)],
+}
+
+
 def step_calls(log: list[tuple], pos: int, where: str) -> list[Call]:
     """The engine calls that replay one step's emitted ``(kind, target, accepted)`` actions (module note)."""
+    if not log:
+        return _SINGLE["SKIP", False]
+    if len(log) == 1 and (log[0][0], log[0][2]) in _SINGLE:
+        return _SINGLE[log[0][0], log[0][2]]
     counts = {kind: sum(entry[0] == kind for entry in log) for kind in ("WRITE", "EXPIRE", "MERGE")}
     expires = [target for kind, target, accepted in log if kind == "EXPIRE" and accepted]
     added = [

@@ -20,6 +20,7 @@ import numpy as np
 
 from wpbjax.common.tracks import TRACKS, cost_track
 from wpbjax.host.drive import PolicyError, drive_episode
+from wpbjax.host.store import make_step
 from wpbjax.host.replay import LOG_FIELDS, build_log, replay_policy
 from wpbjax.runtime.progress import Progress
 
@@ -107,7 +108,8 @@ def prepare_episodes(episodes=None, **generated) -> tuple:
 
 def _drive_runs(task) -> list:
     policy, episode, budgets, track, episode_id = task
-    return [drive_episode(policy, episode, int(budget), track, episode_id) for budget in budgets]
+    views = [make_step(raw, track) for raw in episode["steps"]]
+    return [drive_episode(policy, episode, int(budget), track, episode_id, views) for budget in budgets]
 
 
 def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRun = HostRun(), progress=None) -> list:
@@ -204,6 +206,20 @@ def prepare(policy, source, encoded, budgets, tracks, name: str | None = None, r
     full_name = f"{PREFIX}:{label}"
     _POLICIES[label] = replay_policy(full_name, tuple(tracks), plan=table)
     return full_name
+
+
+_SWEEP_ONLY = ("budgets", "tracks", "top_k", "probes", "probe_rate", "retriever")
+
+
+def prepare_named(policies: str, episodes, options: dict, quiet: bool = True) -> None:
+    """``wpbjax sweep --policies ...,py:MODULE:NAME,...``: drive each ``py:`` policy over the sweep's episodes
+    (``episodes``, or generated from ``options``: the sweep's episode and read keyword arguments)."""
+    named = [name for name in policies.split(",") if name.startswith(f"{PREFIX}:")]
+    generated = {key: value for key, value in options.items() if key not in _SWEEP_ONLY}
+    host_episodes, encoded, _ = prepare_episodes(episodes, **generated)
+    tracks = [track for track in options["tracks"] if track in TRACKS]
+    for name in named:
+        prepare(name, host_episodes, encoded, options["budgets"], tracks, run=HostRun(quiet=quiet))
 
 
 def registered(label: str):

@@ -88,9 +88,18 @@ class ByteBudget:
         return self.used + cost <= self.limit
 
 
+_KIND_NAMES = {name: name for name in KINDS} | {name.lower(): name for name in KINDS}
+
+
 def action_kind(action) -> str | None:
     """The kind of a duck-typed action ("SKIP", "WRITE", "EXPIRE", "MERGE"), or None if it is not one."""
     kind = getattr(action, "action", None)
+    try:
+        known = _KIND_NAMES.get(kind)  # strings and ActionType (a str) in one lookup
+    except TypeError:  # unhashable
+        return None
+    if known is not None:
+        return known
     if isinstance(kind, enum.Enum):
         kind = kind.value if isinstance(kind.value, str) else kind.name
     if not isinstance(kind, str):
