@@ -118,4 +118,7 @@ def test_cli_python_policy_errors_exit_2_with_one_line(tmp_path, capsys):
     code = main(["sweep", "--policies", "py:no_such_module:select", "--n-episodes", "1", "--quiet", "--out", str(out)])
     assert code == 2 and not out.exists()
     error = capsys.readouterr().err.strip()
-    assert error == "wpbjax sweep: error: policy py:no_such_module:select: cannot import 'no_such_module' (No module named 'no_such_module')"
+    assert (
+        error
+        == "wpbjax sweep: error: policy py:no_such_module:select: cannot import 'no_such_module' (No module named 'no_such_module')"
+    )

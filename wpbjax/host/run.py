@@ -20,8 +20,8 @@ import numpy as np
 
 from wpbjax.common.tracks import TRACKS, cost_track
 from wpbjax.host.drive import PolicyError, drive_episode
-from wpbjax.host.store import make_step
 from wpbjax.host.replay import LOG_FIELDS, build_log, replay_policy
+from wpbjax.host.store import make_step
 from wpbjax.runtime.progress import Progress
 
 PREFIX = "py"
