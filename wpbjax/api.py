@@ -163,6 +163,15 @@ def run_python_policy(
     return sweep(swept, budgets=budgets, policies=[name], tracks=tracks, quiet=quiet, **options)
 
 
+def score_steps(fn, episodes=None, cache=None, track: str = "unprivileged", batch: int | None = None, **options):
+    """``fn(step) -> float`` for every step of ``episodes``, once, through the ``cache`` file (resumable):
+    a :class:`wpbjax.host.scores.Scores` whose ``register(name)`` names the scored policies a :func:`sweep`
+    runs (docs/policies.md, "Python and model-based policies")."""
+    from wpbjax.host.scores import score_steps as score
+
+    return score(fn, episodes, cache=cache, track=track, batch=batch, **options)
+
+
 def tier_sweep(
     episodes=None,
     *,
