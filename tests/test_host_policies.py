@@ -122,3 +122,29 @@ def test_cli_python_policy_errors_exit_2_with_one_line(tmp_path, capsys):
         error
         == "wpbjax sweep: error: policy py:no_such_module:select: cannot import 'no_such_module' (No module named 'no_such_module')"
     )
+
+
+def test_the_docs_example_runs_as_written():
+    import re
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "policies.md").read_text()
+    section = doc.split("## Python and model-based policies", 1)[1]
+    example = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    namespace = {}
+    exec(compile(example, "docs/policies.md", "exec"), namespace)
+    rows = namespace["rows"].sort_values(["budget_bytes", "mode", "episode_id"])
+    assert len(rows) == 40 * 2 and rows.policy.str.endswith(":keep_drift").all()
+    # it writes a step iff it is deprecated and fits: never more WRITEs than the episode's deprecated steps,
+    # and at 10 KB at least as many as at 1 KB
+    from wpbjax.host.run import dict_episodes
+
+    episodes = dict_episodes(wj.EpisodeSource.generated())
+    deprecated = {
+        (episode["labels"]["mode"], episode["labels"]["episode_id"]): sum(
+            step["observation"]["deprecated"] for step in episode["steps"]
+        )
+        for episode in episodes
+    }
+    small, large = (rows[rows.budget_bytes == budget] for budget in (1024, 10240))
+    assert all(row.write_actions <= deprecated[row.mode, row.episode_id] for row in large.itertuples())
+    assert (large.write_actions.values >= small.write_actions.values).all() and large.write_actions.sum() > 0

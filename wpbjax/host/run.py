@@ -15,6 +15,7 @@ import hashlib
 import importlib
 import multiprocessing
 import os
+import warnings
 
 import numpy as np
 
@@ -112,6 +113,13 @@ def _drive_runs(task) -> list:
     return [drive_episode(policy, episode, int(budget), track, episode_id, views) for budget in budgets]
 
 
+_FORKED: dict = {}  # what forked workers inherit instead of receiving it pickled (a policy defined anywhere)
+
+
+def _drive_forked(n: int) -> list:
+    return _drive_runs(_FORKED["tasks"][n])
+
+
 def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRun = HostRun(), progress=None) -> list:
     """[N][B] per-step call lists of ``policy`` on every (episode, budget), workers over episodes."""
     tasks = [
@@ -126,16 +134,22 @@ def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRu
             if progress is not None:
                 progress.advance(len(budgets), track)
         return programs
-    # fork: a policy defined in a notebook or a script reaches the workers without being imported again (spawn
-    # would re-run an unguarded script); the workers run only plain Python, never JAX, so the parent's JAX
+    # fork: the workers inherit the policy and the episodes (a policy defined in a notebook, a script or an
+    # exec'd block needs no import by name); they run only plain Python, never JAX, so the parent's JAX
     # threads are not used in them
     context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        programs = []
-        for result in pool.map(_drive_runs, tasks, chunksize=max(len(tasks) // (4 * workers), 1)):
-            programs.append(result)
-            if progress is not None:
-                progress.advance(len(budgets), track)
+    _FORKED["tasks"] = tasks
+    try:
+        with warnings.catch_warnings(), concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)  # JAX's warning, see above
+            programs = []
+            chunk = max(len(tasks) // (4 * workers), 1)
+            for result in pool.map(_drive_forked, range(len(tasks)), chunksize=chunk):
+                programs.append(result)
+                if progress is not None:
+                    progress.advance(len(budgets), track)
+    finally:
+        _FORKED.clear()
     return programs
 
 
