@@ -27,17 +27,31 @@ _SUBMODULES = {
     "policies": "wpbjax.policies",
     "actions": "wpbjax.state.actions",
     "store": "wpbjax.state.store",
+    "host": "wpbjax.host",
 }
-_API = ("simulate", "sweep", "sweep_to_file", "report", "leaderboard", "train_gate", "SweepFile")
+_API = (
+    "simulate",
+    "sweep",
+    "sweep_to_file",
+    "report",
+    "leaderboard",
+    "train_gate",
+    "SweepFile",
+    "run_python_policy",
+    "score_steps",
+)
 __all__ = [
     "EpisodeSource",
     "SweepFile",
     "WriteEnv",
     "actions",
     "episodes",
+    "host",
     "leaderboard",
     "policies",
     "report",
+    "run_python_policy",
+    "score_steps",
     "simulate",
     "store",
     "sweep",

@@ -138,6 +138,40 @@ def sweep(
         return pd.concat([run_chunk(plan, chunk, progress) for chunk in plan.chunks()], ignore_index=True)
 
 
+def run_python_policy(
+    policy,
+    episodes=None,
+    budgets: Sequence[int] = PAPER_BUDGETS,
+    track: str = "unprivileged",
+    *,
+    tracks: Sequence[str] | None = None,
+    workers: int | None = None,
+    quiet: bool = True,
+    **options,
+) -> pd.DataFrame:
+    """A Python policy's results rows (docs/policies.md, "Python and model-based policies"): ``policy`` -- a
+    class with ``select(step, store)`` (a fresh instance per run), a function ``(step, store) -> actions``,
+    or ``"MODULE:NAME"`` -- is driven on the host (``workers`` processes) over ``episodes`` (as :func:`sweep`,
+    or a list of dict episodes) at ``budgets`` on ``track`` (or ``tracks``), and its logged actions are
+    replayed by the engine, so every column is :func:`sweep`'s. ``options``: :func:`sweep`'s other options."""
+    from wpbjax.host.run import HostRun, prepare, prepare_episodes
+
+    generated = {key: options.pop(key) for key in ("modes", "n_episodes", "steps", "seed", "engine") if key in options}
+    host_episodes, encoded, swept = prepare_episodes(episodes, **generated)
+    tracks = [track] if tracks is None else list(tracks)
+    name = prepare(policy, host_episodes, encoded, budgets, tracks, run=HostRun(workers=workers, quiet=quiet))
+    return sweep(swept, budgets=budgets, policies=[name], tracks=tracks, quiet=quiet, **options)
+
+
+def score_steps(fn, episodes=None, cache=None, track: str = "unprivileged", batch: int | None = None, **options):
+    """``fn(step) -> float`` for every step of ``episodes``, once, through the ``cache`` file (resumable):
+    a :class:`wpbjax.host.scores.Scores` whose ``register(name)`` names the scored policies a :func:`sweep`
+    runs (docs/policies.md, "Python and model-based policies")."""
+    from wpbjax.host.scores import score_steps as score
+
+    return score(fn, episodes, cache=cache, track=track, batch=batch, **options)
+
+
 def tier_sweep(
     episodes=None,
     *,

@@ -260,6 +260,10 @@ def cmd_sweep(args) -> int:
         raise ArgumentError(f"{arg(unused[0])}: only tiered runs take it (give {arg('journal_budgets')})")
     cluster = initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     args.quiet = args.quiet or not (cluster is None or cluster.writes)  # only process 0 writes (and reports)
+    if any(name.startswith("py:") for name in args.policies.split(",")):  # Python policies run on the host first
+        from wpbjax.host.run import prepare_named
+
+        prepare_named(args.policies, args.episodes, _episode_and_read_arguments(args, retriever), args.quiet)
     done = sweep_to_file(
         args.out,
         args.episodes,

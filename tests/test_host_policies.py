@@ -1,0 +1,150 @@
+"""Python policies on the host, replayed by the engine (wpbjax.host, wj.run_python_policy).
+
+The published baselines written as spec-style Python functions (wpbjax.host.baselines) give, on the
+paper grid, the rows of the JAX baselines (every column: F1, regret, integrity, reads) and, with the
+published oracle, the published rows themselves (../shared/reference/results_paper_grid.csv).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import wpbjax as wj
+from wpbjax.host import MemoryAction, PolicyError, baselines
+
+REF_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+MODES = ("default", "burst_drift", "redundancy", "burst_redundancy")
+PAPER_FILES = [
+    str(REF_DIR / "episodes" / f"episodes__schema=priority_v1__mode={mode}__seed=0__steps=200__n=10.jsonl")
+    for mode in MODES
+]
+GRID_CSV = REF_DIR / "results_paper_grid.csv"
+BUDGETS = (1024, 2048, 4096, 8192, 10240, 16384, 32768, 65536, 102400, 262144, 1048576)
+PRIVILEGED_ONLY = ("priority_threshold", "priority_greedy")
+INT_COLUMNS = {"budget_bytes", "bytes_used", "episode_id", "expire_actions", "write_actions"}
+KEY = ("mode", "budget_bytes", "episode_id", "track", "policy")
+
+needs_reference = pytest.mark.skipif(not GRID_CSV.is_file(), reason=f"reference data not found at {REF_DIR}")
+
+
+@pytest.fixture(scope="module")
+def host_rows() -> pd.DataFrame:
+    parts = []
+    for name, policy in baselines.BASELINES.items():
+        tracks = ["privileged"] if name in PRIVILEGED_ONLY else ["unprivileged", "privileged"]
+        rows = wj.run_python_policy(policy, PAPER_FILES, BUDGETS, tracks=tracks, oracle="published_rule", workers=2)
+        parts.append(rows.assign(policy=name))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _keyed(table: pd.DataFrame) -> pd.DataFrame:
+    return table.sort_values(["track", "policy", "mode", "episode_id", "budget_bytes", "top_k"]).reset_index(drop=True)
+
+
+@needs_reference
+def test_spec_style_baselines_give_the_jax_baselines_rows(host_rows):
+    jax_rows = wj.sweep(PAPER_FILES, budgets=BUDGETS, policies="published", oracle="published_rule")
+    assert len(host_rows) == len(jax_rows) == 5280
+    pd.testing.assert_frame_equal(_keyed(host_rows), _keyed(jax_rows[host_rows.columns]))
+
+
+@needs_reference
+def test_spec_style_baselines_give_the_published_rows(host_rows):
+    with GRID_CSV.open(newline="") as handle:
+        expected = {
+            tuple(int(row[k]) if k in INT_COLUMNS else row[k] for k in KEY): row for row in csv.DictReader(handle)
+        }
+    got = {tuple(row[k] for k in KEY): row for row in host_rows.to_dict("records")}
+    assert got.keys() == expected.keys()
+    for key, row in expected.items():
+        for column, value in row.items():
+            if column in INT_COLUMNS:
+                assert int(got[key][column]) == int(value), (key, column)
+            elif column not in KEY:
+                assert math.isclose(float(got[key][column]), float(value), rel_tol=1e-6, abs_tol=1e-12), (key, column)
+
+
+class WritesEveryThird:
+    """A class policy with state: a fresh instance per run, so its counter starts at 0 in every run."""
+
+    def __init__(self):
+        self.seen = 0
+
+    def select(self, step, store):
+        self.seen += 1
+        if self.seen % 3 == 1:
+            yield MemoryAction("WRITE", step)
+
+
+def test_class_policy_gets_a_fresh_instance_per_run():
+    # every third step from each run's first: steps 0, 3, ..., 198 = 67 WRITEs per run, in every run
+    rows = wj.run_python_policy(WritesEveryThird, n_episodes=2, modes=["default"], budgets=[1024, 1048576])
+    assert rows["write_actions"].tolist() == [67] * 4
+    # at 1 MiB all fit: 67 items
+    assert (rows.loc[rows.budget_bytes == 1048576, "write_density"] == 67 / 200).all()
+
+
+def test_python_policy_errors_are_one_line():
+    def emits_text(step, store):
+        return ["WRITE"] if step.t == 4 else []
+
+    with pytest.raises(PolicyError, match=r"^episode 0, t=4: not a memory action: 'WRITE'") as error:
+        wj.run_python_policy(emits_text, n_episodes=2, modes=["default"], budgets=[1024], workers=1)
+    assert "\n" not in str(error.value)
+
+
+def test_cli_sweeps_a_python_policy_beside_jax_ones(tmp_path, capsys):
+    from wpbjax.cli import main
+
+    out = tmp_path / "rows.csv"
+    common = ["--n-episodes", "2", "--modes", "default", "--budgets", "1024,10240", "--quiet", "--out", str(out)]
+    assert main(["sweep", "--policies", "py:wpbjax.host.baselines:last_kb,last_kb", *common]) == 0
+    rows = pd.read_csv(out)
+    host = rows[rows.policy == "py:wpbjax.host.baselines:last_kb"].drop(columns="policy").reset_index(drop=True)
+    engine = rows[rows.policy == "last_kb"].drop(columns="policy").reset_index(drop=True)
+    assert len(host) == 8  # 2 episodes x 2 budgets x 2 tracks
+    pd.testing.assert_frame_equal(host, engine)
+
+
+def test_cli_python_policy_errors_exit_2_with_one_line(tmp_path, capsys):
+    from wpbjax.cli import main
+
+    out = tmp_path / "rows.csv"
+    code = main(["sweep", "--policies", "py:no_such_module:select", "--n-episodes", "1", "--quiet", "--out", str(out)])
+    assert code == 2 and not out.exists()
+    error = capsys.readouterr().err.strip()
+    assert (
+        error
+        == "wpbjax sweep: error: policy py:no_such_module:select: cannot import 'no_such_module' (No module named 'no_such_module')"
+    )
+
+
+def test_the_docs_example_runs_as_written():
+    import re
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "policies.md").read_text()
+    section = doc.split("## Python and model-based policies", 1)[1]
+    example = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    namespace = {}
+    exec(compile(example, "docs/policies.md", "exec"), namespace)
+    rows = namespace["rows"].sort_values(["budget_bytes", "mode", "episode_id"])
+    assert len(rows) == 40 * 2 and rows.policy.str.endswith(":keep_drift").all()
+    # it writes a step iff it is deprecated and fits: never more WRITEs than the episode's deprecated steps,
+    # and at 10 KB at least as many as at 1 KB
+    from wpbjax.host.run import dict_episodes
+
+    episodes = dict_episodes(wj.EpisodeSource.generated())
+    deprecated = {
+        (episode["labels"]["mode"], episode["labels"]["episode_id"]): sum(
+            step["observation"]["deprecated"] for step in episode["steps"]
+        )
+        for episode in episodes
+    }
+    small, large = (rows[rows.budget_bytes == budget] for budget in (1024, 10240))
+    assert all(row.write_actions <= deprecated[row.mode, row.episode_id] for row in large.itertuples())
+    assert (large.write_actions.values >= small.write_actions.values).all() and large.write_actions.sum() > 0

@@ -1,0 +1,255 @@
+"""Run a Python policy: drive it on the host per (episode, budget, track), log its actions, and hand the
+engine a replay policy under a name a sweep resolves (``py:MODULE:NAME``), so its rows come from the
+same sweep code as any JAX policy's (F1, regret against the oracle, integrity, reads).
+
+A sweep asks a policy's ``plan`` for its per-run inputs with the chunk's write costs and utilities, not its
+episode numbers; the log is therefore looked up by the episode's content (its write costs and utilities on
+the track), which holds across chunking, padding and episode order.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import hashlib
+import importlib
+import multiprocessing
+import os
+import warnings
+
+import numpy as np
+
+from wpbjax.common.tracks import TRACKS, cost_track
+from wpbjax.host.drive import PolicyError, drive_episode
+from wpbjax.host.replay import LOG_FIELDS, build_log, replay_policy
+from wpbjax.host.store import make_step
+from wpbjax.runtime.progress import Progress
+
+PREFIX = "py"
+_POLICIES: dict[str, object] = {}  # "MODULE:NAME" -> replay Policy (the registry's "py" factory reads it)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostRun:
+    """How the host loop runs: ``workers`` processes over episodes (None: one per core, at most 8; 1: in
+    this process), a progress bar unless ``quiet``."""
+
+    workers: int | None = None
+    quiet: bool = True
+
+
+def load_policy(spec: str):
+    """The object ``MODULE:NAME`` names (a class with ``select`` or a function); a PolicyError if none."""
+    module_name, colon, attr = spec.rpartition(":")
+    if not colon or not module_name or not attr:
+        raise PolicyError(f"policy py:{spec}: expected py:MODULE:NAME")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise PolicyError(f"policy py:{spec}: cannot import {module_name!r} ({err})") from None
+    policy = getattr(module, attr, None)
+    if policy is None or not (isinstance(policy, type) or hasattr(policy, "select") or callable(policy)):
+        raise PolicyError(f"policy py:{spec}: {module_name}.{attr} is not a class with select() or a function")
+    return policy
+
+
+def policy_label(policy) -> str:
+    """``MODULE:NAME`` of a policy object (its ``py:`` name in results rows)."""
+    module = getattr(policy, "__module__", None) or type(policy).__module__
+    name = getattr(policy, "__qualname__", None) or type(policy).__qualname__
+    return f"{module}:{name}"
+
+
+def dict_episodes(source) -> list[dict]:
+    """The dict episodes of an :class:`wpbjax.episodes.source.EpisodeSource`, in the order it encodes them."""
+    from wpbjax.episodes import changelog_episode, real_drift
+    from wpbjax.episodes.jsonl import load_jsonl
+
+    if source.files:
+        labels = real_drift.labels(source.files)
+        episodes = []
+        for path in source.files:
+            if real_drift.is_real(path):
+                episodes += real_drift.load_spec(path, labels[path])
+            elif changelog_episode.is_changelog(path):
+                episodes += changelog_episode.load_spec(path)
+            else:
+                episodes += load_jsonl(path)
+        return episodes
+    if source.engine == "jax":
+        from wpbjax.episodes.decode import generate_episodes
+    else:
+        from wpbjax.episodes.published_gen import generate_episodes
+    return [episode for config in source.configs for episode in generate_episodes(config, source.n_episodes)]
+
+
+def prepare_episodes(episodes=None, **generated) -> tuple:
+    """(episodes for the host: an EpisodeSource or dict episodes, their encoding, what a sweep takes) of
+    ``episodes``: JSONL paths / ``real:`` / ``changelog:`` specs, an EpisodeSource, a list of dict episodes,
+    or None to generate (``generated``: modes, n_episodes, steps, seed, engine and generator knobs)."""
+    from wpbjax.episodes.encode import encode_episodes
+    from wpbjax.episodes.source import EpisodeSource
+
+    if isinstance(episodes, (list, tuple)) and episodes and all(isinstance(episode, dict) for episode in episodes):
+        encoded = encode_episodes(list(episodes))
+        return list(episodes), encoded, encoded
+    if isinstance(episodes, EpisodeSource):
+        source = episodes
+    elif isinstance(episodes, (str, os.PathLike, list, tuple)) and episodes:
+        source = EpisodeSource.from_files(episodes)
+    elif episodes is None:
+        source = EpisodeSource.generated(**generated)
+    else:
+        raise PolicyError(
+            f"episodes: a Python policy needs episodes it can read step by step (files, real:/changelog: specs, "
+            f"dict episodes or generator settings); got {type(episodes).__name__}"
+        )
+    return source, source.load(), source
+
+
+def _drive_runs(task) -> list:
+    policy, episode, budgets, track, episode_id = task
+    views = [make_step(raw, track) for raw in episode["steps"]]
+    return [drive_episode(policy, episode, int(budget), track, episode_id, views) for budget in budgets]
+
+
+_FORKED: dict = {}  # what forked workers inherit instead of receiving it pickled (a policy defined anywhere)
+
+
+def _drive_forked(n: int) -> list:
+    return _drive_runs(_FORKED["tasks"][n])
+
+
+def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRun = HostRun(), progress=None) -> list:
+    """[N][B] per-step call lists of ``policy`` on every (episode, budget), workers over episodes."""
+    tasks = [
+        (policy, episode, budgets, track, episode.get("labels", {}).get("episode_id", n))
+        for n, episode in enumerate(episodes)
+    ]
+    workers = run.workers or min(os.cpu_count() or 1, 8)
+    if workers == 1 or len(tasks) < 2 * workers:
+        programs = []
+        for task in tasks:
+            programs.append(_drive_runs(task))
+            if progress is not None:
+                progress.advance(len(budgets), track)
+        return programs
+    # fork: the workers inherit the policy and the episodes (a policy defined in a notebook, a script or an
+    # exec'd block needs no import by name); they run only plain Python, never JAX, so the parent's JAX
+    # threads are not used in them
+    context = multiprocessing.get_context("fork")
+    _FORKED["tasks"] = tasks
+    try:
+        with warnings.catch_warnings(), concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)  # JAX's warning, see above
+            programs = []
+            chunk = max(len(tasks) // (4 * workers), 1)
+            for result in pool.map(_drive_forked, range(len(tasks)), chunksize=chunk):
+                programs.append(result)
+                if progress is not None:
+                    progress.advance(len(budgets), track)
+    finally:
+        _FORKED.clear()
+    return programs
+
+
+def episode_key(write_cost: np.ndarray, utility: np.ndarray, length: int) -> bytes:
+    """What identifies an episode's runs to a sweep's ``plan``: its real steps' costs and utilities."""
+    digest = hashlib.sha256(np.asarray(write_cost[:length], np.int64).tobytes())
+    digest.update(np.asarray(utility[:length], np.float64).tobytes())
+    return digest.digest()
+
+
+class LogTable:
+    """Per-run inputs by episode content (:func:`episode_key`) and budget; the replay policy's ``plan``."""
+
+    def __init__(self, budgets):
+        self.budgets = [int(budget) for budget in budgets]
+        self.runs: dict[bytes, dict] = {}  # key -> name -> [B, T, ...]
+
+    def add(self, key: bytes, inputs: dict, episode_id) -> None:
+        known = self.runs.get(key)
+        if known is not None and not all(np.array_equal(known[name], inputs[name]) for name in LOG_FIELDS):
+            raise PolicyError(
+                f"episode {episode_id}: another episode has the same write costs and utilities but the policy "
+                f"acted differently on it; the replay cannot tell them apart"
+            )
+        self.runs[key] = inputs
+
+    def __call__(self, write_cost, utility, length, budgets) -> dict:
+        columns = []
+        for budget in np.asarray(budgets).tolist():
+            if int(budget) not in self.budgets:
+                raise PolicyError(f"budget {budget}: the Python policy was run at {self.budgets} only")
+            columns.append(self.budgets.index(int(budget)))
+        out = {name: [] for name in LOG_FIELDS}
+        for n in range(len(length)):
+            runs = self.runs.get(episode_key(write_cost[n], utility[n], int(length[n])))
+            if runs is None:
+                raise PolicyError(f"episode {n} of the sweep: the Python policy was not run on it")
+            for name in LOG_FIELDS:
+                out[name].append(runs[name][columns])
+        return {name: np.stack(value) for name, value in out.items()}
+
+
+def prepare(policy, source, encoded, budgets, tracks, name: str | None = None, run: HostRun = HostRun()) -> str:
+    """Drive ``policy`` (an object, or a ``MODULE:NAME`` string) over ``source``'s episodes (an EpisodeSource
+    whose encoding is ``encoded``) at ``budgets`` on ``tracks``, and register its replay; returns the policy
+    name a sweep runs (``py:MODULE:NAME``)."""
+    if isinstance(policy, str):
+        label = policy.removeprefix(f"{PREFIX}:")
+        policy = load_policy(label)
+    else:
+        label = name or policy_label(policy)
+    unknown = [track for track in tracks if track not in TRACKS]
+    if unknown:
+        raise PolicyError(f"tracks: a Python policy runs on {', '.join(TRACKS)}; got {', '.join(unknown)}")
+    episodes = dict_episodes(source) if not isinstance(source, list) else source
+    if len(episodes) != encoded.n_episodes:
+        raise PolicyError(f"episodes: {len(episodes)} dict episodes but {encoded.n_episodes} encoded")
+    table = LogTable(budgets)
+    with Progress(len(episodes) * len(budgets) * len(tracks), enabled=not run.quiet) as progress:
+        programs = {track: host_programs(policy, episodes, budgets, track, run, progress) for track in tracks}
+    log = build_log([row for track in tracks for row in programs[track]], encoded.n_steps).run_inputs()
+    for number, track in enumerate(tracks):
+        costs = encoded.track_costs(cost_track(track))
+        for n in range(len(episodes)):
+            length = int(encoded.arrays.length[n])
+            inputs = {field: value[number * len(episodes) + n] for field, value in log.items()}
+            table.add(episode_key(costs[n], encoded.utility64[n], length), inputs, encoded.episode_id[n])
+    full_name = f"{PREFIX}:{label}"
+    _POLICIES[label] = replay_policy(full_name, tuple(tracks), plan=table)
+    return full_name
+
+
+_SWEEP_ONLY = ("budgets", "tracks", "top_k", "probes", "probe_rate", "retriever")
+
+
+def prepare_named(policies: str, episodes, options: dict, quiet: bool = True) -> None:
+    """``wpbjax sweep --policies ...,py:MODULE:NAME,...``: drive each ``py:`` policy over the sweep's episodes
+    (``episodes``, or generated from ``options``: the sweep's episode and read keyword arguments)."""
+    named = [name for name in policies.split(",") if name.startswith(f"{PREFIX}:")]
+    generated = {key: value for key, value in options.items() if key not in _SWEEP_ONLY}
+    host_episodes, encoded, _ = prepare_episodes(episodes, **generated)
+    tracks = [track for track in options["tracks"] if track in TRACKS]
+    for name in named:
+        prepare(name, host_episodes, encoded, options["budgets"], tracks, run=HostRun(quiet=quiet))
+
+
+def registered(label: str):
+    """The registry's ``py`` factory: the replay policy :func:`prepare` made for ``MODULE:NAME``."""
+    if label not in _POLICIES:
+        raise PolicyError(
+            f"policy {PREFIX}:{label}: a Python policy runs through wj.run_python_policy or wpbjax sweep "
+            f"--policies {PREFIX}:MODULE:NAME (it is driven on the host first)"
+        )
+    return _POLICIES[label]
+
+
+def _register_factory() -> None:
+    from wpbjax.policies.registry import register_factory
+
+    register_factory(PREFIX, registered, replace=True)
+
+
+_register_factory()
