@@ -291,7 +291,7 @@ def test_tier_budgets_are_checked():
         tiers.simulate_tiers(tier_policies.JOURNAL_ONLY, batch, [-1], [5])
 
 
-# --- The sweep axis: wj.sweep(journal_budgets=...) and `wpbjax sweep --journal-budgets` ------------------
+# --- The sweep axis: wj.sweep(tiers=wj.Tiers(journal_budgets=...)) and `wpbjax sweep --journal-budgets` -----
 SMALL = dict(modes=["default"], n_episodes=2, steps=30)
 
 
@@ -299,12 +299,10 @@ def test_sweep_with_journal_budgets_crosses_the_two_axes():
     import wpbjax as wj
 
     table = wj.sweep(
-        **SMALL,
-        budgets=[1024, 2048],
-        journal_budgets=[0, 4096],
-        policies=["journal_and_checkpoint", "checkpoint_only"],
-        tracks=["unprivileged"],
-        probes="generate",
+        wj.Generate(**SMALL),
+        grid=wj.Grid([1024, 2048], policies=["journal_and_checkpoint", "checkpoint_only"], tracks=["unprivileged"]),
+        reads=wj.Reads(probes="generate"),
+        tiers=wj.Tiers(journal_budgets=[0, 4096]),
     )
     # 2 policies x 2 episodes x (2 checkpoint budgets x 2 journal budgets)
     assert len(table) == 16
@@ -322,7 +320,7 @@ def test_sweep_with_journal_budgets_crosses_the_two_axes():
 def test_a_sweep_without_tiers_has_no_tier_columns():
     import wpbjax as wj
 
-    table = wj.sweep(**SMALL, budgets=[1024], policies=["fifo_store_all"], tracks=["unprivileged"])
+    table = wj.sweep(wj.Generate(**SMALL), grid=wj.Grid([1024], policies=["fifo_store_all"], tracks=["unprivileged"]))
     assert "journal_budget_bytes" not in table.columns and "lost_at_crash" not in table.columns
 
 

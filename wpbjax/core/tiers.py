@@ -137,7 +137,7 @@ def _simulate(
     return over_episodes(policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, keys, labelled, calls)
 
 
-def _tier_budgets(budgets, name: str) -> np.ndarray:
+def tier_budgets(budgets, name: str) -> np.ndarray:
     """[B] int32 bytes of one tier; 0 is allowed (the run has no such tier)."""
     values = np.atleast_1d(np.asarray(budgets))
     if (
@@ -162,14 +162,16 @@ def simulate_tiers(
     crash_pos=None,
     calls_per_step: float = float("inf"),
     call_burst: float | None = None,
+    episode_index=None,
 ) -> TierRun:
     """Tiered runs of every (episode, budget pair): leaves [N, B, ...]. ``batch``: an EpisodeBatch with fact
     tables; ``checkpoint_budgets``, ``journal_budgets``: [B] bytes each (pairs, zipped); ``crash_rate``: the
     per-step crash probability; ``crash_pos``: [N, C] labelled crash positions, -1 padding; ``calls_per_step``,
     ``call_burst``: the compute budget (module note; the bucket holds ``max(calls_per_step, CALLS_PER_ADD)``
-    calls unless ``call_burst`` says)."""
-    checkpoint = _tier_budgets(checkpoint_budgets, "budgets")
-    journal = _tier_budgets(journal_budgets, "journal_budgets")
+    calls unless ``call_burst`` says); ``episode_index``: [N] each episode's number in its set, which its crash
+    draws are keyed by (default 0 .. N-1)."""
+    checkpoint = tier_budgets(checkpoint_budgets, "budgets")
+    journal = tier_budgets(journal_budgets, "journal_budgets")
     if checkpoint.shape != journal.shape:
         raise ArgumentError(
             f"{arg('journal_budgets')}: expected one per checkpoint budget ({checkpoint.shape[0]}); "
@@ -179,7 +181,8 @@ def simulate_tiers(
         raise ArgumentError(f"{arg('episodes')}: tiered runs need fact tables (episodes with apis or a facts label)")
     if not 0 <= crash_rate <= 1:
         raise ArgumentError(f"{arg('crash_rate')}: expected a probability within [0, 1]; got {crash_rate!r}")
-    index = np.arange(batch.valid.shape[0], dtype=np.uint32)
+    index = np.arange(batch.valid.shape[0]) if episode_index is None else np.asarray(episode_index)
+    index = index.astype(np.uint32)
     calls = compute_budget(calls_per_step, call_burst)
     return _simulate(
         policy,
@@ -247,10 +250,11 @@ def _with_probes(encoded, keep: np.ndarray):
     return dataclasses.replace(encoded, probe_pos=np.where(keep, encoded.probe_pos, -1))
 
 
-def tier_read_columns(host: dict, encoded, track: str, checkpoint_budgets, retriever=None) -> dict:
-    """Read columns ([n, B] for K = ``retriever.top_k[0]``) of tiered runs on every episode of ``encoded``."""
+def tier_read_columns(host: dict, encoded, track: str, checkpoint_budgets, retriever=None, episodes=None) -> dict:
+    """Read columns ([n, B, nK], K as ``retriever.top_k``) of tiered runs on the episodes ``episodes`` ([n]
+    indices into ``encoded``; default every one)."""
     retriever = retriever or reads.Retriever()
-    episodes = np.arange(encoded.n_episodes)
+    episodes = np.arange(encoded.n_episodes) if episodes is None else np.asarray(episodes)
     histories = _histories(host)
     kind, real = encoded.probe_kind, encoded.probe_pos >= 0
     no_checkpoint = np.asarray(checkpoint_budgets) == 0  # [B]
@@ -261,20 +265,22 @@ def tier_read_columns(host: dict, encoded, track: str, checkpoint_budgets, retri
         counts = reads.read_counts(histories[side], _with_probes(encoded, keep), episodes, costs, retriever)
         use = np.ones(len(no_checkpoint), bool) if side == "both" else (no_checkpoint == (side == "journal"))
         for name in ("n_probes", "n_right"):
-            totals[name] = totals.get(name, 0) + np.where(use[None, :], counts[name][..., 0], 0)
+            totals[name] = totals.get(name, 0) + np.where(use[None, :, None], counts[name], 0)
     # the fallback's extra cost: every journal record present when an as-of probe is asked
-    record = np.asarray(store_lib.journal_cost(costs)).astype(np.int64)  # [n, T]
+    record = np.asarray(store_lib.journal_cost(costs[episodes])).astype(np.int64)  # [n, T]
     present = host["in_journal"][:, :, None, :] & (
-        host["journal_added_at"][:, :, None, :] <= encoded.probe_pos[:, None, :, None]
+        host["journal_added_at"][:, :, None, :] <= encoded.probe_pos[episodes][:, None, :, None]
     )  # [n, B, Q, T]
+    as_of = as_of[episodes]
     scan = np.where(present & as_of[:, None, :, None], record[:, None, None, :], 0).sum((2, 3))
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(totals["n_probes"] > 0, totals["n_right"] / np.maximum(totals["n_probes"], 1), np.nan)
+    shape = totals["n_probes"].shape  # [n, B, nK]: the journal's scan is the same at every K
     return dict(
         n_probes=totals["n_probes"],
         read_accuracy=accuracy,
-        journal_fallbacks=np.broadcast_to(as_of.sum(1)[:, None], scan.shape),
-        journal_scan_bytes=scan,
+        journal_fallbacks=np.broadcast_to(as_of.sum(1)[:, None, None], shape),
+        journal_scan_bytes=np.broadcast_to(scan[..., None], shape),
     )
 
 
@@ -294,11 +300,16 @@ def tier_rows(
     journal_budgets,
     costs: CostModel | None = None,
     retriever=None,
+    episodes=None,
+    every_k: bool = False,
 ) -> dict:
-    """The tier columns ([n, B] each) of :func:`simulate_tiers`' runs on every episode of ``encoded``."""
+    """The tier columns ([n, B] each) of :func:`simulate_tiers`' runs on the episodes ``episodes`` of
+    ``encoded`` ([n] indices; default every one); the read columns at K = ``retriever.top_k[0]``, or with
+    ``every_k`` [n, B, nK] at every K."""
     costs = costs or CostModel()
+    retriever = retriever or reads.Retriever()
     host = {name: np.asarray(value) for name, value in vars(result.store).items()}
-    batch = encoded.host_batch(track)
+    batch = encoded.host_batch(track, episodes)
     adds = host["checkpoint_adds"].astype(np.int64)
     dedupe = adds + host["scanned"]
     written = host["bytes_written"].astype(np.int64)
@@ -329,14 +340,99 @@ def tier_rows(
         throttled_adds=np.asarray(result.throttled),
     )
     if encoded.probe_pos is not None:
-        rows.update(tier_read_columns(host, encoded, track, checkpoint_budgets, retriever))
+        read_columns = tier_read_columns(host, encoded, track, checkpoint_budgets, retriever, episodes)
     else:  # no probes: the same columns, blank (as one-tier rows' read columns)
-        rows.update(
-            n_probes=np.zeros(shape, np.int64),
-            read_accuracy=np.full(shape, np.nan),
-            journal_fallbacks=np.zeros(shape, np.int64),
-            journal_scan_bytes=np.zeros(shape, np.int64),
+        blank = shape + (len(retriever.top_k),)
+        read_columns = dict(
+            n_probes=np.zeros(blank, np.int64),
+            read_accuracy=np.full(blank, np.nan),
+            journal_fallbacks=np.zeros(blank, np.int64),
+            journal_scan_bytes=np.zeros(blank, np.int64),
         )
+    rows.update({name: value if every_k else value[..., 0] for name, value in read_columns.items()})
+    return rows
+
+
+# The columns of a tiered sweep's results table, in order (docs/tiers.md); a param_NAME column per swept param
+# follows them
+TIER_COLUMNS = (
+    "policy",
+    "track",
+    "episode_id",
+    "mode",
+    "budget_bytes",  # the checkpoint's
+    "journal_budget_bytes",
+    "checkpoint_bytes",
+    "journal_bytes",
+    "total_bytes",
+    "history_coverage",
+    "checkpoint_history_coverage",
+    "journal_adds",
+    "checkpoint_adds",
+    "promotes",
+    "demotes",
+    "deletes",
+    "rejected",
+    "extraction_calls",
+    "embedding_calls",
+    "dedupe_lookups",
+    "bytes_written",
+    "total_cost",
+    "amplification",
+    "crashes",
+    "lost_at_crash",
+    "throttled_adds",
+    "top_k",
+    "n_probes",
+    "read_accuracy",
+    "journal_fallbacks",
+    "journal_scan_bytes",
+)
+
+
+def tier_part(
+    result: TierRun,
+    encoded,
+    episodes: np.ndarray,
+    track: str,
+    checkpoint_budgets,
+    journal_budgets,
+    costs: CostModel,
+    retriever,
+    name: str,
+    set_index: np.ndarray,
+    order: int,
+) -> dict:
+    """:func:`tier_rows` as results rows, one per (episode, budget pair, K), episode-major, with the identifying
+    and row-order columns, as flat column arrays (name -> [n * R * nK]; the sweep's writer joins a chunk's
+    parts): the tiered twin of :func:`wpbjax.scoring.rows.score_rows`. ``result``: runs on the episodes
+    ``episodes`` ([n] indices into ``encoded``) at the [R] budget pairs; ``order``: the (track, policy) number."""
+    from wpbjax.common.tracks import cost_track
+
+    retriever = retriever or reads.Retriever()
+    columns = tier_rows(
+        result, encoded, cost_track(track), checkpoint_budgets, journal_budgets, costs, retriever, episodes, True
+    )
+    n, n_pairs = np.shape(columns["checkpoint_budget_bytes"])
+    shape = (n, n_pairs, len(retriever.top_k))
+    episode_axis = np.broadcast_to(episodes[:, None], (n, n_pairs))
+    per_run = {name: value for name, value in columns.items() if np.ndim(value) == 2}
+    per_run.update(
+        budget_bytes=per_run.pop("checkpoint_budget_bytes"),
+        episode_id=np.asarray(encoded.episode_id, object)[episode_axis],
+        mode=np.asarray(encoded.mode, object)[episode_axis],
+        _set=set_index[episode_axis],
+        _budget=np.broadcast_to(np.arange(n_pairs)[None, :], (n, n_pairs)),
+        _episode=episode_axis,
+    )
+    rows = {key: np.broadcast_to(np.asarray(value)[..., None], shape).ravel() for key, value in per_run.items()}
+    rows.update({key: np.asarray(value).ravel() for key, value in columns.items() if np.ndim(value) == 3})
+    rows.update(
+        top_k=np.broadcast_to(np.asarray(retriever.top_k, np.int64), shape).ravel(),
+        policy=np.full(n * n_pairs * shape[2], name, object),
+        track=np.full(n * n_pairs * shape[2], track, object),
+        _order=np.full(n * n_pairs * shape[2], order),
+    )
     return rows
 
 
@@ -363,8 +459,8 @@ def tier_table(
 
     from wpbjax.policies.tiers import get_tier_policy
 
-    checkpoint = np.repeat(_tier_budgets(budgets, "budgets"), len(np.atleast_1d(journal_budgets)))
-    journal = np.tile(_tier_budgets(journal_budgets, "journal_budgets"), len(np.atleast_1d(budgets)))
+    checkpoint = np.repeat(tier_budgets(budgets, "budgets"), len(np.atleast_1d(journal_budgets)))
+    journal = np.tile(tier_budgets(journal_budgets, "journal_budgets"), len(np.atleast_1d(budgets)))
     from wpbjax.common.tracks import cost_track
 
     track_costs = cost_track(track)  # the metadata a track's items carry (and pay for)

@@ -190,3 +190,7 @@ def get_tier_policy(name: str) -> TierPolicy:
             f"{arg('policies')}: a tiered sweep takes tier policies, one of {', '.join(TIER_POLICIES)}; got {name!r}"
         )
     return TIER_POLICIES[name]
+
+
+# the tier line-up a tiered sweep runs for ``policies="published"`` (docs/tiers.md)
+TIER_LINEUP = ("journal_and_checkpoint", "checkpoint_only", "journal_only")
