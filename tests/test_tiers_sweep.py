@@ -13,11 +13,11 @@ import wpbjax as wj
 from wpbjax.api import read_plan
 from wpbjax.cli import main
 from wpbjax.common.argument_errors import ArgumentError
-from wpbjax.core import tiers as tiers_lib
 from wpbjax.files import resume as resume_lib
 from wpbjax.files.output_lock import output_lock
 from wpbjax.files.results_io import ResultsWriter, partial_path, read_sidecar, sidecar_path
-from wpbjax.policies.tiers import TIER_POLICIES
+from wpbjax.tiers import engine as tier_engine, rows as tier_rows
+from wpbjax.tiers.policies import TIER_POLICIES
 
 # 4 episodes of 20 steps under a 64K memory cap: several chunks, so a run can be caught between two of them
 ARGV = [
@@ -77,12 +77,12 @@ def test_every_k_and_every_param_point_is_a_row(written):
 
 def test_the_rows_are_the_tier_engines_numbers(written):
     """Chunked (one episode per chunk) and run through the writer, each row is what the tier engine gives for
-    the whole set at once (wpbjax.core.tiers.tier_rows; the crash draws keyed by the episode's number)."""
+    the whole set at once (wpbjax.tiers.rows.tier_rows; the crash draws keyed by the episode's number)."""
     table = pd.read_csv(written)
     encoded = read_plan(READS).apply(wj.episodes.generate(modes=["default"], n_episodes=4, steps=20))
     checkpoint, journal = np.repeat([1024, 4096], 2), np.tile([0, 2048], 2)
     for window in (1, 4):
-        result = tiers_lib.simulate_tiers(
+        result = tier_engine.simulate_tiers(
             TIER_POLICIES["deferred_checkpoint"],
             encoded.host_batch("unprivileged"),
             checkpoint,
@@ -92,7 +92,7 @@ def test_the_rows_are_the_tier_engines_numbers(written):
             crash_pos=encoded.crash_pos,
         )
         retriever = read_plan(READS).retriever  # K = 1, 5: tier_rows reads at the first
-        rows = tiers_lib.tier_rows(result, encoded, "unprivileged", checkpoint, journal, retriever=retriever)
+        rows = tier_rows.tier_rows(result, encoded, "unprivileged", checkpoint, journal, retriever=retriever)
         ours = table[(table.param_window == window) & (table.top_k == 1)]
         ours = ours.sort_values(["episode_id", "budget_bytes", "journal_budget_bytes"])
         for column in ("history_coverage", "crashes", "lost_at_crash", "total_cost", "read_accuracy"):
@@ -123,7 +123,7 @@ def test_an_out_that_names_an_input_or_a_missing_folder_is_refused_before_the_ru
     episodes = tmp_path / "in.csv"  # JSONL under a results name: only the input check stops it
     wj.episodes.write_generated(episodes, "default", 1, steps=20)
     before = episodes.read_bytes()
-    monkeypatch.setattr(tiers_lib, "simulate_tiers", lambda *a, **k: pytest.fail("ran before refusing"))
+    monkeypatch.setattr(tier_engine, "simulate_tiers", lambda *a, **k: pytest.fail("ran before refusing"))
     base = [*ARGV[:1], "--episodes", str(episodes), *ARGV[7:]]
     for out, says in (
         (episodes, "an input of this sweep"),

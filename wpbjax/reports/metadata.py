@@ -78,7 +78,7 @@ def policy_params(plan: dict, overrides: dict | None = None, tiered: bool = Fals
     """Policy name -> the params it ran with (defaults updated by ``overrides`` [name -> {param: value}]);
     ``tiered``: the names are tier policies."""
     from wpbjax.policies import make
-    from wpbjax.policies.tiers import get_tier_policy
+    from wpbjax.tiers.policies import get_tier_policy
 
     record = get_tier_policy if tiered else make
     names = dict.fromkeys(name for names in plan.values() for name in names)

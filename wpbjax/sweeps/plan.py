@@ -36,10 +36,10 @@ RUNS_PER_CALL = 16384  # beyond this, bigger calls stop paying on CPU (cache eff
 
 def policy_record(name: str, tiered: bool = False):
     """The policy a sweep's name stands for: a registered :class:`wpbjax.policies.Policy` (or
-    ``learned_gate:PATH``), or in a tiered sweep a :class:`wpbjax.policies.tiers.TierPolicy`. The one
+    ``learned_gate:PATH``), or in a tiered sweep a :class:`wpbjax.tiers.policies.TierPolicy`. The one
     place a sweep turns a policy name into a policy."""
     if tiered:
-        from wpbjax.policies.tiers import get_tier_policy
+        from wpbjax.tiers.policies import get_tier_policy
 
         return get_tier_policy(name)
     return make(name)
@@ -56,7 +56,7 @@ def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str], tiered: b
     for track in tracks:
         check_any_track(track)
     if tiered:
-        from wpbjax.policies.tiers import TIER_LINEUP
+        from wpbjax.tiers.policies import TIER_LINEUP
 
         published = isinstance(spec, str) and LINEUP_ALIASES.get(spec, spec) == PUBLISHED_LINEUP
         names = list(TIER_LINEUP) if published else _names(spec)
@@ -122,14 +122,18 @@ def check_params(params: dict | None, names: Sequence[str], tiered: bool = False
         owners = [name for name in policies if param in policies[name].params]
         if not owners:
             known = "; ".join(f"{name}: {', '.join(policy.params) or 'none'}" for name, policy in policies.items())
-            raise ValueError(f"param {param}: no selected policy has a param {param!r} (their params: {known})")
+            raise ArgumentError(
+                f"{arg('params')} {param}: no selected policy has a param {param!r} (their params: {known})"
+            )
         if not values.size:
-            raise ValueError(f"param {param}: give at least one value")
+            raise ArgumentError(f"{arg('params')} {param}: give at least one value")
         for name in owners:
             default = policies[name].params[param]
             as_float = values.astype(np.float64)
             if isinstance(default, int) and np.any(as_float != np.round(as_float)):
-                raise ValueError(f"param {param}: {name}'s {param} is an integer; got {values.tolist()[:20]}")
+                raise ArgumentError(
+                    f"{arg('params')} {param}: {name}'s {param} is an integer; got {values.tolist()[:20]}"
+                )
     return {name: [param for param in params if param in policy.params] for name, policy in policies.items()}
 
 
@@ -242,7 +246,7 @@ class SweepPlan:
     @property
     def columns(self) -> tuple:
         """The results table's columns: the published ones (or a tiered sweep's), then one per swept param."""
-        from wpbjax.core.tiers import TIER_COLUMNS
+        from wpbjax.tiers.rows import TIER_COLUMNS
 
         return (TIER_COLUMNS if self.tiers is not None else COLUMNS) + self.param_columns
 
@@ -310,14 +314,15 @@ class TierSettings:
     journal_budgets: np.ndarray  # [J] int64 bytes of the journal (0: none)
     crash_rate: float  # per-step crash probability
     crash_seed: int  # the crash draws' seed
-    costs: object  # wpbjax.core.tiers.CostModel: the model calls' byte-equivalent weights
+    costs: object  # wpbjax.tiers.costs.CostModel: the model calls' byte-equivalent weights
     calls_per_step: float  # the compute budget (inf: none) ...
     call_burst: float | None  # ... and the calls its bucket holds
 
 
 def check_tiers(tiers) -> TierSettings:
     """The checked :class:`TierSettings` of a :class:`wpbjax.sweeps.config.Tiers` config."""
-    from wpbjax.core import tiers as tiers_lib
+    from wpbjax.tiers import engine as tiers_lib
+    from wpbjax.tiers.costs import CostModel
 
     journal = tiers_lib.tier_budgets(tiers.journal_budgets, "journal_budgets").astype(np.int64)
     refuse_repeats(arg("journal_budgets"), journal.tolist(), ArgumentError)
@@ -328,7 +333,7 @@ def check_tiers(tiers) -> TierSettings:
         journal,
         float(tiers.crash_rate),
         int(tiers.crash_seed),
-        tiers_lib.CostModel(**(tiers.costs or {})),
+        CostModel(**(tiers.costs or {})),
         float(tiers.calls_per_step),
         tiers.call_burst,
     )
@@ -349,7 +354,7 @@ def check_sweep(
     policy, oracle mode, :class:`TierSettings` or None)."""
     tiered = tiers is not None
     if tiered:
-        from wpbjax.core.tiers import tier_budgets
+        from wpbjax.tiers.engine import tier_budgets
 
         budgets = tier_budgets(budgets, "budgets").astype(np.int64)
     else:

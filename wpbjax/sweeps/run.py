@@ -147,9 +147,9 @@ def _policy_rows(
 
 
 def _tier_policy_rows(plan: SweepPlan, chunk: Chunk, name: str, track: str) -> dict:
-    """Rows of tier policy ``name`` on the chunk and ``track`` (:func:`wpbjax.core.tiers.tier_part`): one call
+    """Rows of tier policy ``name`` on the chunk and ``track`` (:func:`wpbjax.tiers.rows.tier_part`): one call
     per grid point of the chunk's slice (params are traced: one compile), each over every budget pair."""
-    from wpbjax.core import tiers as tiers_lib
+    from wpbjax.tiers import engine as tier_engine, rows as tier_rows
 
     policy, encoded, settings = policy_record(name, tiered=True), plan.encoded, plan.tiers
     checkpoint, journal = plan.budget_pairs
@@ -161,7 +161,7 @@ def _tier_policy_rows(plan: SweepPlan, chunk: Chunk, name: str, track: str) -> d
     parts = []
     for point in range(n_grid):
         params = {param: values[point].item() for param, values in (grid or {}).items()}
-        result = tiers_lib.simulate_tiers(
+        result = tier_engine.simulate_tiers(
             policy,
             batch,
             checkpoint,
@@ -175,7 +175,7 @@ def _tier_policy_rows(plan: SweepPlan, chunk: Chunk, name: str, track: str) -> d
             episode_index=padded + plan.first_episode,  # crash draws keyed by the episode's number in the set
         )
         result = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[:n], result)  # the real episodes
-        part = tiers_lib.tier_part(
+        part = tier_rows.tier_part(
             result,
             encoded,
             real,
