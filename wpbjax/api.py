@@ -218,7 +218,7 @@ def _planned_file(
             + (f" x {len(plan.tiers.journal_budgets)} journal budgets" if plan.tiers is not None else "")
             + ", tracks "
             f"{','.join(plan.lineup)}, oracle {plan.oracle}, {plan.total_runs:,} runs on "
-            f"{devices_lib.describe(plan.devices)}"
+            f"{devices_lib.describe(plan.layout.devices)}"
             + (f" in each of {cluster.num_processes} processes" if cluster else "")
             + (f", episodes made {blocks.block_episodes:,} at a time" if blocks else "")
         )
@@ -243,7 +243,7 @@ def _stream_to_file(
     checkpoint, identity = _resume_point(target, arguments, plan, resume, log)
     # (a block's plan, its chunks to run) in order
     work = blocks.plans(checkpoint.chunks) if blocks else [(plan, plan.chunks()[checkpoint.chunks :])]
-    if plan.cluster is not None and not plan.cluster.writes:  # its share of every chunk goes to process 0
+    if plan.layout.cluster is not None and not plan.layout.cluster.writes:  # its share of every chunk goes to process 0
         for block_plan, chunks in work:
             write_chunks(block_plan, None, chunks=chunks)
         return None
@@ -287,12 +287,12 @@ def _resume_point(out, arguments: dict, plan, resume: bool, log) -> tuple:
     from wpbjax.files import resume as resume_lib
 
     identity = checkpoint = None
-    cluster = plan.cluster
+    cluster = plan.layout.cluster
     if cluster is None or cluster.writes:
         from wpbjax.episodes.source import episode_file_sha256  # a real: spec's history, else the file
 
         hashes = [episode_file_sha256(path) for path in (arguments.get("episodes") or [])]
-        identity = resume_lib.run_identity(arguments, len(plan.devices), hashes)
+        identity = resume_lib.run_identity(arguments, len(plan.layout.devices), hashes)
         checkpoint = resume_lib.start(os.fspath(out), identity, resume)
         if checkpoint is not None and log is not None:
             log(f"resuming {out} after {checkpoint.chunks} chunks ({checkpoint.rows:,} rows) on disk")

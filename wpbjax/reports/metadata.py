@@ -112,7 +112,7 @@ def sweep_metadata(
         "oracle": plan.oracle,
         "episodes": source.to_dict() if source is not None else {"source": "in-memory"},
         "rows": rows,
-        "environment": environment(plan.devices),
+        "environment": environment(plan.layout.devices),
     }
     if tiers is not None:  # a tiered sweep (docs/tiers.md): its budget pairs cross these with the budgets
         meta["journal_budgets"] = [int(budget) for budget in tiers.journal_budgets]

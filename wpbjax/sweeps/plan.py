@@ -219,16 +219,10 @@ class Chunk:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class SweepPlan:
-    """A checked sweep: what runs where, and in which chunks (build it with :func:`make_plan`)."""
+class Layout:
+    """How a sweep is laid out on the machine: devices, chunks, slices of the param grid, threads. It never
+    changes a row (only where and in which call it is computed); :func:`make_plan` chooses it."""
 
-    encoded: EncodedEpisodes
-    budgets: np.ndarray  # [B] int64 bytes
-    lineup: dict  # track -> [policy names], in the published row order
-    grids: dict  # policy name -> {param: [P] values} or None
-    param_columns: tuple  # ("param_NAME", ...) for each swept param
-    oracle: str  # an oracle mode (wpbjax.scoring.oracle.ORACLE_MODES)
-    set_index: np.ndarray  # [N] int64 episode set of each episode (row order)
     devices: tuple
     call_devices: tuple  # the devices one call splits its episodes over: all of them, or the first
     #   alone when there are fewer episodes than devices (see make_plan)
@@ -238,6 +232,21 @@ class SweepPlan:
     stack_tracks: bool  # a policy runs all its tracks in one call (else one call per track)
     work: dict  # policy name -> run-steps its program does over the sweep (this process)
     cluster: object = None  # wpbjax.runtime.distributed.Cluster: this process's place among several, or None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SweepPlan:
+    """A checked sweep (build it with :func:`make_plan`): what runs -- the episodes, budgets, line-up, param
+    grids, oracle, reads and tiers, which fix every row -- and ``layout``, how it is laid out (devices, chunks)."""
+
+    encoded: EncodedEpisodes
+    budgets: np.ndarray  # [B] int64 bytes
+    lineup: dict  # track -> [policy names], in the published row order
+    grids: dict  # policy name -> {param: [P] values} or None
+    param_columns: tuple  # ("param_NAME", ...) for each swept param
+    oracle: str  # an oracle mode (wpbjax.scoring.oracle.ORACLE_MODES)
+    set_index: np.ndarray  # [N] int64 episode set of each episode (row order)
+    layout: Layout
     first_episode: int = 0  # a block of a larger set (wpbjax.sweeps.blocks): its first episode's number
     n_episodes_total: int = 0  # ... and the whole set's episode count (0: the plan covers the whole set)
     reads: ReadPlan = ReadPlan()  # probes and retriever (wpbjax.scoring.reads): one row per K of each run
@@ -263,26 +272,27 @@ class SweepPlan:
 
     @property
     def n_chunks(self) -> int:
-        return -(-self.encoded.n_episodes // self.chunk_episodes)
+        return -(-self.encoded.n_episodes // self.layout.chunk_episodes)
 
     @property
     def episodes_per_run(self) -> int:
         """Episodes of one padded chunk run on this process (its share when there are several)."""
-        if self.cluster is None:
-            return self.chunk_episodes
-        return self.cluster.share_size(self.chunk_episodes, len(self.devices))
+        layout = self.layout
+        if layout.cluster is None:
+            return layout.chunk_episodes
+        return layout.cluster.share_size(layout.chunk_episodes, len(layout.devices))
 
     def chunks(self) -> list[Chunk]:
         """The sweep's chunks (units of rows) in order: episode chunks, each in slices of grid points;
         with several processes, each holds this process's share of the episodes."""
-        n, size = self.encoded.n_episodes, self.chunk_episodes
+        n, size, per_slice = self.encoded.n_episodes, self.layout.chunk_episodes, self.layout.points_per_slice
         n_points = max([self.points(name) for name in self.policy_names] + [1])
-        slices = [(lo, lo + self.points_per_slice) for lo in range(0, n_points, self.points_per_slice)]
+        slices = [(lo, lo + per_slice) for lo in range(0, n_points, per_slice)]
         chunks = []
         for start in range(0, n, size):
             episodes = np.arange(start, min(start + size, n))
-            if self.cluster is not None:
-                episodes = self.cluster.share(episodes)
+            if self.layout.cluster is not None:
+                episodes = self.layout.cluster.share(episodes)
             chunks += [
                 Chunk(len(chunks), start, min(start + size, n), self.episodes_per_run, episodes, lo, hi)
                 for lo, hi in slices
@@ -442,24 +452,27 @@ def make_plan(
         name: n_chunks * per_run * n_budgets * encoded.n_steps * sum(name in names for names in lineup_.values())
         for name in names
     }
+    layout = Layout(
+        devices=devices,
+        call_devices=call_devices,
+        chunk_episodes=size,
+        first_chunk_workers=first_chunk_workers,
+        points_per_slice=per_slice,
+        stack_tracks=stack_tracks,
+        work=work,
+        cluster=cluster,
+    )
     return SweepPlan(
-        encoded,
-        budgets,
-        lineup_,
-        grids,
-        tuple(f"param_{name}" for name in (params or {})),
-        oracle,
-        set_index,
-        devices,
-        call_devices,
-        size,
-        first_chunk_workers,
-        per_slice,
-        stack_tracks,
-        work,
-        cluster,
-        first_episode,
-        n_episodes_total or 0,
-        reads,
-        tier_settings,
+        encoded=encoded,
+        budgets=budgets,
+        lineup=lineup_,
+        grids=grids,
+        param_columns=tuple(f"param_{name}" for name in (params or {})),
+        oracle=oracle,
+        set_index=set_index,
+        layout=layout,
+        first_episode=first_episode,
+        n_episodes_total=n_episodes_total or 0,
+        reads=reads,
+        tiers=tier_settings,
     )

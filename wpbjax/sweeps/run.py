@@ -86,7 +86,7 @@ def _policy_rows(
     real, padded, n = chunk.real, chunk.padded, len(chunk.real)
     index = np.tile(padded + plan.first_episode, len(tracks))  # each track's runs draw the same keys
     if grid is None and policy.plan is None:
-        counts = rollout.simulate(policy, batch, plan.budgets, episode_index=index, work=plan.work[name])
+        counts = rollout.simulate(policy, batch, plan.budgets, episode_index=index, work=plan.layout.work[name])
         # one grid point (on the host: indexing a device array would be one more dispatched program per field)
         counts = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[None], counts)
     else:
@@ -220,7 +220,7 @@ def run_chunk(
     plan: SweepPlan, chunk: Chunk, progress: Progress | None = None, compiles: bool | None = None
 ) -> pd.DataFrame | None:
     """The results rows of one chunk of the plan (``COLUMNS`` + the plan's param columns), in row order.
-    With several processes (``plan.cluster``) each runs its share and process 0 gets the whole
+    With several processes (``plan.layout.cluster``) each runs its share and process 0 gets the whole
     chunk's rows (a collective: every process calls it for every chunk); the others get None.
     ``compiles``: this is the first chunk run in the process (default: chunk 0), so it runs its
     policies on one thread per core (their tracing and compiling overlap)."""
@@ -256,18 +256,18 @@ def chunk_rows(
     chunk's oracle tables (:func:`oracle_tables`) being computed elsewhere (default: here, first);
     ``on_part(track, policy, part)``: called (on this thread) with each part as its policy finishes."""
     compiles = chunk.index == 0 if compiles is None else compiles
-    # calls of one device side by side (see SweepPlan.call_devices) keep every core busy in every chunk
-    side_by_side = compiles or len(plan.call_devices) < len(plan.devices)
+    # calls of one device side by side (see Layout.call_devices) keep every core busy in every chunk
+    side_by_side = compiles or len(plan.layout.call_devices) < len(plan.layout.devices)
     keys, parts = (
-        _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1, oracles, on_part)
+        _chunk_frames(plan, chunk, progress, plan.layout.first_chunk_workers if side_by_side else 1, oracles, on_part)
         if len(chunk.real)
         else ([], [])
     )
-    if plan.cluster is None:
+    if plan.layout.cluster is None:
         return ChunkRows(parts, keys, plan.columns) if parts else None
     every = list(dict.fromkeys(column for part in parts for column in part)) + ["_point"]
     table = pd.DataFrame(_joined(parts, dict.fromkeys(every))) if parts else None
-    gathered = plan.cluster.gather(table)  # every process's share, in process order, on process 0
+    gathered = plan.layout.cluster.gather(table)  # every process's share, in process order, on process 0
     if gathered is None:
         return None
     if progress is not None:  # the other processes' runs
@@ -289,10 +289,11 @@ def _chunk_frames(
     tracks_of = {name: tuple(track for track in plan.lineup if name in plan.lineup[track]) for name in names}
     # the tracks of each call of a policy: all in one, or one call each
     calls_of = {
-        name: [tracks] if plan.stack_tracks else [(track,) for track in tracks] for name, tracks in tracks_of.items()
+        name: [tracks] if plan.layout.stack_tracks else [(track,) for track in tracks]
+        for name, tracks in tracks_of.items()
     }
     batches = {
-        tracks: _track_batch(plan, chunk, tracks, plan.call_devices)
+        tracks: _track_batch(plan, chunk, tracks, plan.layout.call_devices)
         for tracks in {tracks for calls in calls_of.values() for tracks in calls}
     }
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
@@ -450,7 +451,7 @@ def write_chunks(
     # A .csv file's rows are made CSV text part by part as the policies finish, on the writer's
     # thread while the chunk still runs; the chunk's text is then put in order line by line. The last
     # chunk's write, a large sweep's tail, is left only that ordering and the file's bytes.
-    as_text = writer is not None and writer.format == "csv" and plan.cluster is None
+    as_text = writer is not None and writer.format == "csv" and plan.layout.cluster is None
     columns = list(plan.columns)
 
     def save(rows: ChunkRows, texts: dict) -> None:
