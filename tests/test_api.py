@@ -166,9 +166,17 @@ def test_episode_source_round_trips(engine):
     assert list(first.episode_id) == list(second.episode_id) and first.n_episodes == 4
 
 
-def test_episode_source_files_and_old_names(tmp_path):
+def test_episode_source_files_and_no_old_names(tmp_path):
     path = tmp_path / "ep.jsonl"
-    assert wj.episodes.write_generated(path, "burst_drift", 3, steps=25, engine="reference") == 3
+    with pytest.raises(ValueError, match="engine: unknown generator engine 'reference'"):
+        wj.episodes.write_generated(
+            path, "burst_drift", 3, steps=25, engine="reference"
+        )  # the python engine's old name
+    with pytest.raises(ValueError, match="unknown oracle mode 'reference'"):
+        wj.sweep(wj.Generate(n_episodes=1), grid=wj.Grid(oracle="reference"))  # published_rule's old name
+    with pytest.raises(ValueError, match="policy 'reference'"):
+        wj.sweep(wj.Generate(n_episodes=1), grid=wj.Grid(policies="reference"))  # the published line-up's old name
+    assert wj.episodes.write_generated(path, "burst_drift", 3, steps=25, engine="python") == 3
     record = EpisodeSource.from_files(path).to_dict()
     assert record == {"source": "files", "files": [{"path": str(path), "sha256": sha256(path)}]}
     encoded, sets = EpisodeSource.from_dict(record).load_sets()

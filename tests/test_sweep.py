@@ -149,7 +149,7 @@ def test_parallel_generation_gives_the_same_rows_as_serial(seed, monkeypatch):
     parallel = parallel_lib.generate_encoded(configs, n_episodes, workers=2)
     assert joined == [8]  # 160 episodes in jobs of 32 per mode: 2 jobs per mode
     serial = encode_episodes([e for config in configs for e in generate_episodes(config, n_episodes)])
-    kwargs = dict(budgets=[400, 3000], policies="reference", set_index=np.repeat(np.arange(4), n_episodes))
+    kwargs = dict(budgets=[400, 3000], policies="published", set_index=np.repeat(np.arange(4), n_episodes))
     pd.testing.assert_frame_equal(run_sweep(parallel, **kwargs), run_sweep(serial, **kwargs))
 
 

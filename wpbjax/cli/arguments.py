@@ -56,9 +56,8 @@ def drop_repeats(args, warn: Callable[[str], None] = _stderr_warning) -> None:
     ):
         if getattr(args, name, None):
             setattr(args, name, unique_values(list(getattr(args, name)), flag, warn))
-    if args.policies != "reference":
-        names = [name.strip() for name in args.policies.split(",") if name.strip()]
-        args.policies = ",".join(unique_values(names, "--policies", warn))
+    names = [name.strip() for name in args.policies.split(",") if name.strip()]
+    args.policies = ",".join(unique_values(names, "--policies", warn))
     if args.episodes:
         args.episodes = unique_values(list(args.episodes), "--episodes", warn, key=os.path.realpath)
 

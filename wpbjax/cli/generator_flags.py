@@ -54,9 +54,9 @@ def add_jax_knobs(parser: argparse.ArgumentParser) -> None:
     d = JaxGenConfig()
     parser.add_argument(
         "--engine",
-        choices=("python", "jax", "reference"),
+        choices=("python", "jax"),
         default="python",
-        help="episode generator: 'python', the published one (byte-identical; old name 'reference'), "
+        help="episode generator: 'python', the published one (byte-identical), "
         "or 'jax', on device with the new regimes",
     )
     parser.add_argument(

@@ -66,9 +66,9 @@ def add_parser(commands) -> None:
     )
     sweep.add_argument(
         "--oracle",
-        choices=("exact", "published_rule", "reference"),
+        choices=("exact", "published_rule"),
         default="exact",
-        help="knapsack oracle (default exact; 'published_rule', old name 'reference', reproduces the published numbers)",
+        help="knapsack oracle (default exact; 'published_rule' reproduces the published numbers)",
     )
     sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
     sweep.add_argument(

@@ -25,7 +25,6 @@ from wpbjax.scoring.reads import ReadPlan
 from wpbjax.scoring.rows import COLUMNS
 from wpbjax.sweeps.config import DEFAULT_MEMORY_CAP, DEFAULT_TRACKS, PUBLISHED_LINEUP
 
-LINEUP_ALIASES = {"reference": PUBLISHED_LINEUP}  # the line-up's name before it was renamed
 BYTES_PER_RUN_STEP = 160  # store + policy state + XLA temporaries, per (run, step); measured
 BYTES_PER_EPISODE_STEP = 64  # episode arrays (+ 12 per field slot)
 # a slice of a large param grid, per run-step: 20,000 thresholds at a 256M cap peaked 477 MB over
@@ -46,7 +45,7 @@ def policy_record(name: str, tiered: bool = False):
 
 
 def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str], tiered: bool = False) -> dict[str, list[str]]:
-    """Track → policy names. ``"published"`` (or its old name ``"reference"``) is the published
+    """Track → policy names. ``"published"`` is the published
     line-up per track (in a tiered sweep, the tier line-up on every track); otherwise the named
     policies (a comma-separated string or a list) each run on the asked tracks they support (a tier
     policy on every track)."""
@@ -58,12 +57,12 @@ def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str], tiered: b
     if tiered:
         from wpbjax.tiers.policies import TIER_LINEUP
 
-        published = isinstance(spec, str) and LINEUP_ALIASES.get(spec, spec) == PUBLISHED_LINEUP
+        published = spec == PUBLISHED_LINEUP
         names = list(TIER_LINEUP) if published else _names(spec)
         for name in names:
             policy_record(name, tiered)
         return {track: list(names) for track in tracks}
-    if isinstance(spec, str) and LINEUP_ALIASES.get(spec, spec) == PUBLISHED_LINEUP:
+    if spec == PUBLISHED_LINEUP:
         if set(tracks) - set(PUBLISHED_TRACKS):
             raise ValueError(
                 f"policies {spec!r}: the published line-up covers {', '.join(PUBLISHED_TRACKS)} only; "
