@@ -71,12 +71,12 @@ def resolve_policies(spec: str | Sequence[str], tracks: Sequence[str], tiered: b
         return {track: list(lineup(track)) for track in tracks}
     names = _names(spec)
     for name in names:
-        if not set(make(name).tracks) & set(tracks):
+        if not set(policy_record(name).tracks) & set(tracks):
             raise ValueError(
-                f"policy {name!r} runs on tracks {', '.join(make(name).tracks)}, "
+                f"policy {name!r} runs on tracks {', '.join(policy_record(name).tracks)}, "
                 f"none of which was asked ({', '.join(tracks)})"
             )
-    return {track: [name for name in names if track in make(name).tracks] for track in tracks}
+    return {track: [name for name in names if track in policy_record(name).tracks] for track in tracks}
 
 
 def _names(spec: str | Sequence[str]) -> list[str]:

@@ -21,7 +21,6 @@ from wpbjax.common.tracks import cost_track, sees_utility
 from wpbjax.core import rollout
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.files.results_io import csv_rows
-from wpbjax.policies import make
 from wpbjax.runtime import devices as devices_lib
 from wpbjax.runtime.progress import Progress
 from wpbjax.scoring import reads
@@ -78,7 +77,7 @@ def _policy_rows(
     ``batch`` (:func:`_track_batch`: the chunk once per track). ``oracle_utility(cost_track)``: the
     [n, B] oracle utilities, asked for once the policy has run (the oracle computes meanwhile on
     another thread)."""
-    policy, encoded = make(name), plan.encoded
+    policy, encoded = policy_record(name), plan.encoded
     history = reads.has_probes(encoded)
     if history:  # the store records when each item came and went: what reads are scored on
         policy = rollout.with_history(policy)
@@ -318,7 +317,9 @@ def _chunk_frames(
             names
             if plan.tiers is not None
             else sorted(
-                names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)), reverse=workers == 1
+                names,
+                key=lambda name: -(2 * policy_record(name).multi_action + len(policy_record(name).kinds)),
+                reverse=workers == 1,
             )
         )
         futures = {name: pool.submit(policy_frames, name) for name in by_size}
