@@ -112,13 +112,13 @@ def triage(out_dir: str) -> pd.DataFrame:
         scoring = time.perf_counter() - scoring
         names = scores.register(tag)
         sweeping = time.perf_counter()
-        rows = wj.sweep(
-            [spec],
-            budgets=BUDGETS,
+        grid = wj.Grid(
+            BUDGETS,
             policies=names + ZOO + ["oracle_optimal"],
             tracks=["unprivileged", "oracle"],
             params={"threshold": [THRESHOLD]},
         )
+        rows = wj.sweep([spec], grid=grid)
         sweeping = time.perf_counter() - sweeping
         rows["policy"] = rows["policy"].str.replace(f"_{tag}", "", regex=False)
         rows["episodes"] = spec
@@ -177,7 +177,8 @@ def speed() -> None:
     started = time.perf_counter()
     for name, policy in baselines.BASELINES.items():
         tracks = ["privileged"] if name.startswith("priority") else ["unprivileged", "privileged"]
-        wj.run_python_policy(policy, files, budgets, tracks=tracks, oracle="published_rule", workers=1)
+        grid = wj.Grid(budgets, tracks=tracks, oracle="published_rule")
+        wj.run_python_policy(policy, files, grid=grid, workers=1)
     whole = time.perf_counter() - started
     print(f"published harness (tests/pyref.py, 5,280 runs): {harness:.1f} s")
     print(f"host loop, spec-style baselines (5,280 runs, one process): {host:.1f} s ({host / harness:.2f}x)")

@@ -56,11 +56,12 @@ def main() -> int:
     held_out = generate_encoded([DriftConfig(mode=mode, seed=HELD_OUT_SEED, steps=200) for mode in MODES], 10)
     results = wj.sweep(
         held_out,
-        budgets=list(BUDGETS),
-        policies=[f"learned_gate:{path}" for path in paths.values()],
-        tracks=["unprivileged"],
-        top_k=TOP_K,
-        probes="generate",
+        grid=wj.Grid(
+            budgets=list(BUDGETS),
+            policies=[f"learned_gate:{path}" for path in paths.values()],
+            tracks=["unprivileged"],
+        ),
+        reads=wj.Reads(top_k=TOP_K, probes="generate"),
     )
     means = results.groupby(["policy", "budget_bytes", "top_k"])[["f1", "read_accuracy"]].mean()
     header = ["gate trained on", "budget", "F1"] + [f"read acc K={k}" for k in TOP_K]

@@ -52,12 +52,8 @@ def paper_episodes(modes=MODES):
 def _sweep(episodes, budgets, policies, tracks, top_k, retriever=None) -> pd.DataFrame:
     return wj.sweep(
         episodes,
-        budgets=list(budgets),
-        policies=list(policies),
-        tracks=list(tracks),
-        top_k=top_k,
-        probes="generate",
-        retriever=retriever,
+        grid=wj.Grid(budgets=list(budgets), policies=list(policies), tracks=list(tracks)),
+        reads=wj.Reads(top_k=top_k, probes="generate", retriever=retriever),
     )
 
 

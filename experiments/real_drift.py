@@ -166,12 +166,13 @@ def zoo_rows(name: str, settings: Settings, episodes=None) -> pd.DataFrame:
     episodes = episodes if episodes is not None else wj.episodes.real(name, steps=STEPS, stride=settings.stride)
     rows = wj.sweep(
         episodes,
-        policies=list(settings.policies or ZOO_NAMES),
-        tracks=list(ALL_TRACKS),
-        budgets=list(settings.budgets or PAPER_BUDGETS),
-        oracle="exact",
-        probes="generate",
-        top_k=(TOP_K,),
+        grid=wj.Grid(
+            budgets=list(settings.budgets or PAPER_BUDGETS),
+            policies=list(settings.policies or ZOO_NAMES),
+            tracks=list(ALL_TRACKS),
+            oracle="exact",
+        ),
+        reads=wj.Reads(top_k=(TOP_K,), probes="generate"),
     )
     rows.insert(0, "vendor", vendor_label(name))
     return rows
@@ -327,11 +328,13 @@ def transfer_rows(names: list, zoo: pd.DataFrame, settings: Settings, directory:
         if gates:
             gate_rows = wj.sweep(
                 test,
-                policies=list(gates),
-                tracks=["unprivileged"],
-                budgets=list(settings.budgets or PAPER_BUDGETS),
-                oracle="exact",
-                probes="none",
+                grid=wj.Grid(
+                    budgets=list(settings.budgets or PAPER_BUDGETS),
+                    policies=list(gates),
+                    tracks=["unprivileged"],
+                    oracle="exact",
+                ),
+                reads=wj.Reads(probes="none"),
             )
             gate_rows["policy"] = gate_rows["policy"].map(gates)
             gate_rows["trained_on"] = gate_rows["policy"].map(trained_on)

@@ -23,11 +23,11 @@ import time
 import numpy as np
 import pandas as pd
 
-from wpbjax.core import tiers
 from wpbjax.episodes import probes as probes_lib
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
 from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
-from wpbjax.policies.tiers import TIER_POLICIES
+from wpbjax.tiers import engine as tier_engine, rows as tier_rows
+from wpbjax.tiers.policies import TIER_POLICIES
 
 TOTALS = (1024, 2048, 4096, 8192, 10240, 16384)
 SHARES = (0.25, 0.5)
@@ -73,8 +73,8 @@ def tiers_table(crash_rate: float = 0.01) -> pd.DataFrame:
     tables = []
     for name, group in runs.groupby("policy", sort=False):
         checkpoint, journal = group["checkpoint_budget"].to_numpy(), group["journal_budget"].to_numpy()
-        result = tiers.simulate_tiers(TIER_POLICIES[name], batch, checkpoint, journal, crash_rate=crash_rate)
-        rows = tiers.tier_rows(result, encoded, "unprivileged", checkpoint, journal)
+        result = tier_engine.simulate_tiers(TIER_POLICIES[name], batch, checkpoint, journal, crash_rate=crash_rate)
+        rows = tier_rows.tier_rows(result, encoded, "unprivileged", checkpoint, journal)
         rows["calls"] = rows["extraction_calls"] + rows["embedding_calls"] + rows["dedupe_lookups"]
         means = {column: np.nanmean(np.asarray(rows[column], np.float64), axis=0) for column in SHOWN}
         means["min_history_coverage"] = np.nanmin(np.asarray(rows["history_coverage"], np.float64), axis=0)
@@ -101,7 +101,7 @@ def compute_budget_table(crash_rate: float = 0.01, runs=COMPUTE_RUNS) -> pd.Data
     rows = []
     for name, checkpoint, journal in runs:
         for rate, burst in CALL_BUDGETS:
-            result = tiers.simulate_tiers(
+            result = tier_engine.simulate_tiers(
                 TIER_POLICIES[name],
                 batch,
                 [checkpoint],
@@ -110,7 +110,7 @@ def compute_budget_table(crash_rate: float = 0.01, runs=COMPUTE_RUNS) -> pd.Data
                 calls_per_step=rate,
                 call_burst=burst,
             )
-            columns = tiers.tier_rows(result, encoded, "unprivileged", [checkpoint], [journal])
+            columns = tier_rows.tier_rows(result, encoded, "unprivileged", [checkpoint], [journal])
             mean = {column: float(np.nanmean(np.asarray(columns[column], np.float64))) for column in COMPUTE_SHOWN}
             bucket = "-" if rate == float("inf") else f"{max(rate, 3) if burst is None else burst:g}"
             rows.append({"policy": name, "calls_per_step": f"{rate:g}", "call_burst": bucket, **mean})

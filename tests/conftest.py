@@ -35,7 +35,7 @@ def paper_sweep_csv(tmp_path_factory) -> pathlib.Path:
     from wpbjax.cli import main
 
     out = tmp_path_factory.mktemp("paper") / "results.csv"
-    assert main(["sweep", "--oracle", "reference", "--out", os.fspath(out), "--quiet"]) == 0
+    assert main(["sweep", "--oracle", "published_rule", "--out", os.fspath(out), "--quiet"]) == 0
     return out
 
 

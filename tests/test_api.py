@@ -19,7 +19,9 @@ from wpbjax.episodes import EpisodeSource
 from wpbjax.files.results_io import read_sidecar, sha256, sidecar_path
 
 PACKAGE = pathlib.Path(wj.__file__).parent
-SMALL = dict(budgets=[1024, 10240], n_episodes=2, steps=40, modes=["default", "burst_drift"])
+SMALL = dict(
+    episodes=wj.Generate(n_episodes=2, steps=40, modes=["default", "burst_drift"]), grid=wj.Grid([1024, 10240])
+)
 SMALL_ARGV = ["--budgets", "1024,10240", "--n-episodes", "2", "--steps", "40", "--modes", "default,burst_drift"]
 
 
@@ -43,7 +45,7 @@ def test_public_functions_are_plain_functions_named_unlike_any_module():
     import pkgutil
 
     public = {name for name in wj.__all__ if inspect.isfunction(getattr(wj, name))}
-    assert {"simulate", "sweep", "sweep_to_file", "report", "leaderboard", "train_gate"} <= public
+    assert {"simulate", "sweep", "report", "leaderboard", "train_gate"} <= public
     for name in ("simulate", "sweep", "report"):
         importlib.import_module("wpbjax.api")  # importing the API's modules must not rebind the names
         assert inspect.isfunction(getattr(wj, name)) and getattr(wj, name).__module__ == "wpbjax.api", name
@@ -51,20 +53,31 @@ def test_public_functions_are_plain_functions_named_unlike_any_module():
     assert not public & modules, public & modules
 
 
+def test_sweep_takes_a_few_typed_configs():
+    """wj.sweep: at most 8 parameters, each config a frozen dataclass with a default for every field."""
+    parameters = inspect.signature(wj.sweep).parameters
+    assert list(parameters) == ["episodes", "grid", "reads", "tiers", "run", "out", "resume"]
+    for config in (wj.Generate, wj.Grid, wj.Reads, wj.Tiers, wj.Run):
+        assert dataclasses.is_dataclass(config) and config.__dataclass_params__.frozen, config
+        config()  # every field has a default
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            config().__setattr__(dataclasses.fields(config)[0].name, None)
+
+
 def test_cli_sweep_defaults_are_the_api_defaults():
     args = vars(build_parser().parse_args(["sweep"]))
-    from wpbjax import api
-
-    for function in (api.sweep, api.sweep_to_file):
-        defaults = {
-            name: p.default
-            for name, p in inspect.signature(function).parameters.items()
-            if p.default is not inspect.Parameter.empty
-        }
-        for name in ("modes", "n_episodes", "steps", "seed", "budgets", "policies", "tracks", "oracle", "memory_cap"):
-            expected = list(defaults[name]) if isinstance(defaults[name], tuple) else defaults[name]
-            assert args[name] == expected, name
-        assert args["engine"] == defaults["engine"]
+    defaults = {
+        **vars(wj.Generate()),
+        **vars(wj.Grid()),
+        **vars(wj.Reads()),
+        "memory_cap": wj.Run().memory_cap,
+        **{name: value for name, value in vars(wj.Tiers()).items() if name != "journal_budgets"},
+    }
+    for name in ("modes", "n_episodes", "steps", "seed", "budgets", "policies", "tracks", "oracle", "memory_cap",
+                 "top_k", "probes", "probe_rate", "crash_rate", "calls_per_step", "call_burst", "engine"):  # fmt: skip
+        expected = list(defaults[name]) if isinstance(defaults[name], tuple) else defaults[name]
+        assert args[name] == expected, name
+    assert args["journal_budgets"] is None and args["retriever"] is None and args["param"] is None
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +92,8 @@ def test_sweep_from_python_gives_the_cli_rows(cli_run):
     pd.testing.assert_frame_equal(table, pd.read_csv(cli_run, dtype={"mode": str}), check_dtype=False)
 
 
-def test_sweep_to_file_writes_what_the_cli_writes(cli_run, tmp_path):
-    done = wj.sweep_to_file(tmp_path / "results.csv", **SMALL)
+def test_sweep_to_a_file_writes_what_the_cli_writes(cli_run, tmp_path):
+    done = wj.sweep(**SMALL, out=tmp_path / "results.csv")
     assert (tmp_path / "results.csv").read_bytes() == cli_run.read_bytes()
     ours, theirs = read_sidecar(sidecar_path(done.path)), read_sidecar(sidecar_path(cli_run))
     for key in ("budgets", "tracks", "policy_params", "oracle", "episodes", "rows", "results", "seeds"):
@@ -97,7 +110,7 @@ def test_report_from_python(cli_run, tmp_path):
 def test_simulate_returns_the_sweep_metrics():
     episodes = wj.episodes.generate(modes=["default"], n_episodes=3, steps=40)
     metrics = wj.simulate("priority_greedy", episodes, [1024, 10240], track="privileged")
-    rows = wj.sweep(episodes, budgets=[1024, 10240], policies=["priority_greedy"], tracks=["privileged"])
+    rows = wj.sweep(episodes, grid=wj.Grid([1024, 10240], policies=["priority_greedy"], tracks=["privileged"]))
     for name in ("f1", "regret", "bytes_used", "tp", "tn", "merge_actions"):
         assert metrics[name].shape == (3, 2)
         np.testing.assert_array_equal(
@@ -136,9 +149,9 @@ def test_sweep_refuses_repeats_that_would_duplicate_rows():
     """The CLI drops repeated --budgets/--policies with a warning; the library refuses them (both
     before any episode is made), so no caller ever gets duplicate rows."""
     with pytest.raises(ValueError, match="budgets lists 1024 more than once"):
-        wj.sweep(budgets=[1024, 2048, 1024], n_episodes=1)
+        wj.sweep(wj.Generate(n_episodes=1), grid=wj.Grid([1024, 2048, 1024]))
     with pytest.raises(ValueError, match="policies lists no_mem more than once"):
-        wj.sweep(budgets=[1024], policies=["no_mem", "fifo_store_all", "no_mem"], n_episodes=1)
+        wj.sweep(wj.Generate(n_episodes=1), grid=wj.Grid([1024], policies=["no_mem", "fifo_store_all", "no_mem"]))
 
 
 @pytest.mark.parametrize("engine", ["python", "jax"])
@@ -153,9 +166,17 @@ def test_episode_source_round_trips(engine):
     assert list(first.episode_id) == list(second.episode_id) and first.n_episodes == 4
 
 
-def test_episode_source_files_and_old_names(tmp_path):
+def test_episode_source_files_and_no_old_names(tmp_path):
     path = tmp_path / "ep.jsonl"
-    assert wj.episodes.write_generated(path, "burst_drift", 3, steps=25, engine="reference") == 3
+    with pytest.raises(ValueError, match="engine: unknown generator engine 'reference'"):
+        wj.episodes.write_generated(
+            path, "burst_drift", 3, steps=25, engine="reference"
+        )  # the python engine's old name
+    with pytest.raises(ValueError, match="unknown oracle mode 'reference'"):
+        wj.sweep(wj.Generate(n_episodes=1), grid=wj.Grid(oracle="reference"))  # published_rule's old name
+    with pytest.raises(ValueError, match="policy 'reference'"):
+        wj.sweep(wj.Generate(n_episodes=1), grid=wj.Grid(policies="reference"))  # the published line-up's old name
+    assert wj.episodes.write_generated(path, "burst_drift", 3, steps=25, engine="python") == 3
     record = EpisodeSource.from_files(path).to_dict()
     assert record == {"source": "files", "files": [{"path": str(path), "sha256": sha256(path)}]}
     encoded, sets = EpisodeSource.from_dict(record).load_sets()
@@ -180,7 +201,7 @@ def test_a_users_policy_sweeps_from_python_and_the_cli(tmp_path):
     wj.policies.register(
         wj.policies.Policy("test_api_floor", act, params={"floor": 0.5}, kinds=frozenset({"write"})), replace=True
     )
-    table = wj.sweep(policies=["test_api_floor"], tracks=["privileged"], **SMALL)
+    table = wj.sweep(SMALL["episodes"], grid=wj.Grid([1024, 10240], policies=["test_api_floor"], tracks=["privileged"]))
     assert len(table) == 4 * 2 and set(table.policy) == {"test_api_floor"}
     out = tmp_path / "mine.csv"
     assert (

@@ -27,13 +27,10 @@ from wpbjax.runtime import distributed
 
 A_FLAG = re.compile(r"--[a-z]")
 TINY = dict(
-    n_episodes=1,
-    modes=["default"],
-    steps=20,
-    budgets=[1024, 2048],
-    policies=["priority_threshold"],
-    tracks=["privileged"],
-    params={"threshold": [0.25, 0.5]},
+    episodes=wj.Generate(n_episodes=1, modes=["default"], steps=20),
+    grid=wj.Grid(
+        [1024, 2048], policies=["priority_threshold"], tracks=["privileged"], params={"threshold": [0.25, 0.5]}
+    ),
 )
 TINY_ARGV = [
     "--n-episodes",
@@ -73,13 +70,12 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_flag_of_every_api_argument_is_a_real_flag():
-    sweep_names = set(inspect.signature(api.sweep_to_file).parameters) - {
-        "devices",
-        "command",
-        "cluster",
-        "log",
-        "knobs",
-    }
+    sweep_names = set(inspect.signature(api.sweep).parameters) - {"grid", "reads", "tiers", "run"}
+    for config in (wj.Generate, wj.Grid, wj.Reads, wj.Tiers, wj.Run):
+        sweep_names |= {field.name for field in dataclasses.fields(config)}
+    # Python values (devices, a log callback, the cluster initialize() returns, generator knobs: a flag each),
+    # and the tier options only Python sets (a crash seed, the cost model's weights)
+    sweep_names -= {"devices", "command", "cluster", "log", "knobs", "crash_seed", "costs"}
     sweep_names |= set(inspect.signature(distributed.initialize).parameters)
     sweep_names |= {field.name for field in dataclasses.fields(JaxGenConfig)} - {"mode"}  # generator knobs
     sweep_options = _options(_subcommand("sweep"))
@@ -102,17 +98,22 @@ def _interrupted(out, monkeypatch, run) -> None:
 
 def test_python_resume_with_other_arguments_names_them_as_python_does(tmp_path, monkeypatch):
     out = tmp_path / "r.csv"
-    _interrupted(out, monkeypatch, lambda: wj.sweep_to_file(out, **TINY))
+    _interrupted(out, monkeypatch, lambda: wj.sweep(**TINY, out=out))
     complete = out.read_bytes()
     with pytest.raises(ArgumentError) as caught:
-        wj.sweep_to_file(out, **dict(TINY, budgets=[1024], params={"threshold": [0.25]}), resume=True)
+        wj.sweep(
+            TINY["episodes"],
+            grid=dataclasses.replace(TINY["grid"], budgets=[1024], params={"threshold": [0.25]}),
+            out=out,
+            resume=True,
+        )
     message = str(caught.value)
     assert message.startswith(
         f"resume: {out}: the interrupted run had other arguments (budgets was 1024,2048, now 1024; "
         "params was {'threshold': [0.25, 0.5]}, now {'threshold': [0.25]}); "
     )
     assert message.endswith("drop resume to start over") and not A_FLAG.search(message)
-    assert wj.sweep_to_file(out, **TINY, resume=True).rows == 4 and out.read_bytes() == complete
+    assert wj.sweep(**TINY, out=out, resume=True).rows == 4 and out.read_bytes() == complete
 
 
 def test_cli_resume_with_other_arguments_names_the_flags(tmp_path, monkeypatch, capsys):
@@ -128,7 +129,7 @@ def test_python_disk_space_refusal_names_out_and_params(tmp_path, monkeypatch):
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 100, 100))
     with pytest.raises(ArgumentError) as caught:
-        wj.sweep_to_file(tmp_path / "r.csv", **TINY)
+        wj.sweep(**TINY, out=tmp_path / "r.csv")
     message = str(caught.value)
     # 4 rows x (320 B a CSV row + 20 B for the one param column) = 1,360 B = 1.3 KiB
     assert message.startswith(

@@ -15,8 +15,10 @@ from wpbjax.sweeps import blocks
 
 # 4 modes x 5 episodes of 40 steps (7 KB encoded) against a 24 KB cap: blocks of a few episodes
 SWEEP = dict(
-    n_episodes=5, steps=40, budgets=[1024, 4096], memory_cap=24_000, policies="priority_greedy,merge_aggressive,random"
-)  # levels, merges, random keys
+    episodes=wj.Generate(n_episodes=5, steps=40),
+    grid=wj.Grid([1024, 4096], policies="priority_greedy,merge_aggressive,random"),  # levels, merges, random keys
+    run=wj.Run(memory_cap=24_000),
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +27,7 @@ def in_memory(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setattr(blocks, "streams", lambda source, memory_cap: False)
     try:
-        wj.sweep_to_file(path, **SWEEP)
+        wj.sweep(**SWEEP, out=path)
     finally:
         mp.undo()
     return path
@@ -44,7 +46,7 @@ def _made_blocks(monkeypatch) -> list:
 
 def test_a_streamed_sweep_writes_the_rows_of_one_in_memory(tmp_path, in_memory, monkeypatch):
     made = _made_blocks(monkeypatch)
-    done = wj.sweep_to_file(tmp_path / "rows.csv", **SWEEP)
+    done = wj.sweep(**SWEEP, out=tmp_path / "rows.csv")
     assert len(made) > 3 and made[1:] == sorted(made[1:])  # a probe of episode 0, then the blocks in order
     assert [stop for _, stop in made[1:-1]] == [start for start, _ in made[2:]]
     assert filecmp.cmp(done.path, in_memory, shallow=False)
@@ -65,10 +67,10 @@ def test_a_killed_streamed_sweep_resumes_without_making_finished_blocks(tmp_path
     monkeypatch.setattr(ResultsWriter, "abort", lambda self: None)
     monkeypatch.setattr(resume_lib, "finish", lambda target: None)
     with pytest.raises(KeyboardInterrupt):
-        wj.sweep_to_file(out, **SWEEP)
+        wj.sweep(**SWEEP, out=out)
     assert not out.exists() and os.path.exists(partial_path(out))
     monkeypatch.undo()
     made = _made_blocks(monkeypatch)
-    wj.sweep_to_file(out, resume=True, **SWEEP)
+    wj.sweep(**SWEEP, out=out, resume=True)
     assert made[1][0] > 0  # the blocks of the chunks on disk were not made again
     assert filecmp.cmp(out, in_memory, shallow=False)

@@ -5,6 +5,7 @@ makes, for every kind of row (param grids with blank params, read columns, sever
 import pyarrow as pa
 import pytest
 
+import wpbjax as wj
 from wpbjax.cli import main
 from wpbjax.files import results_io
 from wpbjax.sweeps import run as sweep_run
@@ -54,7 +55,7 @@ def test_chunk_sums_by_part_number_equal_the_tables(grid):
     from wpbjax.scoring.rows import leaderboard_sums
     from wpbjax.sweeps import make_plan
 
-    encoded, set_index = _encoded(None, episode_source(None, n_episodes=2))
+    encoded, set_index = _encoded(None, episode_source(wj.Generate(n_episodes=2)))
     if grid:
         plan = make_plan(
             encoded,

@@ -38,14 +38,9 @@ def test_few_runs_start_jax_on_one_core_and_every_thread_keeps_every_core():
 
 
 def test_a_cli_sweep_on_one_core_writes_the_rows_of_one_on_every_core(tmp_path):
-    arguments = dict(
-        modes=["default"],
-        n_episodes=1,
-        steps=60,
-        budgets=[1024, 4096],
-        policies=["merge_aggressive", "priority_greedy"],
-    )
-    wj.sweep_to_file(tmp_path / "here.csv", **arguments)  # this process: JAX started, a device per core
+    generate = wj.Generate(modes=["default"], n_episodes=1, steps=60)
+    grid = wj.Grid([1024, 4096], policies=["merge_aggressive", "priority_greedy"])
+    wj.sweep(generate, grid=grid, out=tmp_path / "here.csv")  # this process: JAX started, a device per core
     done = subprocess.run(
         [
             sys.executable,

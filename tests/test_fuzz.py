@@ -209,7 +209,7 @@ SWEEP_FLAGS = {
     "--steps": st.one_of(garbage, small_ints, st.just("2000000000")),
     "--seed": st.one_of(garbage, st.integers(-(2**70), 2**70).map(str)),
     "--memory-cap": st.one_of(garbage, st.sampled_from(["64K", "1G", "infG", "-1G", "2T"])),
-    "--oracle": st.one_of(garbage, st.sampled_from(["exact", "reference"])),
+    "--oracle": st.one_of(garbage, st.sampled_from(["exact", "published_rule"])),
     "--param": st.one_of(garbage, st.sampled_from(["threshold=0:1:3", "threshold=1:0:0", "p=nan", "=1", "x=1,2"])),
     "--drift-prob": st.one_of(garbage, st.sampled_from(["0.5", "1.5", "-0.1"])),
     "--api-pool": st.one_of(garbage, small_ints),
@@ -218,7 +218,7 @@ SWEEP_FLAGS = {
     "--burst-interval": st.one_of(garbage, small_ints),
     "--out": st.one_of(garbage, st.sampled_from(["OUT/r.txt", "OUT", "/no/such/dir/r.csv", "OUT/r.parquet"])),
     "--episodes": st.sampled_from(["OUT/missing.jsonl", "OUT", "OUT/r.csv"]),
-    "--engine": st.one_of(garbage, st.just("reference")),
+    "--engine": st.one_of(garbage, st.just("python")),
 }
 GENERATE_FLAGS = {
     name: SWEEP_FLAGS[name]

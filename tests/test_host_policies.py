@@ -37,7 +37,9 @@ def host_rows() -> pd.DataFrame:
     parts = []
     for name, policy in baselines.BASELINES.items():
         tracks = ["privileged"] if name in PRIVILEGED_ONLY else ["unprivileged", "privileged"]
-        rows = wj.run_python_policy(policy, PAPER_FILES, BUDGETS, tracks=tracks, oracle="published_rule", workers=2)
+        rows = wj.run_python_policy(
+            policy, PAPER_FILES, grid=wj.Grid(BUDGETS, tracks=tracks, oracle="published_rule"), workers=2
+        )
         parts.append(rows.assign(policy=name))
     return pd.concat(parts, ignore_index=True)
 
@@ -48,7 +50,7 @@ def _keyed(table: pd.DataFrame) -> pd.DataFrame:
 
 @needs_reference
 def test_spec_style_baselines_give_the_jax_baselines_rows(host_rows):
-    jax_rows = wj.sweep(PAPER_FILES, budgets=BUDGETS, policies="published", oracle="published_rule")
+    jax_rows = wj.sweep(PAPER_FILES, grid=wj.Grid(BUDGETS, oracle="published_rule"))
     assert len(host_rows) == len(jax_rows) == 5280
     pd.testing.assert_frame_equal(_keyed(host_rows), _keyed(jax_rows[host_rows.columns]))
 
@@ -83,7 +85,11 @@ class WritesEveryThird:
 
 def test_class_policy_gets_a_fresh_instance_per_run():
     # every third step from each run's first: steps 0, 3, ..., 198 = 67 WRITEs per run, in every run
-    rows = wj.run_python_policy(WritesEveryThird, n_episodes=2, modes=["default"], budgets=[1024, 1048576])
+    rows = wj.run_python_policy(
+        WritesEveryThird,
+        wj.Generate(["default"], n_episodes=2),
+        grid=wj.Grid([1024, 1048576], tracks=("unprivileged",)),
+    )
     assert rows["write_actions"].tolist() == [67] * 4
     # at 1 MiB all fit: 67 items
     assert (rows.loc[rows.budget_bytes == 1048576, "write_density"] == 67 / 200).all()
@@ -94,7 +100,12 @@ def test_python_policy_errors_are_one_line():
         return ["WRITE"] if step.t == 4 else []
 
     with pytest.raises(PolicyError, match=r"^episode 0, t=4: not a memory action: 'WRITE'") as error:
-        wj.run_python_policy(emits_text, n_episodes=2, modes=["default"], budgets=[1024], workers=1)
+        wj.run_python_policy(
+            emits_text,
+            wj.Generate(["default"], n_episodes=2),
+            grid=wj.Grid([1024], tracks=("unprivileged",)),
+            workers=1,
+        )
     assert "\n" not in str(error.value)
 
 

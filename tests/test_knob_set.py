@@ -50,11 +50,3 @@ def test_every_knob_set_is_its_flags(tmp_path, name):
         if knob != "mode":
             flags += [f"--{knob.replace('_', '-')}", str(value)]
     assert _generate(tmp_path, "set.jsonl", ["--knob-set", name]) == _generate(tmp_path, "flags.jsonl", flags)
-
-
-def test_a_knob_set_of_the_jax_generator_refuses_another_engine(tmp_path, capsys):
-    argv = ["generate", "--knob-set", "stripe_like", "--engine", "reference", "--out", str(tmp_path / "e.jsonl")]
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert "--knob-set stripe_like: a knob set of the JAX generator; got --engine reference" in err and "\n" not in err
-    assert not (tmp_path / "e.jsonl").exists()

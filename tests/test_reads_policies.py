@@ -96,7 +96,7 @@ def test_the_trade_off_on_hand_computed_reads(name, accuracy, stale, memory_miss
 def test_the_report_s_read_scorecard_and_figure(tmp_path):
     """wpbjax.reports.reads on a sweep of the hand episode: the scorecard's rows are the hand-computed reads
     above (one row per budget x K x policy), the figure is drawn, and a run without probes gets neither."""
-    import wpbjax.api as wj
+    import wpbjax as wj
     from wpbjax.episodes.encode import encode_episodes
     from wpbjax.reports import reads as reads_report, write_report
     from wpbjax.reports.plots import policy_styles
@@ -107,11 +107,8 @@ def test_the_report_s_read_scorecard_and_figure(tmp_path):
     weights = dict(w_rel=1.0, w_rec=0.1, w_imp=0.0, decay=0.5)
     results = wj.sweep(
         encode_episodes([episode]),
-        budgets=[4 * STEP, 100 * STEP],
-        policies=names,
-        tracks=["unprivileged"],
-        top_k=(1, 5),
-        retriever=weights,
+        grid=wj.Grid([4 * STEP, 100 * STEP], policies=names, tracks=["unprivileged"]),
+        reads=wj.Reads(top_k=(1, 5), retriever=weights),
     )
     card = reads_report.scorecard(results)
     assert len(card) == 2 * 2 * 3 and (card.runs == 1).all()
@@ -137,7 +134,9 @@ def test_the_report_s_read_scorecard_and_figure(tmp_path):
     write_report(results, tmp_path / "whole")
     assert (tmp_path / "whole" / "leaderboard.md").read_text().strip().splitlines()[-1].endswith("| 1 |")
     assert len(reads_report.one_row_per_run(results)) == len(results) // 2
-    plain = wj.sweep(encode_episodes([make_episode(HAND)]), budgets=[4 * STEP], policies=names, tracks=["unprivileged"])
+    plain = wj.sweep(
+        encode_episodes([make_episode(HAND)]), grid=wj.Grid([4 * STEP], policies=names, tracks=["unprivileged"])
+    )
     assert not reads_report.has_reads(plain)
     assert not any(path.rsplit("/", 1)[1].startswith("read_") for path in write_report(plain, tmp_path / "plain"))
 

@@ -49,7 +49,7 @@ def test_sweep_rows_are_the_same_either_way():
     configs = [DriftConfig(mode=mode, steps=60, seed=2) for mode in MODES]
     direct = parallel.generate_encoded(configs, 5)
     via_json = encode_episodes([episode for config in configs for episode in generate_episodes(config, 5)])
-    kwargs = dict(budgets=[300, 1500, 8192], policies="reference", set_index=np.repeat(np.arange(4), 5))
+    kwargs = dict(budgets=[300, 1500, 8192], policies="published", set_index=np.repeat(np.arange(4), 5))
     pd.testing.assert_frame_equal(run_sweep(direct, **kwargs), run_sweep(via_json, **kwargs))
 
 

@@ -12,6 +12,7 @@ import pytest
 from wpbjax.api import episode_source
 from wpbjax.core import rollout, segments
 from wpbjax.policies import make
+from wpbjax.sweeps.config import Generate
 from wpbjax.sweeps.run import run_sweep
 from wpbjax.testing import count_compiles
 
@@ -21,7 +22,7 @@ BUDGETS = [300, 1024, 4096]
 
 @pytest.fixture(scope="module")
 def encoded():
-    return episode_source(None, n_episodes=1, steps=STEPS).load()  # one episode of each published mode
+    return episode_source(Generate(n_episodes=1, steps=STEPS)).load()  # one episode of each published mode
 
 
 def _counts(call, monkeypatch, segment: int) -> dict:

@@ -149,7 +149,7 @@ def test_parallel_generation_gives_the_same_rows_as_serial(seed, monkeypatch):
     parallel = parallel_lib.generate_encoded(configs, n_episodes, workers=2)
     assert joined == [8]  # 160 episodes in jobs of 32 per mode: 2 jobs per mode
     serial = encode_episodes([e for config in configs for e in generate_episodes(config, n_episodes)])
-    kwargs = dict(budgets=[400, 3000], policies="reference", set_index=np.repeat(np.arange(4), n_episodes))
+    kwargs = dict(budgets=[400, 3000], policies="published", set_index=np.repeat(np.arange(4), n_episodes))
     pd.testing.assert_frame_equal(run_sweep(parallel, **kwargs), run_sweep(serial, **kwargs))
 
 
@@ -171,17 +171,17 @@ def test_tracks_share_a_call_unless_that_costs_chunks():
                 encoded,
                 2 * tracks,
                 1,
-                episodes_per_cap * per_episode // plan.first_chunk_workers,
-                len(plan.call_devices),
+                episodes_per_cap * per_episode // plan.layout.first_chunk_workers,
+                len(plan.layout.call_devices),
                 6,
             )[0]
             for tracks in (2, 1)  # the published line-up: most policies run on both tracks
         ]
-        assert plan.stack_tracks == (units[0] <= units[1])
+        assert plan.layout.stack_tracks == (units[0] <= units[1])
         assert plan.n_chunks == min(units)
-        seen.add(plan.stack_tracks)
-        if not plan.stack_tracks:
-            one_call = dataclasses.replace(plan, stack_tracks=True)
+        seen.add(plan.layout.stack_tracks)
+        if not plan.layout.stack_tracks:
+            one_call = dataclasses.replace(plan, layout=dataclasses.replace(plan.layout, stack_tracks=True))
             for chunk in plan.chunks()[:2]:
                 pd.testing.assert_frame_equal(run_chunk(plan, chunk), run_chunk(one_call, chunk))
     assert seen == {True, False}

@@ -8,10 +8,14 @@ import numpy as np
 import pytest
 from helpers import make_episode
 
-from wpbjax.core import tiers
 from wpbjax.episodes.encode import encode_episodes
-from wpbjax.policies import tiers as tier_policies
-from wpbjax.state import actions, store as store_lib
+from wpbjax.tiers import (
+    actions as tier_actions,
+    engine as tier_engine,
+    policies as tier_policies,
+    rows as tier_rows,
+    store as tier_store,
+)
 
 # '{"api": "a", "version": 1}' is 26 characters, the view {"mode": "hand"} 16: 26 + 16 + 32 + 16 = 90 bytes in
 # the checkpoint; a journal record drops the 16 index bytes: 74.
@@ -38,17 +42,17 @@ def episode_arrays(encoded):
 
 def apply_all(episode, plan, checkpoint_budget, journal_budget):
     """Apply ``plan`` ({pos: tier_action kwargs}) step by step; the final TierStore."""
-    store = store_lib.tier_empty(episode.valid.shape[0])
+    store = tier_store.tier_empty(episode.valid.shape[0])
     for pos in range(episode.valid.shape[0]):
-        action = actions.tier_action(**plan.get(pos, {}))
-        store = store_lib.tier_apply(store, action, episode, pos, checkpoint_budget, journal_budget)
+        action = tier_actions.tier_action(**plan.get(pos, {}))
+        store = tier_store.tier_apply(store, action, episode, pos, checkpoint_budget, journal_budget)
     return store
 
 
 def test_costs_are_the_byte_model_less_the_index():
     encoded = encoded_of(versions())
     assert encoded.track_costs("unprivileged")[0].tolist() == [COST] * 3
-    assert int(store_lib.journal_cost(jnp.int32(COST))) == RECORD
+    assert int(tier_store.journal_cost(jnp.int32(COST))) == RECORD
 
 
 @pytest.mark.parametrize("journal_budget, accepted", [(RECORD, True), (RECORD - 1, False)])
@@ -113,7 +117,7 @@ def test_consolidation_demotes_old_versions_and_promotes_the_newest(checkpoint_b
     before = store.in_checkpoint.tolist()
     fact = episode.fact_key[:, 0]
     assert fact.tolist() == [0, 0, 0]  # one fact, three versions
-    after = store_lib.consolidate(store, episode, fact, 2, checkpoint_budget, 3 * RECORD)
+    after = tier_store.consolidate(store, episode, fact, 2, checkpoint_budget, 3 * RECORD)
     # step 2 is the fact's newest version: every checkpoint item before it is demoted (already journaled: no
     # journal bytes), then step 2 is promoted if its 90 bytes fit the freed checkpoint
     assert after.in_checkpoint.tolist() == [False, False, promoted]
@@ -128,7 +132,7 @@ def test_consolidation_promotes_newest_first_while_they_fit():
     encoded = encoded_of(versions("a", 1) + versions("b", 1) + versions("c", 1))
     episode = episode_arrays(encoded)
     store = apply_all(episode, {pos: dict(journal=True) for pos in range(3)}, 0, 3 * RECORD)
-    after = store_lib.consolidate(store, episode, episode.fact_key[:, 0], 2, 2 * COST, 3 * RECORD)
+    after = tier_store.consolidate(store, episode, episode.fact_key[:, 0], 2, 2 * COST, 3 * RECORD)
     # three facts, each newest in the journal; room for two: the two newest (steps 2, 1)
     assert after.in_checkpoint.tolist() == [False, True, True] and int(after.checkpoint_used) == 2 * COST
 
@@ -140,10 +144,10 @@ def four_facts():
 def run_policy(name, observations, checkpoint_budget, journal_budget, probes=None, **kw):
     encoded = encoded_of(observations, probes)
     policy = tier_policies.TIER_POLICIES[name]
-    result = tiers.simulate_tiers(
+    result = tier_engine.simulate_tiers(
         policy, encoded.host_batch("unprivileged"), [checkpoint_budget], [journal_budget], **kw
     )
-    rows = tiers.tier_rows(result, encoded, "unprivileged", [checkpoint_budget], [journal_budget])
+    rows = tier_rows.tier_rows(result, encoded, "unprivileged", [checkpoint_budget], [journal_budget])
     return result, {key: np.asarray(value)[0, 0] for key, value in rows.items()}
 
 
@@ -172,7 +176,7 @@ def test_a_labelled_crash_loses_the_buffer_at_its_step():
     encoded = encode_episodes([episode])
     assert encoded.crash_pos.tolist() == [[3]]
     policy = tier_policies.TIER_POLICIES["deferred_checkpoint"]
-    result = tiers.simulate_tiers(
+    result = tier_engine.simulate_tiers(
         policy,
         encoded.host_batch("unprivileged"),
         [4 * COST],
@@ -183,7 +187,7 @@ def test_a_labelled_crash_loses_the_buffer_at_its_step():
     assert int(result.crashes[0, 0]) == 1 and int(result.lost_at_crash[0, 0]) == 1
     assert np.asarray(result.store.in_checkpoint)[0, 0].tolist() == [True, True, False, True]
     # the table path reads the label from the episodes
-    table = tiers.tier_table(
+    table = tier_rows.tier_table(
         encoded,
         ["deferred_checkpoint", "deferred_journaled"],
         [4 * COST],
@@ -286,12 +290,12 @@ def test_tier_budgets_are_checked():
 
     batch = encoded_of(versions()).host_batch("unprivileged")
     with pytest.raises(ArgumentError, match="journal_budgets"):
-        tiers.simulate_tiers(tier_policies.JOURNAL_ONLY, batch, [0, 10], [5])
+        tier_engine.simulate_tiers(tier_policies.JOURNAL_ONLY, batch, [0, 10], [5])
     with pytest.raises(ArgumentError, match="budgets"):
-        tiers.simulate_tiers(tier_policies.JOURNAL_ONLY, batch, [-1], [5])
+        tier_engine.simulate_tiers(tier_policies.JOURNAL_ONLY, batch, [-1], [5])
 
 
-# --- The sweep axis: wj.sweep(journal_budgets=...) and `wpbjax sweep --journal-budgets` ------------------
+# --- The sweep axis: wj.sweep(tiers=wj.Tiers(journal_budgets=...)) and `wpbjax sweep --journal-budgets` -----
 SMALL = dict(modes=["default"], n_episodes=2, steps=30)
 
 
@@ -299,12 +303,10 @@ def test_sweep_with_journal_budgets_crosses_the_two_axes():
     import wpbjax as wj
 
     table = wj.sweep(
-        **SMALL,
-        budgets=[1024, 2048],
-        journal_budgets=[0, 4096],
-        policies=["journal_and_checkpoint", "checkpoint_only"],
-        tracks=["unprivileged"],
-        probes="generate",
+        wj.Generate(**SMALL),
+        grid=wj.Grid([1024, 2048], policies=["journal_and_checkpoint", "checkpoint_only"], tracks=["unprivileged"]),
+        reads=wj.Reads(probes="generate"),
+        tiers=wj.Tiers(journal_budgets=[0, 4096]),
     )
     # 2 policies x 2 episodes x (2 checkpoint budgets x 2 journal budgets)
     assert len(table) == 16
@@ -322,7 +324,7 @@ def test_sweep_with_journal_budgets_crosses_the_two_axes():
 def test_a_sweep_without_tiers_has_no_tier_columns():
     import wpbjax as wj
 
-    table = wj.sweep(**SMALL, budgets=[1024], policies=["fifo_store_all"], tracks=["unprivileged"])
+    table = wj.sweep(wj.Generate(**SMALL), grid=wj.Grid([1024], policies=["fifo_store_all"], tracks=["unprivileged"]))
     assert "journal_budget_bytes" not in table.columns and "lost_at_crash" not in table.columns
 
 

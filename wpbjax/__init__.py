@@ -4,9 +4,10 @@
 
     episodes = wj.episodes.generate(modes=["default"], n_episodes=10)        # or wj.episodes.load("ep.jsonl")
     metrics = wj.simulate("priority_greedy", episodes, [1024, 10240], track="privileged")  # {name: [N, B]}
-    table = wj.sweep(budgets=[1024, 10240], n_episodes=2)                    # the CLI sweep's rows
+    grid = wj.Grid(budgets=[1024, 10240])                                    # what runs (wj.Reads, wj.Tiers, wj.Run)
+    table = wj.sweep(wj.Generate(n_episodes=2), grid=grid)                   # the CLI sweep's rows
     board = wj.leaderboard(table)                                            # mean F1 by (track, policy) x budget
-    wj.sweep_to_file("results.csv", budgets=[1024, 10240], n_episodes=2)     # + results.csv.meta.json
+    wj.sweep(wj.Generate(n_episodes=2), grid=grid, out="results.csv")        # + results.csv.meta.json
     wj.report("results.csv", "report/")                                      # tables and figures
     policy = wj.policies.get("priority_threshold", threshold=0.5); wj.policies.register(my_policy)
     # a policy's act emits wj.actions (write_if, skip, ...) and reads the store through wj.store (remaining, ...)
@@ -29,20 +30,16 @@ _SUBMODULES = {
     "store": "wpbjax.state.store",
     "host": "wpbjax.host",
 }
-_API = (
-    "simulate",
-    "sweep",
-    "sweep_to_file",
-    "report",
-    "leaderboard",
-    "train_gate",
-    "SweepFile",
-    "run_python_policy",
-    "score_steps",
-)
+_API = ("simulate", "sweep", "report", "leaderboard", "train_gate", "SweepFile", "run_python_policy", "score_steps")
+_CONFIGS = ("Generate", "Grid", "Reads", "Tiers", "Run")  # a sweep's configs (wpbjax.sweeps.config)
 __all__ = [
     "EpisodeSource",
+    "Generate",
+    "Grid",
+    "Reads",
+    "Run",
     "SweepFile",
+    "Tiers",
     "WriteEnv",
     "actions",
     "episodes",
@@ -55,7 +52,6 @@ __all__ = [
     "simulate",
     "store",
     "sweep",
-    "sweep_to_file",
     "train_gate",
 ]
 
@@ -65,6 +61,8 @@ def __getattr__(name: str):
         return importlib.import_module(_SUBMODULES[name])
     if name in _API:
         return getattr(importlib.import_module("wpbjax.api"), name)
+    if name in _CONFIGS:
+        return getattr(importlib.import_module("wpbjax.sweeps.config"), name)
     if name == "EpisodeSource":
         return importlib.import_module("wpbjax.episodes.source").EpisodeSource
     if name == "WriteEnv":  # the gymnax-style environment of wpbjax.learn

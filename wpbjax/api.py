@@ -3,12 +3,14 @@
     import wpbjax as wj
     episodes = wj.episodes.generate(modes=["default"], n_episodes=10)       # or wj.episodes.load("ep.jsonl")
     counts = wj.simulate("priority_greedy", episodes, [1024, 10240], track="privileged")  # {metric: [N, B]}
-    table = wj.sweep(budgets=[1024, 10240], n_episodes=2)                   # the CLI sweep's rows
+    grid = wj.Grid(budgets=[1024, 10240])
+    table = wj.sweep(wj.Generate(n_episodes=2), grid=grid)                  # the CLI sweep's rows
     board = wj.leaderboard(table)                                           # mean F1 by (track, policy) x budget
-    wj.sweep_to_file("results.csv", budgets=[1024, 10240], n_episodes=2)    # + results.csv.meta.json
+    wj.sweep(wj.Generate(n_episodes=2), grid=grid, out="results.csv")       # + results.csv.meta.json
     wj.report("results.csv", "report/")
 
-:func:`sweep` takes the CLI sweep's options as keyword arguments, with the same defaults.
+:func:`sweep` takes the CLI sweep's options as typed configs (:mod:`wpbjax.sweeps.config`: ``Generate``,
+``Grid``, ``Reads``, ``Tiers``, ``Run``), with the CLI's defaults.
 """
 
 from __future__ import annotations
@@ -21,32 +23,31 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from wpbjax.common.budgets import PAPER_BUDGETS
-from wpbjax.episodes.source import DEFAULT_MODES, EpisodeSource
-from wpbjax.sweeps.plan import DEFAULT_MEMORY_CAP, DEFAULT_TRACKS, PUBLISHED_LINEUP
+from wpbjax.episodes.source import EpisodeSource
+from wpbjax.sweeps.config import Generate, Grid, Reads, Run, Tiers, options as sweep_options
 
 HEADLINE_BUDGET = 10240  # the report's leaderboard budget (wpbjax.reports.tables.HEADLINE_BUDGET)
 
 
-def episode_source(
-    episodes=None,
-    *,
-    modes: Sequence[str] | str = DEFAULT_MODES,
-    n_episodes: int = 10,
-    steps: int = 200,
-    seed: int = 0,
-    engine: str = "python",
-    **knobs,
-) -> EpisodeSource | None:
-    """The :class:`EpisodeSource` a sweep's episode arguments describe: ``episodes`` as JSONL path(s)
-    or an EpisodeSource, else generated (``modes`` × ``n_episodes`` by ``engine``). None when
-    ``episodes`` is already encoded (in memory: nothing to record or rebuild)."""
+def episode_source(episodes=None, generate: Generate = Generate()) -> EpisodeSource | None:
+    """The :class:`EpisodeSource` of a sweep's ``episodes``: JSONL path(s) or an EpisodeSource as given; None
+    or a :class:`Generate` config: generated (``modes`` × ``n_episodes`` by ``engine``; ``generate`` when
+    ``episodes`` is None). None when ``episodes`` is already encoded (in memory: nothing to record or rebuild)."""
     if isinstance(episodes, EpisodeSource):
         return episodes
+    if isinstance(episodes, Generate):
+        generate, episodes = episodes, None
     if isinstance(episodes, (str, os.PathLike)) or (isinstance(episodes, (list, tuple)) and episodes):
         return EpisodeSource.from_files(episodes)
     if episodes is None or (isinstance(episodes, (list, tuple)) and not episodes):
-        return EpisodeSource.generated(modes, n_episodes, engine, steps=steps, seed=seed, **knobs)
+        return EpisodeSource.generated(
+            generate.modes,
+            generate.n_episodes,
+            generate.engine,
+            steps=generate.steps,
+            seed=generate.seed,
+            **generate.knobs,
+        )
     return None
 
 
@@ -56,199 +57,133 @@ def _encoded(episodes, source: EpisodeSource | None) -> tuple:
         return source.load_sets()
     if not hasattr(episodes, "track_costs"):
         raise ValueError(
-            "episodes: expected JSONL path(s), an EpisodeSource or encoded episodes "
+            "episodes: expected JSONL path(s), an EpisodeSource, a wj.Generate config or encoded episodes "
             f"(wj.episodes.generate / load); got {type(episodes).__name__}"
         )
     return episodes, None
 
 
-def _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params) -> None:
-    from wpbjax.sweeps.plan import check_sweep
-
-    check_sweep(budgets, policies, tracks, oracle, memory_cap, params)
-
-
 def sweep(
     episodes=None,
     *,
-    modes: Sequence[str] | str = DEFAULT_MODES,
-    n_episodes: int = 10,
-    steps: int = 200,
-    seed: int = 0,
-    engine: str = "python",
-    budgets: Sequence[int] = PAPER_BUDGETS,
-    policies: str | Sequence[str] = PUBLISHED_LINEUP,
-    tracks: Sequence[str] = DEFAULT_TRACKS,
-    oracle: str = "exact",
-    memory_cap: int = DEFAULT_MEMORY_CAP,
-    params: dict | None = None,
-    quiet: bool = True,
-    devices=None,
-    top_k: Sequence[int] = (5,),
-    probes: str = "labels",
-    probe_rate: float = 0.1,
-    retriever: dict | None = None,
-    journal_budgets: Sequence[int] | None = None,
-    **knobs,
-) -> pd.DataFrame:
-    """Every (episode, budget, track, policy) run as one results row, as ``wpbjax sweep`` writes them.
+    grid: Grid = Grid(),
+    reads: Reads = Reads(),
+    tiers: Tiers | None = None,
+    run: Run = Run(),
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+) -> pd.DataFrame | SweepFile | None:
+    """Every (episode, budget, track, policy, param point, K) run as one results row, as ``wpbjax sweep`` writes them.
 
-    ``episodes``: JSONL path(s), an :class:`EpisodeSource`, encoded episodes, or None to generate
-    ``modes`` × ``n_episodes`` episodes of ``steps`` steps from ``seed`` with ``engine`` (``python``:
-    the published generator; ``jax``) and generator ``knobs`` (``drift_prob=...``, docs/generators.md).
-    ``policies``: ``"published"`` (the published line-up per track) or names; ``params``: param name
-    -> values to sweep (their Cartesian product per policy; a ``param_NAME`` column each).
-    ``oracle``: ``exact`` or ``published_rule``. ``memory_cap``: bytes one chunk of runs may use.
-    Reads (docs/reads.md): ``probes`` (``labels``: the episodes' ``probes`` labels; ``generate``: those, else
-    ``probe_rate`` probes per step drawn by the default generator; ``none``), ``top_k`` (one row per K),
-    ``retriever`` (``w_rel``, ``w_rec``, ``w_imp``, ``decay``: the retriever's weights).
-    ``journal_budgets`` (docs/tiers.md): tiered runs instead -- ``policies`` are tier policies, ``budgets`` size
-    the checkpoint and ``journal_budgets`` the journal (crossed); :func:`tier_sweep`'s rows.
-    """
-    if journal_budgets is not None:
-        return tier_sweep(
-            episodes,
-            modes=modes,
-            n_episodes=n_episodes,
-            steps=steps,
-            seed=seed,
-            engine=engine,
-            budgets=budgets,
-            journal_budgets=journal_budgets,
-            policies=policies,
-            tracks=tracks,
-            top_k=top_k,
-            probes=probes,
-            probe_rate=probe_rate,
-            retriever=retriever,
-            params=params,
-            **knobs,
-        )
+    ``episodes``: JSONL path(s) (``real:stripe``, ``changelog:NAME`` too), an :class:`EpisodeSource`, encoded
+    episodes (:func:`wpbjax.episodes.generate`), a :class:`Generate` config, or None (``Generate()``: the
+    paper's four modes, 10 episodes each). ``grid`` (:class:`Grid`): budgets, policies, tracks, param grid,
+    oracle. ``reads`` (:class:`Reads`): probes and retriever. ``tiers`` (:class:`Tiers`): tiered runs instead
+    (docs/tiers.md). ``run`` (:class:`Run`): devices, memory per chunk, processes, progress, notes.
+
+    Without ``out``: the table (a ``pandas.DataFrame``). With ``out`` (.csv or .parquet): the table streamed
+    there chunk by chunk with its sidecar ``out.meta.json``, exactly as ``wpbjax sweep --out`` writes them,
+    and a :class:`SweepFile` returned (None on a process other than 0 of ``run.cluster``): every argument and
+    input is checked first (an ``out`` naming an input, or a table past the free disk space, is refused),
+    table and sidecar are renamed into place only when complete, and a second live sweep into the same
+    ``out`` is refused (naming the first's pid; :mod:`wpbjax.files.output_lock`). ``resume``: finish an
+    interrupted sweep of the same arguments from the chunks already in ``out``'s temporary file
+    (:mod:`wpbjax.files.resume`)."""
+    from wpbjax.common.argument_errors import ArgumentError, arg
+
+    generate = episodes if isinstance(episodes, Generate) else Generate()
+    if out is None:
+        if resume or run.cluster is not None:
+            name = "resume" if resume else "cluster"
+            raise ArgumentError(f"{arg(name)}: only a sweep into a file takes it (give {arg('out')})")
+        return _sweep_table(episodes, generate, grid, reads, tiers, run)
+    return _sweep_file(out, episodes, generate, grid, reads, tiers, run, resume)
+
+
+def _check_grid(grid: Grid, tiers: Tiers | None, run: Run) -> None:
+    from wpbjax.sweeps.plan import check_sweep
+
+    check_sweep(grid.budgets, grid.policies, grid.tracks, grid.oracle, run.memory_cap, grid.params, tiers)
+
+
+def _plan_arguments(grid: Grid, read_config, tiers: Tiers | None, run: Run) -> dict:
+    """:func:`wpbjax.sweeps.make_plan`'s keyword arguments from a sweep's configs."""
+    return dict(
+        budgets=grid.budgets,
+        policies=grid.policies,
+        tracks=grid.tracks,
+        oracle=grid.oracle,
+        devices=run.devices,
+        params=grid.params,
+        cluster=run.cluster,
+        reads=read_config,
+        tiers=tiers,
+    )
+
+
+def _sweep_table(episodes, generate: Generate, grid: Grid, reads: Reads, tiers: Tiers | None, run: Run) -> pd.DataFrame:
+    """:func:`sweep`'s rows in memory."""
     from wpbjax.runtime.progress import Progress
     from wpbjax.sweeps import make_plan, run_chunk
 
-    _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params)
-    reads = read_plan(top_k, probes, probe_rate, retriever)
-    source = episode_source(
-        episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs
-    )
+    _check_grid(grid, tiers, run)
+    read_config = read_plan(reads)
+    source = episode_source(episodes, generate)
     encoded, set_index = _encoded(episodes, source)
-    plan = make_plan(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, params, reads=reads)
-    with Progress(plan.total_runs, enabled=not quiet) as progress:
+    plan = make_plan(
+        encoded, set_index=set_index, memory_cap=run.memory_cap, **_plan_arguments(grid, read_config, tiers, run)
+    )
+    with Progress(plan.total_runs, enabled=not run.quiet) as progress:
         return pd.concat([run_chunk(plan, chunk, progress) for chunk in plan.chunks()], ignore_index=True)
 
 
 def run_python_policy(
     policy,
     episodes=None,
-    budgets: Sequence[int] = PAPER_BUDGETS,
-    track: str = "unprivileged",
     *,
-    tracks: Sequence[str] | None = None,
+    grid: Grid = Grid(tracks=("unprivileged",)),
+    reads: Reads = Reads(),
+    run: Run = Run(),
     workers: int | None = None,
-    quiet: bool = True,
-    **options,
 ) -> pd.DataFrame:
     """A Python policy's results rows (docs/policies.md, "Python and model-based policies"): ``policy`` -- a
     class with ``select(step, store)`` (a fresh instance per run), a function ``(step, store) -> actions``,
     or ``"MODULE:NAME"`` -- is driven on the host (``workers`` processes) over ``episodes`` (as :func:`sweep`,
-    or a list of dict episodes) at ``budgets`` on ``track`` (or ``tracks``), and its logged actions are
-    replayed by the engine, so every column is :func:`sweep`'s. ``options``: :func:`sweep`'s other options."""
+    or a list of dict episodes) at ``grid``'s budgets on each of its tracks, and its logged actions are
+    replayed by the engine, so every column is :func:`sweep`'s (``grid.policies`` is the policy itself)."""
     from wpbjax.host.run import HostRun, prepare, prepare_episodes
 
-    generated = {key: options.pop(key) for key in ("modes", "n_episodes", "steps", "seed", "engine") if key in options}
-    host_episodes, encoded, swept = prepare_episodes(episodes, **generated)
-    tracks = [track] if tracks is None else list(tracks)
-    name = prepare(policy, host_episodes, encoded, budgets, tracks, run=HostRun(workers=workers, quiet=quiet))
-    return sweep(swept, budgets=budgets, policies=[name], tracks=tracks, quiet=quiet, **options)
+    host_episodes, encoded, swept = prepare_episodes(episodes)
+    tracks = list(grid.tracks)
+    name = prepare(policy, host_episodes, encoded, grid.budgets, tracks, run=HostRun(workers=workers, quiet=run.quiet))
+    return sweep(swept, grid=dataclasses.replace(grid, policies=[name]), reads=reads, run=run)
 
 
-def score_steps(fn, episodes=None, cache=None, track: str = "unprivileged", batch: int | None = None, **options):
-    """``fn(step) -> float`` for every step of ``episodes``, once, through the ``cache`` file (resumable):
-    a :class:`wpbjax.host.scores.Scores` whose ``register(name)`` names the scored policies a :func:`sweep`
-    runs (docs/policies.md, "Python and model-based policies")."""
+def score_steps(fn, episodes=None, cache=None, track: str = "unprivileged", batch: int | None = None):
+    """``fn(step) -> float`` for every step of ``episodes`` (as :func:`sweep`'s, or dict episodes), once,
+    through the ``cache`` file (resumable): a :class:`wpbjax.host.scores.Scores` whose ``register(name)``
+    names the scored policies a :func:`sweep` runs (docs/policies.md, "Python and model-based policies")."""
     from wpbjax.host.scores import score_steps as score
 
-    return score(fn, episodes, cache=cache, track=track, batch=batch, **options)
+    return score(fn, episodes, cache=cache, track=track, batch=batch)
 
 
-def tier_sweep(
-    episodes=None,
-    *,
-    modes: Sequence[str] | str = DEFAULT_MODES,
-    n_episodes: int = 10,
-    steps: int = 200,
-    seed: int = 0,
-    engine: str = "python",
-    budgets: Sequence[int] = PAPER_BUDGETS,
-    journal_budgets: Sequence[int] = (0,),
-    policies: str | Sequence[str] = ("journal_and_checkpoint",),
-    tracks: Sequence[str] = ("unprivileged",),
-    top_k: Sequence[int] = (5,),
-    probes: str = "generate",
-    probe_rate: float = 0.1,
-    retriever: dict | None = None,
-    params: dict | None = None,
-    crash_rate: float = 0.0,
-    crash_seed: int = 0,
-    costs: dict | None = None,
-    calls_per_step: float = float("inf"),
-    call_burst: float | None = None,
-    **knobs,
-) -> pd.DataFrame:
-    """Tiered runs (docs/tiers.md) as a table: a row per (policy, track, episode, checkpoint budget, journal
-    budget). Episode arguments as :func:`sweep`; ``policies``: tier policy names; ``params``: one value per
-    param (tier policies' defaults otherwise); ``crash_rate``: per-step crash probability (draws from
-    ``crash_seed``); ``costs``: :class:`wpbjax.core.tiers.CostModel` weights (extraction, embedding, dedupe);
-    ``calls_per_step``, ``call_burst``: an optional compute budget, a token bucket on model calls (no budget
-    by default)."""
-    from wpbjax.core.tiers import CostModel, tier_table
-
-    policies = [policies] if isinstance(policies, str) else list(policies)
-    if params and any(np.ndim(value) for value in params.values()):
-        raise ValueError("params: a tiered sweep takes one value per param")
-    reads = read_plan(top_k, probes, probe_rate, retriever)
-    source = episode_source(
-        episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs
-    )
-    encoded, _ = _encoded(episodes, source)
-    encoded = reads.apply(encoded)
-    return pd.concat(
-        [
-            tier_table(
-                encoded,
-                policies,
-                budgets,
-                journal_budgets,
-                track,
-                crash_rate,
-                crash_seed,
-                CostModel(**(costs or {})),
-                reads.retriever,
-                params,
-                calls_per_step,
-                call_burst,
-            )
-            for track in tracks
-        ],
-        ignore_index=True,
-    )
-
-
-def read_plan(
-    top_k: Sequence[int] = (5,), probes: str = "labels", probe_rate: float = 0.1, retriever: dict | None = None
-):
-    """The :class:`wpbjax.scoring.reads.ReadPlan` of a sweep's read arguments (see :func:`sweep`), checked."""
+def read_plan(reads: Reads = Reads()):
+    """The :class:`wpbjax.scoring.reads.ReadPlan` of a sweep's :class:`Reads`, checked."""
     from wpbjax.episodes.probes import ProbeConfig
     from wpbjax.scoring.reads import ReadPlan, Retriever
 
-    weights = dict(retriever or {})
+    weights = dict(reads.retriever or {})
     unknown = sorted(set(weights) - {"w_rel", "w_rec", "w_imp", "decay"})
     if unknown:
         raise ValueError(f"retriever: unknown weight(s) {', '.join(unknown)}; known: w_rel, w_rec, w_imp, decay")
-    # ``probe_rate`` may be a whole ProbeConfig (multi_fact_rate, history_rate: wpbjax sweep's flags)
-    config = probe_rate if isinstance(probe_rate, ProbeConfig) else ProbeConfig(rate=probe_rate)
-    return ReadPlan(retriever=Retriever(top_k=tuple(top_k), **weights), probes=probes, probe_config=config)
+    return ReadPlan(
+        retriever=Retriever(top_k=tuple(reads.top_k), **weights),
+        probes=reads.probes,
+        probe_config=ProbeConfig(
+            rate=reads.probe_rate, multi_fact_rate=reads.multi_fact_rate, history_rate=reads.history_rate
+        ),
+    )
 
 
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
@@ -260,7 +195,7 @@ def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
 
 @dataclasses.dataclass(frozen=True)
 class SweepFile:
-    """What :func:`sweep_to_file` wrote: the results file, its row count, its sidecar (the run
+    """What :func:`sweep` wrote into ``out``: the results file, its row count, its sidecar (the run
     metadata) and the leaderboard (mean F1 by track, policy and budget)."""
 
     path: str
@@ -269,110 +204,37 @@ class SweepFile:
     leaderboard: pd.DataFrame
 
 
-def sweep_to_file(
-    out: str | os.PathLike,
-    episodes=None,
-    *,
-    modes: Sequence[str] | str = DEFAULT_MODES,
-    n_episodes: int = 10,
-    steps: int = 200,
-    seed: int = 0,
-    engine: str = "python",
-    budgets: Sequence[int] = PAPER_BUDGETS,
-    policies: str | Sequence[str] = PUBLISHED_LINEUP,
-    tracks: Sequence[str] = DEFAULT_TRACKS,
-    oracle: str = "exact",
-    memory_cap: int = DEFAULT_MEMORY_CAP,
-    params: dict | None = None,
-    quiet: bool = True,
-    devices=None,
-    command: Sequence[str] | None = None,
-    resume: bool = False,
-    cluster=None,
-    log: Callable[[str], None] | None = None,
-    top_k: Sequence[int] = (5,),
-    probes: str = "labels",
-    probe_rate: float = 0.1,
-    retriever: dict | None = None,
-    **knobs,
+def _sweep_file(
+    out, episodes, generate: Generate, grid: Grid, reads: Reads, tiers: Tiers | None, run: Run, resume: bool
 ) -> SweepFile | None:
-    """:func:`sweep` streamed to ``out`` (.csv or .parquet) chunk by chunk, with its sidecar
-    ``out.meta.json``, exactly as ``wpbjax sweep --out`` writes them: every argument and input is
-    checked first (and a table that would not fit the free disk space refused), and table and
-    sidecar are renamed into place only when complete (an existing ``out`` is left byte-identical
-    by a sweep that fails). ``command``: recorded in the sidecar. ``resume``: finish an interrupted
-    sweep of the same arguments from the chunks already in ``out``'s temporary file
-    (:mod:`wpbjax.files.resume`). A second live sweep into the same ``out`` is refused (a ValueError naming
-    the first's pid; :mod:`wpbjax.files.output_lock`), resuming or not. ``cluster``: this process's place among several
-    (:func:`wpbjax.runtime.distributed.initialize`); process 0 writes the file, the others run their share of
-    every chunk and return None. ``log``: receives the sweep's notes (its size as it starts; where a
-    resumed sweep picks up), one line each; the CLI prints them."""
+    """:func:`sweep` into ``out``: checked, locked, streamed, committed."""
     from wpbjax.files.output_lock import output_lock
     from wpbjax.files.results_io import check_output
 
-    _check_sweep_args(budgets, policies, tracks, oracle, memory_cap, params)
-    reads = read_plan(top_k, probes, probe_rate, retriever)
-    source = episode_source(
-        episodes, modes=modes, n_episodes=n_episodes, steps=steps, seed=seed, engine=engine, **knobs
-    )
-    writes = cluster is None or cluster.writes
+    _check_grid(grid, tiers, run)
+    read_config = read_plan(reads)
+    source = episode_source(episodes, generate)
+    writes = run.cluster is None or run.cluster.writes
     if writes:
         check_output(out, inputs=source.files if source is not None else ())
+    checked_reads = dataclasses.replace(reads, top_k=read_config.retriever.top_k)
+    options = sweep_options(generate, grid, checked_reads, run, tiers)
     # one live run per output: a second is refused, naming the first's pid
     with output_lock(out) if writes else contextlib.nullcontext():
-        return _sweep_to_file(
-            out,
-            source,
-            episodes,
-            writes,
-            dict(
-                modes=modes,
-                n_episodes=n_episodes,
-                steps=steps,
-                seed=seed,
-                engine=engine,
-                budgets=budgets,
-                policies=policies,
-                tracks=tracks,
-                oracle=oracle,
-                memory_cap=memory_cap,
-                params=params,
-                top_k=list(reads.retriever.top_k),
-                probes=probes,
-                probe_rate=probe_rate,
-                retriever=retriever,
-                **knobs,
-            ),
-            devices=devices,
-            cluster=cluster,
-            quiet=quiet,
-            command=command,
-            resume=resume,
-            log=log,
-        )
+        return _planned_file(out, source, episodes, writes, options, grid, read_config, tiers, run, resume)
 
 
-def _sweep_to_file(
-    out, source, episodes, writes: bool, options: dict, devices, cluster, quiet: bool, command, resume: bool, log
+def _planned_file(
+    out, source, episodes, writes: bool, options: dict, grid: Grid, read_config, tiers, run: Run, resume: bool
 ) -> SweepFile | None:
-    """:func:`sweep_to_file` once its arguments are checked (and, writing, its output locked)."""
+    """:func:`_sweep_file` once its arguments are checked (and, writing, its output locked)."""
     from wpbjax.files.output_size import check_disk_space
     from wpbjax.runtime import devices as devices_lib
     from wpbjax.sweeps import make_plan
     from wpbjax.sweeps.blocks import Blocks, streams
 
-    memory_cap, params = options["memory_cap"], options["params"]
-    reads = read_plan(options["top_k"], options["probes"], options["probe_rate"], options["retriever"])
-    plan_arguments = dict(
-        budgets=options["budgets"],
-        policies=options["policies"],
-        tracks=options["tracks"],
-        oracle=options["oracle"],
-        devices=devices,
-        params=params,
-        cluster=cluster,
-        reads=reads,
-    )
+    memory_cap, params, cluster = run.memory_cap, grid.params, run.cluster
+    plan_arguments = _plan_arguments(grid, read_config, tiers, run)
     if streams(source, memory_cap):  # generated a block at a time (wpbjax.sweeps.blocks)
         blocks = Blocks(source, plan_arguments, memory_cap)
         plan, n_swept = blocks.plan, blocks.n_total
@@ -383,15 +245,17 @@ def _sweep_to_file(
     arguments = dict(episodes=list(source.files) if source is not None and source.files else None, **options)
     if writes:
         check_disk_space(out, plan.total_runs, len(params or {}))  # one row per run
-    if log is not None:
-        log(
-            f"{n_swept:,} episodes x {len(plan.budgets)} budgets, tracks "
+    if run.log is not None:
+        run.log(
+            f"{n_swept:,} episodes x {len(plan.budgets)} budgets"
+            + (f" x {len(plan.tiers.journal_budgets)} journal budgets" if plan.tiers is not None else "")
+            + ", tracks "
             f"{','.join(plan.lineup)}, oracle {plan.oracle}, {plan.total_runs:,} runs on "
-            f"{devices_lib.describe(plan.devices)}"
+            f"{devices_lib.describe(plan.layout.devices)}"
             + (f" in each of {cluster.num_processes} processes" if cluster else "")
             + (f", episodes made {blocks.block_episodes:,} at a time" if blocks else "")
         )
-    return _stream_to_file(out, plan, blocks, source, arguments, params, command, resume, quiet, log)
+    return _stream_to_file(out, plan, blocks, source, arguments, params, run.command, resume, run.quiet, run.log)
 
 
 def _stream_to_file(
@@ -412,7 +276,7 @@ def _stream_to_file(
     checkpoint, identity = _resume_point(target, arguments, plan, resume, log)
     # (a block's plan, its chunks to run) in order
     work = blocks.plans(checkpoint.chunks) if blocks else [(plan, plan.chunks()[checkpoint.chunks :])]
-    if plan.cluster is not None and not plan.cluster.writes:  # its share of every chunk goes to process 0
+    if plan.layout.cluster is not None and not plan.layout.cluster.writes:  # its share of every chunk goes to process 0
         for block_plan, chunks in work:
             write_chunks(block_plan, None, chunks=chunks)
         return None
@@ -456,12 +320,12 @@ def _resume_point(out, arguments: dict, plan, resume: bool, log) -> tuple:
     from wpbjax.files import resume as resume_lib
 
     identity = checkpoint = None
-    cluster = plan.cluster
+    cluster = plan.layout.cluster
     if cluster is None or cluster.writes:
         from wpbjax.episodes.source import episode_file_sha256  # a real: spec's history, else the file
 
         hashes = [episode_file_sha256(path) for path in (arguments.get("episodes") or [])]
-        identity = resume_lib.run_identity(arguments, len(plan.devices), hashes)
+        identity = resume_lib.run_identity(arguments, len(plan.layout.devices), hashes)
         checkpoint = resume_lib.start(os.fspath(out), identity, resume)
         if checkpoint is not None and log is not None:
             log(f"resuming {out} after {checkpoint.chunks} chunks ({checkpoint.rows:,} rows) on disk")

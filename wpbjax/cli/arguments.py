@@ -48,12 +48,16 @@ def unique_values(values: list, flag: str, warn: Callable[[str], None], key=lamb
 def drop_repeats(args, warn: Callable[[str], None] = _stderr_warning) -> None:
     """Repeated budgets, policies, tracks, modes or episode files (the same file after resolving
     links) would give duplicate rows that count as extra episodes: keep each once, warn once."""
-    for flag, name in (("--budgets", "budgets"), ("--tracks", "tracks"), ("--modes", "modes")):
+    for flag, name in (
+        ("--budgets", "budgets"),
+        ("--journal-budgets", "journal_budgets"),
+        ("--tracks", "tracks"),
+        ("--modes", "modes"),
+    ):
         if getattr(args, name, None):
             setattr(args, name, unique_values(list(getattr(args, name)), flag, warn))
-    if args.policies != "reference":
-        names = [name.strip() for name in args.policies.split(",") if name.strip()]
-        args.policies = ",".join(unique_values(names, "--policies", warn))
+    names = [name.strip() for name in args.policies.split(",") if name.strip()]
+    args.policies = ",".join(unique_values(names, "--policies", warn))
     if args.episodes:
         args.episodes = unique_values(list(args.episodes), "--episodes", warn, key=os.path.realpath)
 

@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 
 from wpbjax.cli.argtypes import positive_int, probability
-from wpbjax.common.argument_errors import ArgumentError, arg
 
 
 def add_generator_knobs(parser: argparse.ArgumentParser) -> None:
@@ -54,9 +53,9 @@ def add_jax_knobs(parser: argparse.ArgumentParser) -> None:
     d = JaxGenConfig()
     parser.add_argument(
         "--engine",
-        choices=("python", "jax", "reference"),
+        choices=("python", "jax"),
         default="python",
-        help="episode generator: 'python', the published one (byte-identical; old name 'reference'), "
+        help="episode generator: 'python', the published one (byte-identical), "
         "or 'jax', on device with the new regimes",
     )
     parser.add_argument(
@@ -132,12 +131,7 @@ def apply_knob_set(args) -> None:
 
     if getattr(args, "knob_set", None) is None:
         return
-    if args.engine == args.knob_defaults["engine"]:
-        args.engine = "jax"
-    elif args.engine != "jax":
-        raise ArgumentError(
-            f"{arg('knob_set')} {args.knob_set}: a knob set of the JAX generator; got --engine {args.engine}"
-        )
+    args.engine = "jax"  # (the other engine, python, is the default: a knob set always picks jax)
     mode = KNOB_SETS[args.knob_set]["mode"]
     if hasattr(args, "modes") and args.modes == args.knob_defaults["modes"]:
         args.modes = [mode]

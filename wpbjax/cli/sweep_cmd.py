@@ -1,4 +1,4 @@
-"""``wpbjax sweep``: episodes × budgets × tracks × policies to a results table (:func:`wpbjax.api.sweep_to_file`)."""
+"""``wpbjax sweep``: episodes × budgets × tracks × policies to a results table (:func:`wpbjax.api.sweep`)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def add_parser(commands) -> None:
         "--policies",
         type=policy_spec,
         default="published",
-        help="'published' (the published line-up per track; old name 'reference') or comma-separated names",
+        help="'published' (the published line-up per track; with --journal-budgets the tier line-up) or "
+        "comma-separated names",
     )
     sweep.add_argument(
         "--tracks",
@@ -65,9 +66,9 @@ def add_parser(commands) -> None:
     )
     sweep.add_argument(
         "--oracle",
-        choices=("exact", "published_rule", "reference"),
+        choices=("exact", "published_rule"),
         default="exact",
-        help="knapsack oracle (default exact; 'published_rule', old name 'reference', reproduces the published numbers)",
+        help="knapsack oracle (default exact; 'published_rule' reproduces the published numbers)",
     )
     sweep.add_argument("--out", default="results.csv", help="results file, .csv or .parquet (default results.csv)")
     sweep.add_argument(
@@ -167,63 +168,50 @@ def byte_list(text: str) -> list[int]:
     return int_list(text, 0, 2**31 - 1)
 
 
-def _episode_and_read_arguments(args, retriever: dict) -> dict:
-    """The keyword arguments a one-tier and a tiered sweep take alike: episodes, budgets, tracks, reads."""
-    from wpbjax.episodes.probes import ProbeConfig
+def leaderboard_title(params: dict, tiered: bool) -> str:
+    """The line above the leaderboard ``wpbjax sweep`` prints."""
+    if tiered:
+        return "Mean history coverage by policy, journal budget (bytes), grid point and checkpoint budget (bytes):"
+    if params:
+        return "Mean F1 by policy, grid point of the swept params and budget (bytes), a row per grid point:"
+    return "Mean F1 by policy and budget (bytes):"
+
+
+def sweep_configs(args, retriever: dict) -> dict:
+    """The :func:`wpbjax.api.sweep` configs ``wpbjax sweep``'s flags give: episodes, grid, reads, tiers."""
+    from wpbjax.sweeps.config import Generate, Grid, Reads, Tiers
 
     knobs = {key: value for key, value in generator_knobs(args).items() if key not in ("seed", "steps")}
-    return dict(
-        modes=args.modes,
-        n_episodes=args.n_episodes,
-        steps=args.steps,
-        seed=args.seed,
-        engine=args.engine,
-        budgets=args.budgets,
-        tracks=args.tracks,
-        top_k=args.top_k,
-        probes=args.probes,
-        probe_rate=ProbeConfig(
-            rate=args.probe_rate, multi_fact_rate=args.multi_fact_rate, history_rate=args.history_rate
-        ),
-        retriever=retriever or None,
-        **knobs,
+    generate = Generate(
+        modes=args.modes, n_episodes=args.n_episodes, steps=args.steps, seed=args.seed, engine=args.engine, knobs=knobs
     )
-
-
-def cmd_tier_sweep(args, retriever: dict) -> int:
-    """``--journal-budgets``: tiered runs (:func:`wpbjax.api.tier_sweep`) written to ``--out``."""
-    from wpbjax.api import tier_sweep
-    from wpbjax.common.argument_errors import ArgumentError, arg
-    from wpbjax.files import atomic
-
-    started = time.perf_counter()
-    policies = (
-        ["journal_and_checkpoint", "checkpoint_only", "journal_only"]
-        if args.policies in ("published", "reference")
-        else args.policies.split(",")
-    )
-    params = {}
-    for name, values in args.param or []:
-        if len(values) != 1:
-            raise ArgumentError(f"{arg('params')} {name}: a tiered sweep takes one value per param")
-        params[name] = values[0]
-    table = tier_sweep(
-        args.episodes,
-        **_episode_and_read_arguments(args, retriever),
-        journal_budgets=args.journal_budgets,
-        policies=policies,
-        crash_rate=args.crash_rate,
-        calls_per_step=args.calls_per_step,
-        call_burst=args.call_burst,
-        params=params or None,
-    )
-    with atomic.atomic_path(args.out) as path:
-        table.to_parquet(path, index=False) if str(args.out).endswith(".parquet") else table.to_csv(path, index=False)
-    if not args.quiet:
-        print(
-            f"wrote {len(table):,} tiered rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr
+    tiers = None
+    if args.journal_budgets is not None:
+        tiers = Tiers(
+            journal_budgets=args.journal_budgets,
+            crash_rate=args.crash_rate,
+            calls_per_step=args.calls_per_step,
+            call_burst=args.call_burst,
         )
-    return 0
+    return dict(
+        episodes=args.episodes or generate,
+        grid=Grid(
+            budgets=args.budgets,
+            policies=args.policies,
+            tracks=args.tracks,
+            params=dict(args.param or []),
+            oracle=args.oracle,
+        ),
+        reads=Reads(
+            top_k=args.top_k,
+            probes=args.probes,
+            probe_rate=args.probe_rate,
+            multi_fact_rate=args.multi_fact_rate,
+            history_rate=args.history_rate,
+            retriever=retriever or None,
+        ),
+        tiers=tiers,
+    )
 
 
 def cmd_sweep(args) -> int:
@@ -233,8 +221,9 @@ def cmd_sweep(args) -> int:
     from wpbjax.runtime.devices import enable_compilation_cache  # (JAX loads once a command runs)
 
     enable_compilation_cache()
-    from wpbjax.api import sweep_to_file
+    from wpbjax.api import sweep
     from wpbjax.files.results_io import use_jemalloc
+    from wpbjax.sweeps.config import Run
 
     use_jemalloc()
     from wpbjax.cli.arguments import check_generator_size, drop_repeats
@@ -251,43 +240,32 @@ def cmd_sweep(args) -> int:
         if len(values) != 1 or name in retriever:
             raise ArgumentError(f"{arg('retriever')} {name}: give each weight once, with one value")
         retriever[name] = float(values[0])
-    if args.journal_budgets is not None:
-        return cmd_tier_sweep(args, retriever)
     tier_only = {"crash_rate": args.crash_rate != 0, "calls_per_step": args.calls_per_step != float("inf"),
                  "call_burst": args.call_burst is not None}  # fmt: skip
     unused = [name for name, given in tier_only.items() if given]  # refused, not silently ignored
-    if unused:
+    if unused and args.journal_budgets is None:
         raise ArgumentError(f"{arg(unused[0])}: only tiered runs take it (give {arg('journal_budgets')})")
     cluster = initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     args.quiet = args.quiet or not (cluster is None or cluster.writes)  # only process 0 writes (and reports)
+    run = Run(
+        memory_cap=args.memory_cap,
+        cluster=cluster,
+        quiet=args.quiet,
+        log=None if args.quiet else note_printer("wpbjax sweep"),
+    )
+    configs = sweep_configs(args, retriever)
     if any(name.startswith("py:") for name in args.policies.split(",")):  # Python policies run on the host first
         from wpbjax.host.run import prepare_named
 
-        prepare_named(args.policies, args.episodes, _episode_and_read_arguments(args, retriever), args.quiet)
-    done = sweep_to_file(
-        args.out,
-        args.episodes,
-        **_episode_and_read_arguments(args, retriever),
-        policies=args.policies,
-        oracle=args.oracle,
-        memory_cap=args.memory_cap,
-        params=params,
-        quiet=args.quiet,
-        resume=args.resume,
-        cluster=cluster,
-        log=None if args.quiet else note_printer("wpbjax sweep"),
-    )
+        prepare_named(args.policies, configs["episodes"], configs["grid"], args.quiet)
+    done = sweep(**configs, run=run, out=args.out, resume=args.resume)
     if done is None:  # a process other than 0: its share went to process 0
         return 0
     if not args.quiet:
         import pandas as pd
 
         with pd.option_context("display.width", 200, "display.max_columns", 20):
-            print(
-                "Mean F1 by policy, grid point of the swept params and budget (bytes), a row per grid point:"
-                if params
-                else "Mean F1 by policy and budget (bytes):"
-            )
+            print(leaderboard_title(params, tiered=args.journal_budgets is not None))
             print(done.leaderboard.to_string(float_format=lambda v: f"{v:.3f}"))
         print(f"wrote {done.rows:,} rows to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0

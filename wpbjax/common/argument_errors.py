@@ -1,5 +1,5 @@
 """Errors about a caller's arguments, naming each argument as that caller wrote it: ``num_processes``
-for a Python caller (``wj.sweep_to_file(...)``, ``wpbjax.runtime.distributed.initialize(...)``),
+for a Python caller (``wj.sweep(..., out=...)``, ``wpbjax.runtime.distributed.initialize(...)``),
 ``--num-processes`` on the command line.
 
 A library check writes its message once, marking each argument it names with :func:`arg`::

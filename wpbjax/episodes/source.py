@@ -8,7 +8,7 @@ An :class:`EpisodeSource` rebuilds the same encoded episodes wherever it is load
 records ``source.to_dict()`` in its sidecar, and the report (or a resumed sweep) rebuilds the
 episodes with ``EpisodeSource.from_dict(meta["episodes"]).load()`` — files are checked against
 their recorded SHA-256 first. Generator engines: ``python`` (the published generator, draw for
-draw; its old name ``reference`` is accepted) and ``jax`` (on device, with the new regimes).
+draw) and ``jax`` (on device, with the new regimes).
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ from collections.abc import Sequence
 import numpy as np
 
 ENGINES = ("python", "jax")
-ENGINE_ALIASES = {"reference": "python"}  # the python engine's name before it was renamed
 DEFAULT_MODES = ("default", "burst_drift", "redundancy", "burst_redundancy")
 
 
 def check_engine(engine: str) -> str:
-    """The generator engine ``engine`` names (an alias resolved), else a ValueError."""
-    engine = ENGINE_ALIASES.get(engine, engine)
+    """``engine`` if it is a generator engine, else a ValueError."""
     if engine not in ENGINES:
         raise ValueError(f"engine: unknown generator engine {engine!r}; expected one of {', '.join(ENGINES)}")
     return engine

@@ -39,7 +39,7 @@ def manifest_path(out: str | os.PathLike) -> str:
 
 def run_identity(arguments: dict, n_devices: int, episode_sha256: list | None = None) -> dict:
     """What must be equal for a resumed run to continue the same table: every row-shaping argument
-    (``arguments``: the sweep's options, as :func:`wpbjax.api.sweep_to_file` was called), each episode
+    (``arguments``: the sweep's options, as :func:`wpbjax.api.sweep` was called), each episode
     file's SHA-256 (``episode_sha256``, default: of each file ``arguments["episodes"]`` names), and the
     counts that size the chunks (devices, cores)."""
     kept = {key: value for key, value in sorted(arguments.items()) if key not in NOT_IDENTITY}

@@ -86,9 +86,15 @@ def dict_episodes(source) -> list[dict]:
 def prepare_episodes(episodes=None, **generated) -> tuple:
     """(episodes for the host: an EpisodeSource or dict episodes, their encoding, what a sweep takes) of
     ``episodes``: JSONL paths / ``real:`` / ``changelog:`` specs, an EpisodeSource, a list of dict episodes,
-    or None to generate (``generated``: modes, n_episodes, steps, seed, engine and generator knobs)."""
+    a :class:`wpbjax.sweeps.config.Generate` config, or None to generate (``generated``: modes, n_episodes,
+    steps, seed, engine and generator knobs)."""
     from wpbjax.episodes.encode import encode_episodes
     from wpbjax.episodes.source import EpisodeSource
+    from wpbjax.sweeps.config import Generate
+
+    if isinstance(episodes, Generate):
+        fields = {field.name: getattr(episodes, field.name) for field in dataclasses.fields(Generate)}
+        episodes, generated = None, {**{k: v for k, v in fields.items() if k != "knobs"}, **fields["knobs"]}
 
     if isinstance(episodes, (list, tuple)) and episodes and all(isinstance(episode, dict) for episode in episodes):
         encoded = encode_episodes(list(episodes))
@@ -222,18 +228,14 @@ def prepare(policy, source, encoded, budgets, tracks, name: str | None = None, r
     return full_name
 
 
-_SWEEP_ONLY = ("budgets", "tracks", "top_k", "probes", "probe_rate", "retriever")
-
-
-def prepare_named(policies: str, episodes, options: dict, quiet: bool = True) -> None:
-    """``wpbjax sweep --policies ...,py:MODULE:NAME,...``: drive each ``py:`` policy over the sweep's episodes
-    (``episodes``, or generated from ``options``: the sweep's episode and read keyword arguments)."""
+def prepare_named(policies: str, episodes, grid, quiet: bool = True) -> None:
+    """``wpbjax sweep --policies ...,py:MODULE:NAME,...``: drive each ``py:`` policy over the sweep's
+    ``episodes`` (files or a Generate config) at the budgets and tracks of its ``grid`` (a Grid config)."""
     named = [name for name in policies.split(",") if name.startswith(f"{PREFIX}:")]
-    generated = {key: value for key, value in options.items() if key not in _SWEEP_ONLY}
-    host_episodes, encoded, _ = prepare_episodes(episodes, **generated)
-    tracks = [track for track in options["tracks"] if track in TRACKS]
+    host_episodes, encoded, _ = prepare_episodes(episodes)
+    tracks = [track for track in grid.tracks if track in TRACKS]
     for name in named:
-        prepare(name, host_episodes, encoded, options["budgets"], tracks, run=HostRun(quiet=quiet))
+        prepare(name, host_episodes, encoded, grid.budgets, tracks, run=HostRun(quiet=quiet))
 
 
 def registered(label: str):

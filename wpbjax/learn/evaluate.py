@@ -48,7 +48,7 @@ def compare(encoded: EncodedEpisodes, gates: dict[str, str], budgets=PAPER_BUDGE
     """
     frames = []
     for track, path in gates.items():
-        table = run_sweep(encoded, budgets=budgets, policies="reference", tracks=[track])
+        table = run_sweep(encoded, budgets=budgets, policies="published", tracks=[track])
         gate = run_sweep(encoded, budgets=budgets, policies=[f"learned_gate:{path}"], tracks=[track])
         gate["policy"] = f"learned_gate ({track})"
         table = pd.concat([table, gate], ignore_index=True)

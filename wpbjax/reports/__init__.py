@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from wpbjax.reports import metadata, packages, tables  # plots (matplotlib) only when drawing: sweeps import this
+from wpbjax.reports import metadata, packages, tables, tiers  # plots (matplotlib) only when drawing: sweeps import this
 
 MAX_CURVE_EPISODES = 1000  # the per-step regret curve re-runs the policies with traces: cap its cost
 
@@ -37,11 +37,13 @@ def load_results(path: str | os.PathLike) -> pd.DataFrame:
     results = read_results(path)
     if packages.is_package_table(results):  # a `wpbjax packages sweep` table
         return packages.check_package_results(results, path)
+    if tiers.is_tier_table(results):  # a tiered sweep's (wpbjax sweep --journal-budgets)
+        return tiers.check_tier_results(results, path)
     return tables.check_results(results, path)
 
 
 REPORT_SUFFIXES = (".md", ".tex", ".csv", ".png", ".json")
-REPORT_MARKERS = ("leaderboard.md", "package_summary.md")
+REPORT_MARKERS = ("leaderboard.md", "package_summary.md", "tier_summary.md")
 
 
 def is_report_directory(path: str | os.PathLike) -> bool:
@@ -82,6 +84,8 @@ def write_report(
     with atomic_directory(out_dir, is_report_directory) as building:
         if packages.is_package_table(results):
             written = packages.write_package_report(results, building)
+        elif tiers.is_tier_table(results):
+            written = tiers.write_tier_report(results, building)
         else:
             written = _write_episode_report(
                 results, pathlib.Path(building), meta, encoded, budget, curve_budget, log or _warn

@@ -74,12 +74,15 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-def policy_params(plan: dict, overrides: dict | None = None) -> dict:
-    """Policy name -> the params it ran with (defaults updated by ``overrides`` [name -> {param: value}])."""
+def policy_params(plan: dict, overrides: dict | None = None, tiered: bool = False) -> dict:
+    """Policy name -> the params it ran with (defaults updated by ``overrides`` [name -> {param: value}]);
+    ``tiered``: the names are tier policies."""
     from wpbjax.policies import make
+    from wpbjax.tiers.policies import get_tier_policy
 
+    record = get_tier_policy if tiered else make
     names = dict.fromkeys(name for names in plan.values() for name in names)
-    return {name: {**make(name).params, **(overrides or {}).get(name, {})} for name in names}
+    return {name: {**record(name).params, **(overrides or {}).get(name, {})} for name in names}
 
 
 def sweep_metadata(
@@ -91,7 +94,8 @@ def sweep_metadata(
     ``command``: the command line (default ``sys.argv``)."""
     command = list(command) if command is not None else [os.path.basename(sys.argv[0])] + sys.argv[1:]
     generated = source is not None and not source.files
-    return {
+    tiers = getattr(plan, "tiers", None)
+    meta = {
         "schema": SCHEMA,
         "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": command,
@@ -103,13 +107,16 @@ def sweep_metadata(
         },
         "budgets": [int(budget) for budget in plan.budgets],
         "tracks": {track: list(names) for track, names in plan.lineup.items()},
-        "policy_params": policy_params(plan.lineup),  # defaults; swept ones below
+        "policy_params": policy_params(plan.lineup, tiered=tiers is not None),  # defaults; swept ones below
         "swept_params": {name: [float(v) for v in np.atleast_1d(values)] for name, values in (params or {}).items()},
         "oracle": plan.oracle,
         "episodes": source.to_dict() if source is not None else {"source": "in-memory"},
         "rows": rows,
-        "environment": environment(plan.devices),
+        "environment": environment(plan.layout.devices),
     }
+    if tiers is not None:  # a tiered sweep (docs/tiers.md): its budget pairs cross these with the budgets
+        meta["journal_budgets"] = [int(budget) for budget in tiers.journal_budgets]
+    return meta
 
 
 def episodes_from_metadata(meta: dict):

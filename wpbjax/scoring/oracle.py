@@ -1,7 +1,7 @@
 """The knapsack oracle: best total utility of any set of steps that fits a budget (SEMANTICS §4).
 
 Two modes: ``exact`` (the true 0/1 knapsack optimum) and ``published_rule`` (the published
-harness's rule, which approximates above 2,048 bytes; also accepted under its old name ``reference``).
+harness's rule, which approximates above 2,048 bytes).
 Weights are one track's write costs; values are u_t.
 
 The exact optimum comes from one DP per episode, read off at every budget. When the utilities lie
@@ -24,7 +24,6 @@ MAX_GRID_EXPONENT = 16  # utilities on a grid of 2^-16 or coarser use the DP ove
 MAX_VALUE_CELLS = 1 << 22  # ... while the value table stays this small
 
 ORACLE_MODES = ("exact", "published_rule")
-ORACLE_ALIASES = {"reference": "published_rule"}  # the mode's name before it was renamed
 
 
 def exact_dp(weights: np.ndarray, values: np.ndarray, capacity: int) -> np.ndarray:
@@ -171,8 +170,7 @@ def published_rule(weights: np.ndarray, values: np.ndarray, budgets) -> np.ndarr
 
 
 def check_mode(mode: str) -> str:
-    """The oracle mode ``mode`` names (an alias resolved), else a ValueError listing the modes."""
-    mode = ORACLE_ALIASES.get(mode, mode)
+    """``mode`` if it is an oracle mode, else a ValueError listing the modes."""
     if mode not in ORACLE_MODES:
         raise ValueError(f"unknown oracle mode {mode!r}; expected one of {', '.join(ORACLE_MODES)}")
     return mode

@@ -126,10 +126,21 @@ def score_rows(
     return rows
 
 
+def board_keys(columns) -> list[str]:
+    """The leaderboard keys of a results table with ``columns``, less track and policy: the budget, a tiered
+    sweep's journal budget and each swept param (a grid point is a policy setting of its own, never more
+    episodes)."""
+    journal = ["journal_budget_bytes"] if "journal_budget_bytes" in columns else []
+    return ["budget_bytes", *journal, *(column for column in columns if column.startswith("param_"))]
+
+
+def board_metric(columns) -> str:
+    """What a leaderboard averages: F1, or a tiered sweep's history coverage (its rows have no F1)."""
+    return "f1" if "f1" in columns else "history_coverage"
+
+
 def _keys(table: pd.DataFrame) -> list[str]:
-    """A results table's leaderboard keys: track, policy, budget and each swept param (a grid point is
-    a policy setting of its own, never more episodes)."""
-    return ["track", "policy", "budget_bytes"] + [column for column in table if column.startswith("param_")]
+    return ["track", "policy", *board_keys(table.columns)]
 
 
 def _total(sums: list[pd.DataFrame]) -> pd.DataFrame:
@@ -147,10 +158,13 @@ def leaderboard_from_sums(sums: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def leaderboard_sums(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """One ``(track, policy, budget_bytes, param_...)`` -> ``sum``, ``count`` (of f1) frame from result
-    chunks and/or earlier such frames, in first-seen order (running totals: a few rows, whatever the sweep)."""
+    """One ``(track, policy, budget_bytes, param_...)`` -> ``sum``, ``count`` (of f1; of history_coverage in a
+    tiered sweep) frame from result chunks and/or earlier such frames, in first-seen order (running totals: a
+    few rows, whatever the sweep)."""
     sums = [
-        part if "sum" in part else part.groupby(_keys(part), sort=False, dropna=False)["f1"].agg(["sum", "count"])
+        part
+        if "sum" in part
+        else part.groupby(_keys(part), sort=False, dropna=False)[board_metric(part.columns)].agg(["sum", "count"])
         for part in parts
     ]
     return _total(sums)

@@ -126,32 +126,3 @@ def select(condition, if_true: Action, if_false: Action) -> Action:
     if_true = dataclasses.replace(if_true, expire_slots=pad(if_true.expire_slots))
     if_false = dataclasses.replace(if_false, expire_slots=pad(if_false.expire_slots))
     return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), if_true, if_false)
-
-
-# --- Tiers (docs/tiers.md; applied by wpbjax.state.store.tier_apply) ---------------------------------------
-@jax.tree_util.register_dataclass
-@dataclasses.dataclass(frozen=True)
-class TierAction:
-    """What a tiered policy emits at step ``pos``: applied in this order by the store."""
-
-    journal: jax.Array  # []  bool  append step pos's raw record to the journal
-    delete: jax.Array  # [K] int32 checkpoint items to delete outright (-1 none)
-    demote: jax.Array  # [K] int32 checkpoint items to move to the journal (-1 none)
-    add: jax.Array  # [K] int32 steps <= pos to add to the checkpoint, in order (a promote where journaled; -1 none)
-
-
-def tier_action(journal=False, delete=NONE, demote=NONE, add=NONE) -> TierAction:
-    as_slots = lambda slots: jnp.atleast_1d(jnp.asarray(slots, jnp.int32))  # noqa: E731
-    return TierAction(
-        journal=jnp.asarray(journal, bool), delete=as_slots(delete), demote=as_slots(demote), add=as_slots(add)
-    )
-
-
-def mask_tier(action: TierAction, real) -> TierAction:
-    """``action`` where ``real``, else no action (a padding step)."""
-    return TierAction(
-        journal=action.journal & real,
-        delete=jnp.where(real, action.delete, NONE),
-        demote=jnp.where(real, action.demote, NONE),
-        add=jnp.where(real, action.add, NONE),
-    )

@@ -5,7 +5,8 @@ chunks of one padded shape (so each policy compiles once); :mod:`wpbjax.sweeps.r
 chunk by chunk, sharded over the local devices. Scoring and the table's columns live in
 :mod:`wpbjax.scoring.rows`, results files in :mod:`wpbjax.files.results_io`.
 
-The public entry points are :func:`wpbjax.api.sweep` and :func:`wpbjax.api.sweep_to_file` (``wj.sweep``).
+A sweep's settings are the typed configs of :mod:`wpbjax.sweeps.config`; the public entry point is
+:func:`wpbjax.api.sweep` (``wj.sweep``).
 """
 
 from wpbjax.common.budgets import PAPER_BUDGETS, check_budgets
@@ -27,6 +28,7 @@ from wpbjax.sweeps.plan import (
     PUBLISHED_LINEUP,
     RUNS_PER_CALL,
     Chunk,
+    Layout,
     SweepPlan,
     check_params,
     check_sweep,
@@ -38,7 +40,7 @@ from wpbjax.sweeps.plan import (
     points_per_slice,
     resolve_policies,
 )
-from wpbjax.sweeps.run import iter_sweep, run_chunk, run_sweep, total_runs, write_chunks
+from wpbjax.sweeps.run import run_chunk, run_sweep, write_chunks
 
 __all__ = [
     "PAPER_BUDGETS",
@@ -52,13 +54,13 @@ __all__ = [
     "BYTES_PER_RUN_STEP",
     "RUNS_PER_CALL",
     "Chunk",
+    "Layout",
     "ResultsWriter",
     "SweepPlan",
     "check_budgets",
     "check_sweep",
     "chunk_size",
     "confusion_counts",
-    "iter_sweep",
     "leaderboard",
     "leaderboard_from_sums",
     "leaderboard_sums",
@@ -71,6 +73,5 @@ __all__ = [
     "resolve_policies",
     "run_chunk",
     "run_sweep",
-    "total_runs",
     "write_chunks",
 ]

@@ -30,7 +30,7 @@ def streams(source: EpisodeSource | None, memory_cap: int) -> bool:
 
 class Blocks:
     """The block layout of a streamed sweep: episodes ``0 .. n_total-1`` of ``source`` in blocks of
-    ``block_episodes`` (whole chunks of ``plan.chunk_episodes``). ``plan``: the plan of the first
+    ``block_episodes`` (whole chunks of ``plan.layout.chunk_episodes``). ``plan``: the plan of the first
     episode alone, chunked for the whole set (its budgets, line-up, devices and run count are every
     block's)."""
 
@@ -40,7 +40,7 @@ class Blocks:
         self.plan = make_plan(
             probe, set_index=set_index, memory_cap=memory_cap, n_episodes_total=self.n_total, **plan_arguments
         )
-        chunk = self.plan.chunk_episodes
+        chunk = self.plan.layout.chunk_episodes
         chunk_bytes = chunk * probe.n_steps * ENCODED_BYTES_PER_STEP
         # a quarter of the cap: while a block is made its parts and the joined set both exist
         self.block_episodes = chunk * max(1, memory_cap // 4 // chunk_bytes)
@@ -49,7 +49,7 @@ class Blocks:
     def plans(self, chunks_done: int = 0) -> Iterator[tuple[SweepPlan, list[Chunk]]]:
         """(a block's plan, its chunks still to run) for each block with chunks left after the first
         ``chunks_done`` of the sweep (blocks before them are not generated)."""
-        chunk = self.plan.chunk_episodes
+        chunk = self.plan.layout.chunk_episodes
         for start in range(0, self.n_total, self.block_episodes):
             stop = min(start + self.block_episodes, self.n_total)
             n_chunks = -(-(stop - start) // chunk) * self._slices
@@ -63,7 +63,7 @@ class Blocks:
                 memory_cap=self.memory_cap,
                 first_episode=start,
                 n_episodes_total=self.n_total,
-                **{**self.arguments, "devices": self.plan.devices},
+                **{**self.arguments, "devices": self.plan.layout.devices},
             )
             yield plan, plan.chunks()[chunks_done:]
             chunks_done = 0
@@ -73,4 +73,4 @@ class Blocks:
         """Units of rows per chunk of episodes (a large param grid runs in slices of grid points)."""
         plan = self.plan
         n_points = max([plan.points(name) for name in plan.policy_names] + [1])
-        return -(-n_points // plan.points_per_slice)
+        return -(-n_points // plan.layout.points_per_slice)

@@ -1,5 +1,5 @@
-"""Running a sweep plan: one chunk at a time (:func:`run_chunk`), as a stream of tables
-(:func:`iter_sweep`), one table (:func:`run_sweep`) or a results writer (:func:`write_chunks`).
+"""Running a sweep plan: one chunk at a time (:func:`run_chunk`), as one table (:func:`run_sweep`) or into
+a results writer (:func:`write_chunks`).
 
 Within a chunk the oracle runs on a thread while the policies run (the first chunk on one thread
 per core: it compiles every policy's program); rows come in the published harness's order
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import jax
 import numpy as np
@@ -21,12 +21,11 @@ from wpbjax.common.tracks import cost_track, sees_utility
 from wpbjax.core import rollout
 from wpbjax.episodes.encode import EncodedEpisodes
 from wpbjax.files.results_io import csv_rows
-from wpbjax.policies import make
 from wpbjax.runtime import devices as devices_lib
 from wpbjax.runtime.progress import Progress
 from wpbjax.scoring import reads
 from wpbjax.scoring.oracle import oracle_batch
-from wpbjax.scoring.rows import COLUMNS, leaderboard_sums, score_rows
+from wpbjax.scoring.rows import board_keys, board_metric, leaderboard_sums, score_rows
 from wpbjax.sweeps.plan import (
     DEFAULT_MEMORY_CAP,
     DEFAULT_TRACKS,
@@ -35,6 +34,7 @@ from wpbjax.sweeps.plan import (
     Chunk,
     SweepPlan,
     make_plan,
+    policy_record,
 )
 
 
@@ -42,6 +42,8 @@ def oracle_tables(plan: SweepPlan, chunk: Chunk) -> dict[str, np.ndarray]:
     """Cost track -> [n, B] oracle utility of the chunk's episodes (one task for every cost track, so
     that the oracle's program compiles once)."""
     encoded, real = plan.encoded, chunk.real
+    if plan.tiers is not None:  # tiered rows have no regret
+        return {}
     return {
         costs: oracle_batch(
             encoded.track_costs(costs)[real],
@@ -75,7 +77,7 @@ def _policy_rows(
     ``batch`` (:func:`_track_batch`: the chunk once per track). ``oracle_utility(cost_track)``: the
     [n, B] oracle utilities, asked for once the policy has run (the oracle computes meanwhile on
     another thread)."""
-    policy, encoded = make(name), plan.encoded
+    policy, encoded = policy_record(name), plan.encoded
     history = reads.has_probes(encoded)
     if history:  # the store records when each item came and went: what reads are scored on
         policy = rollout.with_history(policy)
@@ -83,7 +85,7 @@ def _policy_rows(
     real, padded, n = chunk.real, chunk.padded, len(chunk.real)
     index = np.tile(padded + plan.first_episode, len(tracks))  # each track's runs draw the same keys
     if grid is None and policy.plan is None:
-        counts = rollout.simulate(policy, batch, plan.budgets, episode_index=index, work=plan.work[name])
+        counts = rollout.simulate(policy, batch, plan.budgets, episode_index=index, work=plan.layout.work[name])
         # one grid point (on the host: indexing a device array would be one more dispatched program per field)
         counts = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[None], counts)
     else:
@@ -143,6 +145,56 @@ def _policy_rows(
     return frames
 
 
+def _tier_policy_rows(plan: SweepPlan, chunk: Chunk, name: str, track: str) -> dict:
+    """Rows of tier policy ``name`` on the chunk and ``track`` (:func:`wpbjax.tiers.rows.tier_part`): one call
+    per grid point of the chunk's slice (params are traced: one compile), each over every budget pair."""
+    from wpbjax.tiers import engine as tier_engine, rows as tier_rows
+
+    policy, encoded, settings = policy_record(name, tiered=True), plan.encoded, plan.tiers
+    checkpoint, journal = plan.budget_pairs
+    grid, n_grid = _grid_slice(plan.grids[name], chunk)
+    real, padded, n = chunk.real, chunk.padded, len(chunk.real)
+    batch = encoded.host_batch(cost_track(track), padded)
+    crash_pos = None if encoded.crash_pos is None else encoded.crash_pos[padded]
+    order = list(plan.lineup).index(track) * 1000 + plan.lineup[track].index(name)
+    parts = []
+    for point in range(n_grid):
+        params = {param: values[point].item() for param, values in (grid or {}).items()}
+        result = tier_engine.simulate_tiers(
+            policy,
+            batch,
+            checkpoint,
+            journal,
+            params=params,
+            crash_rate=settings.crash_rate,
+            seed=settings.crash_seed,
+            crash_pos=crash_pos,
+            calls_per_step=settings.calls_per_step,
+            call_burst=settings.call_burst,
+            episode_index=padded + plan.first_episode,  # crash draws keyed by the episode's number in the set
+        )
+        result = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[:n], result)  # the real episodes
+        part = tier_rows.tier_part(
+            result,
+            encoded,
+            real,
+            track,
+            checkpoint,
+            journal,
+            settings.costs,
+            plan.reads.retriever,
+            name,
+            plan.set_index,
+            order,
+        )
+        if grid is not None:
+            for param, values in grid.items():
+                part[f"param_{param}"] = np.full(len(part["_episode"]), values[point])
+            part["_point"] = np.full(len(part["_episode"]), point + chunk.first_point)
+        parts.append(part)
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
 def _grid_slice(grid: dict | None, chunk: Chunk) -> tuple[dict | None, int]:
     """(the chunk's points of a policy's grid, padded to the slice size with its last point so that
     every slice has one shape; the number of real points). (None, 1) for a policy without a grid."""
@@ -167,7 +219,7 @@ def run_chunk(
     plan: SweepPlan, chunk: Chunk, progress: Progress | None = None, compiles: bool | None = None
 ) -> pd.DataFrame | None:
     """The results rows of one chunk of the plan (``COLUMNS`` + the plan's param columns), in row order.
-    With several processes (``plan.cluster``) each runs its share and process 0 gets the whole
+    With several processes (``plan.layout.cluster``) each runs its share and process 0 gets the whole
     chunk's rows (a collective: every process calls it for every chunk); the others get None.
     ``compiles``: this is the first chunk run in the process (default: chunk 0), so it runs its
     policies on one thread per core (their tracing and compiling overlap)."""
@@ -182,11 +234,11 @@ class ChunkRows:
 
     parts: list
     keys: list  # [(track, policy)] of each part ([] for a gathered part)
-    param_columns: tuple
+    columns: tuple  # the table's (SweepPlan.columns)
 
     def table(self) -> pd.DataFrame:
-        """The rows in the published order, with ``COLUMNS`` and the param columns."""
-        return _in_order(self.parts, self.param_columns)
+        """The rows in the published order, with the plan's columns."""
+        return _in_order(self.parts, self.columns)
 
 
 def chunk_rows(
@@ -203,23 +255,23 @@ def chunk_rows(
     chunk's oracle tables (:func:`oracle_tables`) being computed elsewhere (default: here, first);
     ``on_part(track, policy, part)``: called (on this thread) with each part as its policy finishes."""
     compiles = chunk.index == 0 if compiles is None else compiles
-    # calls of one device side by side (see SweepPlan.call_devices) keep every core busy in every chunk
-    side_by_side = compiles or len(plan.call_devices) < len(plan.devices)
+    # calls of one device side by side (see Layout.call_devices) keep every core busy in every chunk
+    side_by_side = compiles or len(plan.layout.call_devices) < len(plan.layout.devices)
     keys, parts = (
-        _chunk_frames(plan, chunk, progress, plan.first_chunk_workers if side_by_side else 1, oracles, on_part)
+        _chunk_frames(plan, chunk, progress, plan.layout.first_chunk_workers if side_by_side else 1, oracles, on_part)
         if len(chunk.real)
         else ([], [])
     )
-    if plan.cluster is None:
-        return ChunkRows(parts, keys, plan.param_columns) if parts else None
+    if plan.layout.cluster is None:
+        return ChunkRows(parts, keys, plan.columns) if parts else None
     every = list(dict.fromkeys(column for part in parts for column in part)) + ["_point"]
     table = pd.DataFrame(_joined(parts, dict.fromkeys(every))) if parts else None
-    gathered = plan.cluster.gather(table)  # every process's share, in process order, on process 0
+    gathered = plan.layout.cluster.gather(table)  # every process's share, in process order, on process 0
     if gathered is None:
         return None
     if progress is not None:  # the other processes' runs
         progress.advance(len(gathered) - (0 if table is None else len(table)), "other processes")
-    return ChunkRows([{column: gathered[column].to_numpy() for column in gathered}], [], plan.param_columns)
+    return ChunkRows([{column: gathered[column].to_numpy() for column in gathered}], [], plan.columns)
 
 
 def _chunk_frames(
@@ -236,10 +288,11 @@ def _chunk_frames(
     tracks_of = {name: tuple(track for track in plan.lineup if name in plan.lineup[track]) for name in names}
     # the tracks of each call of a policy: all in one, or one call each
     calls_of = {
-        name: [tracks] if plan.stack_tracks else [(track,) for track in tracks] for name, tracks in tracks_of.items()
+        name: [tracks] if plan.layout.stack_tracks else [(track,) for track in tracks]
+        for name, tracks in tracks_of.items()
     }
     batches = {
-        tracks: _track_batch(plan, chunk, tracks, plan.call_devices)
+        tracks: _track_batch(plan, chunk, tracks, plan.layout.call_devices)
         for tracks in {tracks for calls in calls_of.values() for tracks in calls}
     }
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
@@ -249,6 +302,8 @@ def _chunk_frames(
         def policy_frames(name: str) -> dict:
             """Track -> rows of policy ``name`` on the chunk (every asked track it runs on)."""
             frames = {}
+            if plan.tiers is not None:
+                return {track: _tier_policy_rows(plan, chunk, name, track) for track in tracks_of[name]}
             for tracks in calls_of[name]:
                 frames.update(
                     _policy_rows(plan, chunk, name, tracks, batches[tracks], lambda costs: oracles.result()[costs])
@@ -258,8 +313,14 @@ def _chunk_frames(
         # Threads side by side: longest compiles first (multi-action walks, more action kinds), so that
         # they finish together. One call at a time: the slowest runs last, so that the writer, making
         # each finished part's text meanwhile, has at most its parts left when the chunk ends.
-        by_size = sorted(
-            names, key=lambda name: -(2 * make(name).multi_action + len(make(name).kinds)), reverse=workers == 1
+        by_size = (
+            names
+            if plan.tiers is not None
+            else sorted(
+                names,
+                key=lambda name: -(2 * policy_record(name).multi_action + len(policy_record(name).kinds)),
+                reverse=workers == 1,
+            )
         )
         futures = {name: pool.submit(policy_frames, name) for name in by_size}
         by_policy = {}
@@ -267,17 +328,22 @@ def _chunk_frames(
             by_policy[name] = future.result()
             for track, part in by_policy[name].items():
                 if progress is not None:
-                    progress.advance(len(part["f1"]), f"{track} {name}")
+                    progress.advance(_n_rows(part), f"{track} {name}")
                 if on_part is not None:
                     on_part(track, name, part)
     keys = [(track, name) for track in plan.lineup for name in plan.lineup[track] if name in by_policy]
     return keys, [by_policy[name][track] for track, name in keys]
 
 
+def _n_rows(part: dict) -> int:
+    """Rows in a part (column arrays)."""
+    return len(part["_episode"]) if "_episode" in part else len(part["budget_bytes"])
+
+
 def _joined(parts: list[dict], columns) -> dict:
     """Column -> the parts' arrays of it end to end (NaN where a part has no such column: a swept
     param the policy lacks, the grid point of a policy without a grid)."""
-    lengths = [len(part["f1"]) for part in parts]
+    lengths = [_n_rows(part) for part in parts]
     return {
         column: np.concatenate(
             [part[column] if column in part else np.full(length, np.nan) for part, length in zip(parts, lengths)]
@@ -295,11 +361,11 @@ def _row_order(parts: list[dict]) -> np.ndarray:
     return np.lexsort([np.nan_to_num(columns[key], nan=-1) for key in reversed(keys)])
 
 
-def _in_order(parts: list[dict], param_columns) -> pd.DataFrame:
+def _in_order(parts: list[dict], columns) -> pd.DataFrame:
     """A chunk's rows (``parts``: column arrays with the row-order columns) in the published order
-    (:func:`_row_order`), with the published columns and one column per swept param (NaN where a
-    policy has no such param), as one table built once."""
-    columns = list(COLUMNS) + list(param_columns)
+    (:func:`_row_order`), with ``columns`` (the published ones, or a tiered sweep's, and one per swept
+    param: NaN where a policy has no such param), as one table built once."""
+    columns = list(columns)
     order, joined = _row_order(parts), _joined(parts, columns)
     # (the gathered arrays are the table's own: copy=False spares pandas a copy of every number)
     return pd.DataFrame({column: joined[column][order] for column in columns}, copy=False)
@@ -308,11 +374,11 @@ def _in_order(parts: list[dict], param_columns) -> pd.DataFrame:
 def _chunk_sums(rows: ChunkRows) -> pd.DataFrame:
     """``leaderboard_sums([rows.table()])`` grouped by part number rather than by the track and
     policy strings (slow to make for every row), the parts' (track, policy) put in after."""
-    parts, keys = rows.parts, ["budget_bytes", *rows.param_columns]
-    order, joined = _row_order(parts), _joined(parts, [*keys, "f1"])
-    number = np.repeat(np.arange(len(parts)), [len(part["f1"]) for part in parts])[order]
-    frame = pd.DataFrame({"_part": number, **{key: joined[key][order] for key in [*keys, "f1"]}}, copy=False)
-    sums = frame.groupby(["_part", *keys], sort=False, dropna=False)["f1"].agg(["sum", "count"])
+    parts, keys, metric = rows.parts, board_keys(rows.columns), board_metric(rows.columns)
+    order, joined = _row_order(parts), _joined(parts, [*keys, metric])
+    number = np.repeat(np.arange(len(parts)), [_n_rows(part) for part in parts])[order]
+    frame = pd.DataFrame({"_part": number, **{key: joined[key][order] for key in [*keys, metric]}}, copy=False)
+    sums = frame.groupby(["_part", *keys], sort=False, dropna=False)[metric].agg(["sum", "count"])
     part = sums.index.get_level_values("_part")
     named = [np.array([key[side] for key in rows.keys], object)[part] for side in (0, 1)]
     sums.index = pd.MultiIndex.from_arrays(
@@ -327,7 +393,7 @@ def _csv_part(part: dict, columns: list) -> tuple | None:
     None where a value spans lines."""
     import pyarrow as pa
 
-    n = len(part["f1"])
+    n = _n_rows(part)
     table = pa.table(
         {
             column: pa.array(part[column] if column in part else np.full(n, np.nan), from_pandas=True)
@@ -336,38 +402,6 @@ def _csv_part(part: dict, columns: list) -> tuple | None:
     )
     lines = csv_rows(table)
     return None if lines is None else (lines, table.schema)
-
-
-def iter_sweep(
-    encoded: EncodedEpisodes,
-    budgets: Sequence[int] = PAPER_BUDGETS,
-    policies: str | Sequence[str] = PUBLISHED_LINEUP,
-    tracks: Sequence[str] = DEFAULT_TRACKS,
-    oracle: str = "exact",
-    set_index: Sequence[int] | None = None,
-    memory_cap: int = DEFAULT_MEMORY_CAP,
-    devices=None,
-    progress: Progress | None = None,
-    params: dict | None = None,
-    cluster=None,
-) -> Iterator[pd.DataFrame]:
-    """Yield the results table chunk by chunk (see :func:`run_sweep`). ``cluster``: this process's
-    place among several (``wpbjax.runtime.distributed``): it runs its share of every chunk, and only process 0
-    yields, the whole chunk's rows."""
-    plan = make_plan(encoded, budgets, policies, tracks, oracle, set_index, memory_cap, devices, params, cluster)
-    for chunk in plan.chunks():
-        table = run_chunk(plan, chunk, progress)
-        if table is not None:
-            yield table
-
-
-def total_runs(encoded: EncodedEpisodes, n_budgets: int, policies, tracks, params: dict | None = None) -> int:
-    """Runs of a sweep (a policy with swept params counts once per grid point)."""
-    from wpbjax.sweeps.plan import grid_points, resolve_policies
-
-    lineup = resolve_policies(policies, tracks)
-    points = grid_points(params, [name for names in lineup.values() for name in names])
-    return encoded.n_episodes * n_budgets * sum(points[name] for names in lineup.values() for name in names)
 
 
 def run_sweep(
@@ -418,8 +452,8 @@ def write_chunks(
     # A .csv file's rows are made CSV text part by part as the policies finish, on the writer's
     # thread while the chunk still runs; the chunk's text is then put in order line by line. The last
     # chunk's write, a large sweep's tail, is left only that ordering and the file's bytes.
-    as_text = writer is not None and writer.format == "csv" and plan.cluster is None
-    columns = list(COLUMNS) + list(plan.param_columns)
+    as_text = writer is not None and writer.format == "csv" and plan.layout.cluster is None
+    columns = list(plan.columns)
 
     def save(rows: ChunkRows, texts: dict) -> None:
         lines = [texts[key].result() for key in rows.keys] if as_text else None

@@ -1,5 +1,5 @@
-"""Tiered policies (docs/tiers.md): they emit :class:`wpbjax.state.actions.TierAction` s; the store's tier rules
-(:func:`wpbjax.state.store.tier_apply`) decide. Run them with :func:`wpbjax.core.tiers.simulate_tiers`.
+"""Tiered policies (docs/tiers.md): they emit :class:`wpbjax.tiers.actions.TierAction` s; the store's tier rules
+(:func:`wpbjax.tiers.store.tier_apply`) decide. Run them with :func:`wpbjax.tiers.engine.simulate_tiers`.
 
 Every policy here shares one **triage** (cheap, no model call): a step passes iff it is real and carries
 something new -- it has no api, or its fields differ from the last step seen with its api (an identical
@@ -9,7 +9,7 @@ previous one only when the new item fits in its place (else the old version stay
 
 * ``journal_and_checkpoint``: journals every step that passes triage, checkpoints it, *demotes* the
   superseded version (its record is in the journal, so this costs no bytes), and consolidates every
-  ``consolidate_every`` steps (wpbjax.state.store.consolidate: promotes a fact's newest journaled version that
+  ``consolidate_every`` steps (wpbjax.tiers.store.consolidate: promotes a fact's newest journaled version that
   did not fit when it arrived).
 * ``checkpoint_only``: the same checkpoint, no journal: the superseded version is *deleted*.
 * ``journal_only``: journals every step that passes triage; no checkpoint.
@@ -32,7 +32,8 @@ import jax.numpy as jnp
 from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.common.constants import NONE
 from wpbjax.policies.common import fields_equal
-from wpbjax.state import actions, store as store_lib
+from wpbjax.state import store as store_lib
+from wpbjax.tiers import actions as tier_actions, store as tier_store
 
 MAX_BUFFER = 32  # static size of a deferred policy's buffer; ``window`` is clipped to 1..MAX_BUFFER
 
@@ -85,7 +86,7 @@ def triage(state: TierState, episode, pos) -> tuple:
     return passes, dataclasses.replace(state, last_seen=store_lib.set_where(state.last_seen, api, pos, api >= 0))
 
 
-def _supersede(state: TierState, store: store_lib.TierStore, episode, pos, passes, budget) -> tuple:
+def _supersede(state: TierState, store: tier_store.TierStore, episode, pos, passes, budget) -> tuple:
     """(old, replace, state): the checkpointed version of this step's fact (-1 none) and whether the step
     replaces it (it passes triage and fits once the old version's bytes are freed)."""
     fact = episode.fact_key[pos, 0]
@@ -100,18 +101,18 @@ def _supersede(state: TierState, store: store_lib.TierStore, episode, pos, passe
 def journal_and_checkpoint_act(params, state, store, episode, pos, budget):
     passes, state = triage(state, episode, pos)
     old, replace, state = _supersede(state, store, episode, pos, passes, budget)
-    return actions.tier_action(journal=passes, demote=old, add=jnp.where(replace, pos, NONE)), state
+    return tier_actions.tier_action(journal=passes, demote=old, add=jnp.where(replace, pos, NONE)), state
 
 
 def checkpoint_only_act(params, state, store, episode, pos, budget):
     passes, state = triage(state, episode, pos)
     old, replace, state = _supersede(state, store, episode, pos, passes, budget)
-    return actions.tier_action(delete=old, add=jnp.where(replace, pos, NONE)), state
+    return tier_actions.tier_action(delete=old, add=jnp.where(replace, pos, NONE)), state
 
 
 def journal_only_act(params, state, store, episode, pos, budget):
     passes, state = triage(state, episode, pos)
-    return actions.tier_action(journal=passes), state
+    return tier_actions.tier_action(journal=passes), state
 
 
 def _flush(state: TierState, store, episode, journaled: bool) -> tuple:
@@ -139,7 +140,7 @@ def _deferred(journaled: bool):
         state = dataclasses.replace(state, buffer=store_lib.set_where(state.buffer, pos % window, pos, passes))
         session_end = ((pos + 1) % window == 0) | (pos == episode.length - 1)
         delete, demote, add, flushed = _flush(state, store, episode, journaled)
-        action = actions.tier_action(
+        action = tier_actions.tier_action(
             journal=passes & journaled,
             delete=jnp.where(session_end, delete, NONE),
             demote=jnp.where(session_end, demote, NONE),
@@ -190,3 +191,7 @@ def get_tier_policy(name: str) -> TierPolicy:
             f"{arg('policies')}: a tiered sweep takes tier policies, one of {', '.join(TIER_POLICIES)}; got {name!r}"
         )
     return TIER_POLICIES[name]
+
+
+# the tier line-up a tiered sweep runs for ``policies="published"`` (docs/tiers.md)
+TIER_LINEUP = ("journal_and_checkpoint", "checkpoint_only", "journal_only")
