@@ -28,12 +28,13 @@ _SUBMODULES = {
     "actions": "wpbjax.state.actions",
     "store": "wpbjax.state.store",
 }
-_API = ("simulate", "sweep", "sweep_to_file", "report", "leaderboard", "train_gate", "SweepFile")
+_API = ("simulate", "sweep", "sweep_to_file", "report", "leaderboard", "train_gate", "SweepFile", "adversary")
 __all__ = [
     "EpisodeSource",
     "SweepFile",
     "WriteEnv",
     "actions",
+    "adversary",
     "episodes",
     "leaderboard",
     "policies",

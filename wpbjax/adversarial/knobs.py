@@ -145,9 +145,7 @@ def regime_config(regime: dict, steps: int, api_pool: int, max_params: int, seed
     if "mode" not in regime or unknown:
         raise KnobError(f"regime: expected 'mode' and knobs among {', '.join(KNOB_NAMES)}; got {sorted(regime)}")
     knobs = {name: value for name, value in regime.items() if name != "mode"}
-    return JaxGenConfig(
-        mode=regime["mode"], steps=steps, api_pool=api_pool, max_params=max_params, seed=seed, **knobs
-    )
+    return JaxGenConfig(mode=regime["mode"], steps=steps, api_pool=api_pool, max_params=max_params, seed=seed, **knobs)
 
 
 def regime_unit(space_: Space, regime: dict) -> np.ndarray:
