@@ -87,6 +87,10 @@ class _Searcher:
 
     def tell(self, fitness: np.ndarray) -> None:
         if self.method == "cma_es":
+            # a point asked outside the cube is scored at its clipped image, plus its squared distance
+            # to the cube: without it the search would see a flat landscape outside and drift there
+            asked = np.asarray(self._asked)
+            fitness = fitness + np.sum((asked - np.clip(asked, 0.0, 1.0)) ** 2, axis=1)
             self.key, key = jax.random.split(self.key)
             self.state, _ = self.strategy.tell(
                 key, self._asked, jnp.asarray(fitness, jnp.float32), self.state, self.params
