@@ -221,3 +221,22 @@ def test_bad_adversary_arguments_are_one_line_and_write_nothing(tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err and err.startswith("wpbjax adversary: error:")
     assert not out.exists()
+
+
+def test_the_docs_tables_are_the_saved_studies():
+    """docs/adversarial.md's tables are what experiments/adversarial.py makes of its saved adv.json documents."""
+    import importlib.util
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("adversarial_experiment", root / "experiments" / "adversarial.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    documents = {
+        path.stem.replace("random_", "random:"): json.loads(path.read_text())
+        for path in sorted(module.RESULTS_DIR.glob("*.json"))
+    }
+    assert {"last_kb", "merge_aggressive", "random:last_kb"} <= set(documents)
+    doc = (root / "docs" / "adversarial.md").read_text()
+    for line in module._tables(documents).splitlines():
+        assert line in doc, line
