@@ -5,7 +5,7 @@ generation.
     PYTHONPATH=. python experiments/adversarial.py            # the study (tens of minutes on 2 CPU cores)
     PYTHONPATH=. python experiments/adversarial.py --speed    # one generation, 256 regimes x 32 x 200 x 3 budgets
 
-Writes experiments/results/adversarial.json (the adv.json documents) and the tables between the markers of
+Writes experiments/adversarial_studies/NAME.json (each policy's adv.json document) and the tables between the markers of
 docs/adversarial.md, and docs/figures/adversarial_progress.png.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 import wpbjax as wj
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-RESULTS_DIR = ROOT / "experiments" / "results" / "adversarial"
+RESULTS_DIR = ROOT / "experiments" / "adversarial_studies"  # one adv.json document per policy
 DOC = ROOT / "docs" / "adversarial.md"
 FIGURE = ROOT / "docs" / "figures" / "adversarial_progress.png"
 BUDGETS = [1024, 10240, 102400]
