@@ -30,7 +30,17 @@ _SUBMODULES = {
     "store": "wpbjax.state.store",
     "host": "wpbjax.host",
 }
-_API = ("simulate", "sweep", "report", "leaderboard", "train_gate", "SweepFile", "run_python_policy", "score_steps")
+_API = (
+    "simulate",
+    "sweep",
+    "report",
+    "leaderboard",
+    "train_gate",
+    "SweepFile",
+    "run_python_policy",
+    "score_steps",
+    "adversary",
+)
 _CONFIGS = ("Generate", "Grid", "Reads", "Tiers", "Run")  # a sweep's configs (wpbjax.sweeps.config)
 __all__ = [
     "EpisodeSource",
@@ -42,6 +52,7 @@ __all__ = [
     "Tiers",
     "WriteEnv",
     "actions",
+    "adversary",
     "episodes",
     "host",
     "leaderboard",

@@ -501,3 +501,47 @@ def train_gate(track: str = "unprivileged", out: str | os.PathLike | None = None
             },
         )
     return result
+
+
+def adversary(
+    policies: Sequence[str],
+    budgets: Sequence[int],
+    track: str = "unprivileged",
+    objective: str = "utility_ratio",
+    out: str | os.PathLike | None = None,
+    modes: Sequence[str] | None = None,
+    bounds: dict | None = None,
+    population: int = 64,
+    generations: int = 20,
+    episodes_per_regime: int = 32,
+    confirm_episodes: int = 128,
+    steps: int = 200,
+    api_pool: int = 8,
+    max_params: int = 6,
+    search: str = "cma_es",
+    seed: int = 0,
+    progress: bool = False,
+) -> dict:
+    """Each policy's worst regime per budget, found by searching the JAX generator's knobs (docs/adversarial.md).
+
+    ``modes``: the modes searched (default: every JAX mode; each is one search, the worst kept);
+    ``bounds``: knob -> (low, high) replacing the default search bounds (wpbjax.adversarial.knobs.KNOBS);
+    ``search``: ``cma_es`` (evosax) or ``random``. Returns the ``adv.json`` document
+    (``{"objective", "settings", "results": [...]}``), written atomically to ``out`` when given."""
+    import json
+
+    from wpbjax.adversarial.search import Search
+    from wpbjax.adversarial.study import Shape, run_study
+    from wpbjax.files.atomic import check_writable, write_text
+    from wpbjax.runtime.progress import Progress
+
+    config = Search(population, generations, episodes_per_regime, confirm_episodes, search, seed)
+    if out is not None:
+        check_writable(out)
+    bar = (lambda total: Progress(total, enabled=True)) if progress else None
+    document = run_study(
+        policies, budgets, track, objective, modes, bounds, config, Shape(steps, api_pool, max_params), bar
+    )
+    if out is not None:
+        write_text(out, json.dumps(document, indent=1) + "\n")
+    return document

@@ -5,6 +5,7 @@
     wpbjax sweep [--episodes FILE ...] [--budgets 1024,...] [--oracle exact|published_rule] [--out results.csv]
     wpbjax report results.csv --out report/
     wpbjax train --track unprivileged --out gate.npz
+    wpbjax adversary --policies last_kb --budgets 10240 --out adv.json
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import sys
 
 from wpbjax.cli import (
+    adversary_cmd,
     bench_cmd,
     drift_agreement_cmd,
     generate_cmd,
@@ -38,6 +40,7 @@ SUBCOMMANDS = {
     "bench": bench_cmd,
     "report": report_cmd,
     "train": train_cmd,
+    "adversary": adversary_cmd,
     "packages": packages_cmd,
 }
 

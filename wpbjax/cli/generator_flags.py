@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 
 from wpbjax.cli.argtypes import positive_int, probability
+from wpbjax.common.argument_errors import ArgumentError, arg
 
 
 def add_generator_knobs(parser: argparse.ArgumentParser) -> None:
@@ -90,25 +91,43 @@ def add_jax_knobs(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _recording(action: argparse.Action) -> None:
+    """Make ``action`` add its dest to ``namespace.given_flags`` when its flag is on the command line
+    (a value equal to the default is still a given flag: it must win over a knob set)."""
+    plain = type(action)
+
+    class Recorded(plain):
+        def __call__(self, parser, namespace, values, option_string=None):
+            namespace.given_flags = frozenset(getattr(namespace, "given_flags", frozenset())) | {self.dest}
+            super().__call__(parser, namespace, values, option_string)
+
+    Recorded.__name__ = plain.__name__
+    action.__class__ = Recorded
+
+
 def add_knob_set(parser: argparse.ArgumentParser) -> None:
     """``--knob-set NAME``: a fitted knob set of the JAX generator (jax_gen.KNOB_SETS, docs/generators.md).
-    After the knobs' flags: it records their defaults, to tell a knob the command line left alone."""
-    from wpbjax.episodes.jax_gen import KNOB_SETS
+    After the knobs' flags: it marks them (and ``--mode``, ``--modes``, ``--engine``, ``--episodes``) to
+    record which the command line gave, so a given flag wins whatever its value."""
+    from wpbjax.episodes.jax_gen import KNOB_SETS, JaxGenConfig
 
-    names = {name for values in KNOB_SETS.values() for name in values} | {"mode", "modes", "engine"}
-    parser.set_defaults(knob_defaults={name: parser.get_default(name) for name in names})
+    names = {field.name for field in dataclasses.fields(JaxGenConfig)} | {"modes", "engine", "episodes"}
+    for action in parser._actions:  # argparse keeps no record of what was given; the actions do it
+        if action.dest in names:
+            _recording(action)
+    parser.set_defaults(given_flags=frozenset())
     parser.add_argument(
         "--knob-set",
         choices=tuple(KNOB_SETS),
         default=None,
         help="the JAX generator's knobs fitted to a real drift stream (docs/real_drift.md): its mode "
-        "and every knob left at its default; implies --engine jax",
+        "and every knob flag not given; implies --engine jax",
     )
 
 
 def generator_knobs(args) -> dict:
     """The generator settings among the parsed arguments (``seed``, ``steps``, ``drift_prob``, ...). With
-    ``--knob-set``, the set's value of every knob the command line left at its default (and
+    ``--knob-set``, the set's value of every knob whose flag the command line did not give (and
     :func:`apply_knob_set` its mode and engine)."""
     from wpbjax.episodes.jax_gen import KNOB_SETS, JaxGenConfig
 
@@ -119,21 +138,34 @@ def generator_knobs(args) -> dict:
     }
     chosen = getattr(args, "knob_set", None)
     if chosen is not None:
+        given = getattr(args, "given_flags", frozenset())
         for name, value in KNOB_SETS[chosen].items():
-            if name in knobs and knobs[name] == args.knob_defaults[name]:
+            if name in knobs and name not in given:
                 knobs[name] = value
     return knobs
 
 
 def apply_knob_set(args) -> None:
-    """``--knob-set``: the JAX engine, and the set's mode where ``--mode`` / ``--modes`` was left at its default."""
+    """``--knob-set``: the JAX engine and the set's mode; refuses flags that cannot combine with it
+    (another engine, another mode, or ``sweep --episodes FILE``, whose episodes the set would not make)."""
     from wpbjax.episodes.jax_gen import KNOB_SETS
 
     if getattr(args, "knob_set", None) is None:
         return
-    args.engine = "jax"  # (the other engine, python, is the default: a knob set always picks jax)
-    mode = KNOB_SETS[args.knob_set]["mode"]
-    if hasattr(args, "modes") and args.modes == args.knob_defaults["modes"]:
+    given = getattr(args, "given_flags", frozenset())
+    name, mode = args.knob_set, KNOB_SETS[args.knob_set]["mode"]
+    if "engine" in given and args.engine != "jax":
+        raise ArgumentError(f"{arg('knob_set')} {name}: a knob set of the JAX generator; got --engine {args.engine}")
+    args.engine = "jax"
+    if "mode" in given and args.mode != mode:
+        raise ArgumentError(f"{arg('knob_set')} {name}: sets --mode {mode}; got --mode {args.mode}")
+    if "modes" in given and list(args.modes) != [mode]:
+        raise ArgumentError(f"{arg('knob_set')} {name}: sets --modes {mode}; got --modes {','.join(args.modes)}")
+    if "episodes" in given and getattr(args, "command", None) == "sweep":
+        raise ArgumentError(
+            f"{arg('knob_set')} {name}: generates the episodes; --episodes FILE reads them instead (give one)"
+        )
+    if hasattr(args, "modes"):
         args.modes = [mode]
-    if hasattr(args, "mode") and args.mode == args.knob_defaults["mode"]:
+    if hasattr(args, "mode"):
         args.mode = mode
