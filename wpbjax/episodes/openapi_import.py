@@ -419,23 +419,32 @@ def _record_key(record: dict) -> str:
 def pack_lines(lines: Sequence[dict]) -> list[dict]:
     """The lines as stored (module note above): ``request`` / ``response`` replaced, after an endpoint's first
     line, by ``request_delta`` / ``response_delta``."""
-    last: dict = {}
+    last: dict = {}  # endpoint -> ({key: record} of its last line, per side)
     packed = []
     for line in lines:
         before = last.get(line["endpoint"])
         out = dict(line)
+        keyed = tuple(_keyed(line[side]) for side in SIDES)
         if before is not None:
-            for side in SIDES:
-                old = {_record_key(record): record for record in before[side]}
-                new = {_record_key(record): record for record in line[side]}
+            for side, old, new in zip(SIDES, before, keyed):
                 del out[side]
+                # most records are the very dicts of the line before (label_lines makes one per field)
                 out[side + "_delta"] = {
-                    "set": [record for key, record in new.items() if old.get(key) != record],
+                    "set": [
+                        record
+                        for key, record in new.items()
+                        if (known := old.get(key)) is not record and known != record
+                    ],
                     "drop": sorted(old.keys() - new.keys()),
                 }
-        last[line["endpoint"]] = line
+        last[line["endpoint"]] = keyed
         packed.append(out)
     return packed
+
+
+def _keyed(records: Sequence[dict]) -> dict:
+    """{_record_key(record): record}, without a call per record."""
+    return {f"{record['in']}.{record['name']}" if "in" in record else record["name"]: record for record in records}
 
 
 def unpack_lines(packed: Sequence[dict], where: str = "history") -> list[dict]:

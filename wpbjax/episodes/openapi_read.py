@@ -21,6 +21,7 @@ traceback; git runs in its own process group and is closed by whoever started it
 from __future__ import annotations
 
 import collections
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -128,7 +129,8 @@ def _start_worker(source: str, is_git: bool, parent: int | None = None) -> None:
     if parent is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent acts
         _die_with(parent)
-    _worker.update(source=source, reader=openapi_history.BlobReader(source) if is_git else None, parsed={}, sent={})
+    reader = openapi_history.BlobReader(source) if is_git else None
+    _worker.update(source=source, reader=reader, parsed={}, sent={}, shown=ShownSurfaces())
 
 
 def _die_with(parent: int) -> None:
@@ -153,6 +155,18 @@ def _stop_worker() -> None:
 def _read_version(version: openapi_history.Version, order: int = 0) -> tuple:
     """(VersionRead or None when unreadable, notes, {path: blob id} of the fragments read) of one version,
     the ``order``-th candidate (a worker may read candidates out of order; see ``new`` below)."""
+    # the cyclic collector paused: parsing a spec makes hundreds of thousands of containers and no cycle, and
+    # the collector, run by allocation counts, would scan the growing document again and again
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _read(version, order)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _read(version: openapi_history.Version, order: int) -> tuple:
     reader, source = _worker["reader"], _worker["source"]
     outcome = openapi_history.read_files(
         version.files,
@@ -164,8 +178,7 @@ def _read_version(version: openapi_history.Version, order: int = 0) -> tuple:
     fragments = _Fragments(version, source, reader, _worker["parsed"])
     documents = {stem: document for stem, _, document in outcome.documents}
     surfaces, stats = openapi_surface.endpoint_surfaces(documents, fragments.load)
-    shown, text_only = openapi_surface.visible({key: surface for key, (_, surface) in surfaces.items()})
-    digests = {key: _digest(surface) for key, surface in shown.items()}
+    shown, text_only, digests = _worker["shown"].of({key: surface for key, (_, surface) in surfaces.items()})
     # A surface is left out when this worker sent it with an earlier candidate's read: the importer takes in
     # every read it started in candidate order, so it has that surface by now. ``sent``: digest -> the
     # earliest candidate whose read carried it.
@@ -176,6 +189,39 @@ def _read_version(version: openapi_history.Version, order: int = 0) -> tuple:
     paths = {key: path for key, (path, _) in surfaces.items()}
     read = VersionRead(paths, digests, frozenset(text_only), stats, api_version(outcome.documents[0][2]), new)
     return read, outcome.notes + fragments.notes, fragments.seen
+
+
+class ShownSurfaces:
+    """What a line records of each surface (:func:`openapi_surface.visible`) and its digest, remembered from
+    one version to the next: a version changes a few of hundreds of surfaces, and encoding every surface as
+    JSON for its digest cost as much as a tenth of an import.
+
+    ``of({key: Surface})`` -> (shown {key: Surface}, text_only {(key, None or (side, location, name))},
+    digests {key: bytes}), as ``visible`` and :func:`_digest` give them. A surface is looked up by its value
+    (a tuple of tuples of strings and booleans: equal values are equal surfaces, whatever objects hold
+    them); what the last ``kept`` calls used is kept."""
+
+    def __init__(self, kept: int = 2):
+        self.generations: list = [{} for _ in range(max(1, kept))]  # newest first: {Surface: (shown, marks, digest)}
+
+    def of(self, surfaces: dict) -> tuple[dict, set, dict]:
+        newest: dict = {}
+        shown, text_only, digests = {}, set(), {}
+        for key, surface in surfaces.items():
+            found = newest.get(surface)
+            if found is None:
+                for generation in self.generations:
+                    found = generation.get(surface)
+                    if found is not None:
+                        break
+                else:
+                    folded, marks = openapi_surface.visible({None: surface})
+                    found = (folded[None], tuple(mark for _, mark in marks), _digest(folded[None]))
+                newest[surface] = found
+            shown[key], marks, digests[key] = found
+            text_only.update((key, mark) for mark in marks)
+        self.generations = [newest, *self.generations[:-1]]
+        return shown, text_only, digests
 
 
 _SURFACE_JSON = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":"))
