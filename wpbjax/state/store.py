@@ -190,9 +190,11 @@ def merge_delta(episode: EpisodeBatch, pos, target):
 
 
 def set_where(array, index, value, condition):
-    """``array[index] = value`` where ``condition`` (and ``index >= 0``); O(1)."""
-    safe = jnp.maximum(index, 0)
-    return array.at[safe].set(jnp.where(condition & (index >= 0), value, array[safe]))
+    """``array[index] = value`` where ``condition`` (and ``index >= 0``); O(1). A write not made goes to the
+    index one past the end, which the scatter drops: no read of the old value (a gather per run, and one
+    more read of ``array`` that XLA must order before the update)."""
+    target = jnp.where(condition & (index >= 0), index, array.shape[0])
+    return array.at[target].set(value, mode="drop")
 
 
 def _put_at(array, pos, value, condition):
