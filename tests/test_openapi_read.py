@@ -334,3 +334,31 @@ def test_a_worker_resends_a_surface_to_an_earlier_candidate(fragment_repo, monke
     assert later.digests[key] == earlier.digests[key]
     assert later.digests[key] in later.new and earlier.digests[key] in earlier.new  # sent with both
     assert again.new == {}  # earlier candidates' reads carried every surface
+
+
+def test_shown_surfaces_are_reused_only_for_equal_surfaces(monkeypatch):
+    """The worker's memo of shown surfaces and digests (ShownSurfaces): an equal surface made anew (other
+    objects) is taken from the memo, its digest not encoded again; a surface whose referenced schema changed
+    (a new description that says deprecated) is worked out afresh, as visible() and _digest give it."""
+    from wpbjax.episodes.openapi_surface import endpoint_surfaces, visible
+
+    def version(description: str) -> dict:
+        schema = {"type": "object", "properties": {"id": {"type": "string", "description": description}}}
+        get = {"responses": {"200": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/c"}}}}}}
+        document = json.loads(_spec({"/c": {"get": get}}, components={"schemas": {"c": schema}}))
+        return {key: surface for key, (_, surface) in endpoint_surfaces({"spec": document})[0].items()}
+
+    encoded = []
+    digest = openapi_read._digest
+    monkeypatch.setattr(openapi_read, "_digest", lambda surface: encoded.append(surface) or digest(surface))
+    memo = openapi_read.ShownSurfaces()
+    first, same, changed = version("An id."), version("An id."), version("This field is deprecated.")
+    results = [memo.of(surfaces) for surfaces in (first, same, changed)]
+    for surfaces, (shown, text_only, digests) in zip((first, same, changed), results):
+        expected, expected_text_only = visible(surfaces)
+        assert shown == expected and text_only == expected_text_only
+        assert digests == {key: digest(surface) for key, surface in expected.items()}
+    assert len(encoded) == 2  # the first version and the changed one; the equal one came from the memo
+    key = ("GET", "/c")
+    assert results[1][2][key] == results[0][2][key] != results[2][2][key]
+    assert (key, ("response", "body", "id")) in results[2][1]
