@@ -13,7 +13,8 @@ oracle (``oracle_optimal``, oracle track). Prints the mean-F1 and mean-regret ta
 
 ``speed``: the published baselines written as spec-style Python functions (``wpbjax.host.baselines``) driven
 on the host over the paper grid (5,280 runs), against the suite's plain-Python copy of the published harness
-(tests/pyref.py) on the same episodes; then the whole ``wj.run_python_policy`` path (host loop + replay).
+(tests/pyref.py) on the same episodes; then the whole path (host loop + replay + scoring): one
+``wj.run_python_policy`` call per policy, and the seven in one sweep (``wpbjax.host.run.prepare_all``).
 
 ``llm_scorer`` shows where a model call goes: any client whose call returns text; it is never called here
 (no model service can be reached from this machine).
@@ -156,7 +157,7 @@ def speed() -> None:
 
     from wpbjax.episodes.jsonl import load_jsonl
     from wpbjax.host import baselines
-    from wpbjax.host.run import HostRun, host_programs
+    from wpbjax.host.run import HostPolicy, HostRun, host_programs, prepare_all, prepare_episodes
 
     reference = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "reference")
     modes = ("default", "burst_drift", "redundancy", "burst_redundancy")
@@ -179,10 +180,21 @@ def speed() -> None:
         tracks = ["privileged"] if name.startswith("priority") else ["unprivileged", "privileged"]
         grid = wj.Grid(budgets, tracks=tracks, oracle="published_rule")
         wj.run_python_policy(policy, files, grid=grid, workers=1)
-    whole = time.perf_counter() - started
+    separate = time.perf_counter() - started
+    started = time.perf_counter()
+    host_policies = [
+        HostPolicy(policy, ("privileged",) if name.startswith("priority") else None, name=f"speed.{name}")
+        for name, policy in baselines.BASELINES.items()
+    ]
+    wj.run_python_policy(host_policies, files, grid=wj.Grid(budgets, oracle="published_rule"), workers=1)
+    together = time.perf_counter() - started
     print(f"published harness (tests/pyref.py, 5,280 runs): {harness:.1f} s")
     print(f"host loop, spec-style baselines (5,280 runs, one process): {host:.1f} s ({host / harness:.2f}x)")
-    print(f"wj.run_python_policy, all seven (host loop + replay + scoring): {whole:.1f} s ({whole / harness:.2f}x)")
+    print(
+        f"wj.run_python_policy, one call per policy (host loop + replay + scoring): {separate:.1f} s "
+        f"({separate / harness:.2f}x)"
+    )
+    print(f"the seven in one sweep (prepare_all + wj.sweep): {together:.1f} s ({together / harness:.2f}x)")
 
 
 def main() -> None:

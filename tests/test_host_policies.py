@@ -16,6 +16,7 @@ import pytest
 
 import wpbjax as wj
 from wpbjax.host import MemoryAction, PolicyError, baselines
+from wpbjax.host.run import HostPolicy, HostRun, prepare_all, prepare_episodes, registered
 
 REF_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
 MODES = ("default", "burst_drift", "redundancy", "burst_redundancy")
@@ -33,15 +34,27 @@ needs_reference = pytest.mark.skipif(not GRID_CSV.is_file(), reason=f"reference 
 
 
 @pytest.fixture(scope="module")
-def host_rows() -> pd.DataFrame:
-    parts = []
-    for name, policy in baselines.BASELINES.items():
-        tracks = ["privileged"] if name in PRIVILEGED_ONLY else ["unprivileged", "privileged"]
-        rows = wj.run_python_policy(
-            policy, PAPER_FILES, grid=wj.Grid(BUDGETS, tracks=tracks, oracle="published_rule"), workers=2
-        )
-        parts.append(rows.assign(policy=name))
-    return pd.concat(parts, ignore_index=True)
+def paper_rows() -> dict[str, pd.DataFrame]:
+    """The seven spec-style baselines driven on the host, swept with the seven JAX baselines in one sweep
+    (one oracle, one compiled replay for the seven): {"host": rows, "jax": rows}, policy named as the JAX one."""
+    source, encoded, swept = prepare_episodes(PAPER_FILES)
+    host = [
+        HostPolicy(policy, ("privileged",) if name in PRIVILEGED_ONLY else None, name=f"paper_grid.{name}")
+        for name, policy in baselines.BASELINES.items()
+    ]
+    tracks = ["unprivileged", "privileged"]
+    names = prepare_all(host, source, encoded, BUDGETS, tracks, HostRun(workers=2))
+    rows = wj.sweep(swept, grid=wj.Grid(BUDGETS, policies=[*names, *baselines.BASELINES], oracle="published_rule"))
+    is_host = rows.policy.str.startswith("py:paper_grid.")
+    return {
+        "host": rows[is_host].assign(policy=rows.policy[is_host].str.removeprefix("py:paper_grid.")),
+        "jax": rows[~is_host],
+    }
+
+
+@pytest.fixture(scope="module")
+def host_rows(paper_rows) -> pd.DataFrame:
+    return paper_rows["host"]
 
 
 def _keyed(table: pd.DataFrame) -> pd.DataFrame:
@@ -49,10 +62,27 @@ def _keyed(table: pd.DataFrame) -> pd.DataFrame:
 
 
 @needs_reference
-def test_spec_style_baselines_give_the_jax_baselines_rows(host_rows):
-    jax_rows = wj.sweep(PAPER_FILES, grid=wj.Grid(BUDGETS, oracle="published_rule"))
+def test_spec_style_baselines_give_the_jax_baselines_rows(paper_rows):
+    host_rows, jax_rows = paper_rows["host"], paper_rows["jax"]
     assert len(host_rows) == len(jax_rows) == 5280
     pd.testing.assert_frame_equal(_keyed(host_rows), _keyed(jax_rows[host_rows.columns]))
+
+
+def test_python_policies_of_one_call_share_one_replay_compile():
+    from wpbjax.core import rollout
+    from wpbjax.testing import max_traces
+
+    # three policies whose logs need different shapes (no_mem: one call, no EXPIRE; last_kb and
+    # merge_aggressive: several EXPIREs per call at 1 KB): padded to one shape, one trace on the track
+    source, encoded, swept = prepare_episodes(None, modes=["burst_redundancy"], n_episodes=2, steps=60)
+    chosen = ("no_mem", "last_kb", "merge_aggressive")
+    host = [HostPolicy(baselines.BASELINES[name], name=f"compile_check.{name}") for name in chosen]
+    names = prepare_all(host, source, encoded, [1024, 4096], ["unprivileged"], HostRun(workers=1))
+    shapes = {next(iter(registered(name.removeprefix("py:")).plan.runs.values()))["log_expire"].shape for name in names}
+    assert len(shapes) == 1
+    with max_traces(rollout, "_simulate_grid", n=1):
+        rows = wj.sweep(swept, grid=wj.Grid([1024, 4096], policies=names, tracks=["unprivileged"]))
+    assert sorted(set(rows.policy)) == sorted(names) and len(rows) == 3 * 2 * 2
 
 
 @needs_reference

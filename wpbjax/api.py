@@ -148,15 +148,19 @@ def run_python_policy(
 ) -> pd.DataFrame:
     """A Python policy's results rows (docs/policies.md, "Python and model-based policies"): ``policy`` -- a
     class with ``select(step, store)`` (a fresh instance per run), a function ``(step, store) -> actions``,
-    or ``"MODULE:NAME"`` -- is driven on the host (``workers`` processes) over ``episodes`` (as :func:`sweep`,
-    or a list of dict episodes) at ``grid``'s budgets on each of its tracks, and its logged actions are
-    replayed by the engine, so every column is :func:`sweep`'s (``grid.policies`` is the policy itself)."""
-    from wpbjax.host.run import HostRun, prepare, prepare_episodes
+    ``"MODULE:NAME"``, or a list of these (one sweep: their replays share one compiled program) -- is driven
+    on the host (``workers`` processes) over ``episodes`` (as :func:`sweep`, or a list of dict episodes) at
+    ``grid``'s budgets on each of its tracks (a :class:`wpbjax.host.run.HostPolicy` names its own), and its
+    logged actions are replayed by the engine, so every column is :func:`sweep`'s (``grid.policies`` is
+    the policy itself)."""
+    from wpbjax.host.run import HostRun, prepare_all, prepare_episodes
 
     host_episodes, encoded, swept = prepare_episodes(episodes)
-    tracks = list(grid.tracks)
-    name = prepare(policy, host_episodes, encoded, grid.budgets, tracks, run=HostRun(workers=workers, quiet=run.quiet))
-    return sweep(swept, grid=dataclasses.replace(grid, policies=[name]), reads=reads, run=run)
+    policies = list(policy) if isinstance(policy, (list, tuple)) else [policy]
+    names = prepare_all(
+        policies, host_episodes, encoded, grid.budgets, list(grid.tracks), HostRun(workers=workers, quiet=run.quiet)
+    )
+    return sweep(swept, grid=dataclasses.replace(grid, policies=names), reads=reads, run=run)
 
 
 def score_steps(fn, episodes=None, cache=None, track: str = "unprivileged", batch: int | None = None):

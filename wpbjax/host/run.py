@@ -21,7 +21,7 @@ import numpy as np
 
 from wpbjax.common.tracks import TRACKS, cost_track
 from wpbjax.host.drive import PolicyError, drive_episode
-from wpbjax.host.replay import LOG_FIELDS, build_log, replay_policy
+from wpbjax.host.replay import LOG_FIELDS, build_log, replay_policy, widen
 from wpbjax.host.store import make_step
 from wpbjax.runtime.progress import Progress
 
@@ -198,34 +198,60 @@ class LogTable:
         return {name: np.stack(value) for name, value in out.items()}
 
 
+@dataclasses.dataclass(frozen=True)
+class HostPolicy:
+    """One Python policy of a call: ``policy`` (an object, or a ``MODULE:NAME`` string) on ``tracks``
+    (None: the call's), under ``name`` (None: its ``MODULE:NAME``)."""
+
+    policy: object
+    tracks: tuple | None = None
+    name: str | None = None
+
+
 def prepare(policy, source, encoded, budgets, tracks, name: str | None = None, run: HostRun = HostRun()) -> str:
     """Drive ``policy`` (an object, or a ``MODULE:NAME`` string) over ``source``'s episodes (an EpisodeSource
     whose encoding is ``encoded``) at ``budgets`` on ``tracks``, and register its replay; returns the policy
     name a sweep runs (``py:MODULE:NAME``)."""
-    if isinstance(policy, str):
-        label = policy.removeprefix(f"{PREFIX}:")
-        policy = load_policy(label)
-    else:
-        label = name or policy_label(policy)
-    unknown = [track for track in tracks if track not in TRACKS]
-    if unknown:
-        raise PolicyError(f"tracks: a Python policy runs on {', '.join(TRACKS)}; got {', '.join(unknown)}")
+    return prepare_all([HostPolicy(policy, tuple(tracks), name)], source, encoded, budgets, tracks, run)[0]
+
+
+def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostRun()) -> list[str]:
+    """:func:`prepare` for several policies (:class:`HostPolicy`, or plain policies on ``tracks``) of one
+    call: their logs are padded to one shape, so a sweep of them all compiles one replay per track and
+    shape (the replay policies are equal as static arguments, :class:`wpbjax.host.replay.ReplayPolicy`).
+    Returns their sweep names, in order."""
+    entries = [entry if isinstance(entry, HostPolicy) else HostPolicy(entry) for entry in policies]
     episodes = dict_episodes(source) if not isinstance(source, list) else source
     if len(episodes) != encoded.n_episodes:
         raise PolicyError(f"episodes: {len(episodes)} dict episodes but {encoded.n_episodes} encoded")
-    table = LogTable(budgets)
-    with Progress(len(episodes) * len(budgets) * len(tracks), enabled=not run.quiet) as progress:
-        programs = {track: host_programs(policy, episodes, budgets, track, run, progress) for track in tracks}
-    log = build_log([row for track in tracks for row in programs[track]], encoded.n_steps).run_inputs()
-    for number, track in enumerate(tracks):
-        costs = encoded.track_costs(cost_track(track))
-        for n in range(len(episodes)):
-            length = int(encoded.arrays.length[n])
-            inputs = {field: value[number * len(episodes) + n] for field, value in log.items()}
-            table.add(episode_key(costs[n], encoded.utility64[n], length), inputs, encoded.episode_id[n])
-    full_name = f"{PREFIX}:{label}"
-    _POLICIES[label] = replay_policy(full_name, tuple(tracks), plan=table)
-    return full_name
+    logs = []
+    for entry in entries:
+        policy, label = entry.policy, entry.name
+        if isinstance(policy, str):
+            label = label or policy.removeprefix(f"{PREFIX}:")
+            policy = load_policy(policy.removeprefix(f"{PREFIX}:"))
+        label = label or policy_label(policy)
+        on = list(tracks if entry.tracks is None else entry.tracks)
+        unknown = [track for track in on if track not in TRACKS]
+        if unknown:
+            raise PolicyError(f"tracks: a Python policy runs on {', '.join(TRACKS)}; got {', '.join(unknown)}")
+        with Progress(len(episodes) * len(budgets) * len(on), enabled=not run.quiet) as progress:
+            programs = [row for track in on for row in host_programs(policy, episodes, budgets, track, run, progress)]
+        logs.append((label, on, build_log(programs, encoded.n_steps)))
+    shape = tuple(max(log.expire.shape[-2 + axis] for _, _, log in logs) for axis in (0, 1))
+    names = []
+    for label, on, log in logs:
+        inputs = widen(log, shape).run_inputs()
+        table = LogTable(budgets)
+        for number, track in enumerate(on):
+            costs = encoded.track_costs(cost_track(track))
+            for n in range(len(episodes)):
+                length = int(encoded.arrays.length[n])
+                run_inputs = {field: value[number * len(episodes) + n] for field, value in inputs.items()}
+                table.add(episode_key(costs[n], encoded.utility64[n], length), run_inputs, encoded.episode_id[n])
+        _POLICIES[label] = replay_policy(f"{PREFIX}:{label}", tuple(on), plan=table)
+        names.append(f"{PREFIX}:{label}")
+    return names
 
 
 def prepare_named(policies: str, episodes, grid, quiet: bool = True) -> None:
@@ -234,8 +260,7 @@ def prepare_named(policies: str, episodes, grid, quiet: bool = True) -> None:
     named = [name for name in policies.split(",") if name.startswith(f"{PREFIX}:")]
     host_episodes, encoded, _ = prepare_episodes(episodes)
     tracks = [track for track in grid.tracks if track in TRACKS]
-    for name in named:
-        prepare(name, host_episodes, encoded, grid.budgets, tracks, run=HostRun(quiet=quiet))
+    prepare_all(named, host_episodes, encoded, grid.budgets, tracks, run=HostRun(quiet=quiet))
 
 
 def registered(label: str):
