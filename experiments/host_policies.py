@@ -14,7 +14,7 @@ oracle (``oracle_optimal``, oracle track). Prints the mean-F1 and mean-regret ta
 ``speed``: the published baselines written as spec-style Python functions (``wpbjax.host.baselines``) driven
 on the host over the paper grid (5,280 runs), against the suite's plain-Python copy of the published harness
 (tests/pyref.py) on the same episodes; then the whole path (host loop + replay + scoring): one
-``wj.run_python_policy`` call per policy, and the seven in one sweep (``wpbjax.host.run.prepare_all``).
+``wj.run_python_policy`` call per policy, and the seven in one call (a list of policies: one sweep).
 
 ``llm_scorer`` shows where a model call goes: any client whose call returns text; it is never called here
 (no model service can be reached from this machine).
@@ -157,7 +157,7 @@ def speed() -> None:
 
     from wpbjax.episodes.jsonl import load_jsonl
     from wpbjax.host import baselines
-    from wpbjax.host.run import HostPolicy, HostRun, host_programs, prepare_all, prepare_episodes
+    from wpbjax.host.run import HostPolicy, HostRun, host_programs
 
     reference = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "reference")
     modes = ("default", "burst_drift", "redundancy", "burst_redundancy")
@@ -194,7 +194,7 @@ def speed() -> None:
         f"wj.run_python_policy, one call per policy (host loop + replay + scoring): {separate:.1f} s "
         f"({separate / harness:.2f}x)"
     )
-    print(f"the seven in one sweep (prepare_all + wj.sweep): {together:.1f} s ({together / harness:.2f}x)")
+    print(f"the seven in one wj.run_python_policy call: {together:.1f} s ({together / harness:.2f}x)")
 
 
 def main() -> None:
