@@ -49,8 +49,8 @@ def _in_passes(fn, per_pass: int, *episode_trees):
     n = jax.tree_util.tree_leaves(episode_trees)[0].shape[0]
     if n == 1:
         # A lone episode runs beside a copy of itself: with a batch axis of size 1, XLA copies the
-        # carried [1, B, T] store arrays every step (O(T) per step: a 200,000-step merge_aggressive
-        # run took 97 s); with two episodes it updates them in place (1.5 s).
+        # carried [1, B, T] store arrays every step (O(T) per step); with two episodes it updates them
+        # in place (docs/performance.md, "Long episodes").
         doubled = jax.tree_util.tree_map(lambda leaf: jnp.concatenate([leaf, leaf]), episode_trees)
         return jax.tree_util.tree_map(lambda leaf: leaf[:1], fn(*doubled))
     if per_pass >= n:
@@ -92,10 +92,9 @@ def _simulate_batch(
 
 
 _simulate = programs.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
-# The same rollouts traced faster (see _initial) and compiled with XLA's backend optimisation off:
-# 0.2-0.7 s sooner per policy, and runs 5-7x slower (measured on 2 cores: fifo_store_all 16M vs 113M
-# episode-steps/s, priority_greedy 2.2M vs 10.6M), so it wins below ~1-4M run-steps of work per
-# compile -- the paper grid (88k run-steps per policy and track) spends nearly all its time compiling.
+# The same rollouts traced faster (see _initial) and compiled with XLA's backend optimisation off: they
+# compile sooner and run several times slower, so they win only where compiling is most of the work (the
+# paper grid; docs/performance.md, "Sweeps at scale").
 _simulate_quick = programs.jit(
     functools.partial(_simulate_batch, fast_trace=True),
     static_argnums=(0, 1, 2),
@@ -103,8 +102,7 @@ _simulate_quick = programs.jit(
 )
 QUICK_COMPILE_BELOW = 1_000_000  # run-steps
 # (Long episodes run in segments, always fully optimised: the quick build's slower steps run one
-# after another, so a long episode pays them in full: 200,000 steps of merge_aggressive took 22 s
-# quick, 11 s full, measured.)
+# after another, so a long episode would pay them in full.)
 
 
 def _episode_index(episode_index, n_episodes: int) -> np.ndarray:

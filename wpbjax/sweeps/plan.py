@@ -25,10 +25,10 @@ from wpbjax.scoring.reads import ReadPlan
 from wpbjax.scoring.rows import COLUMNS
 from wpbjax.sweeps.config import DEFAULT_MEMORY_CAP, DEFAULT_TRACKS, PUBLISHED_LINEUP
 
-BYTES_PER_RUN_STEP = 160  # store + policy state + XLA temporaries, per (run, step); measured
+BYTES_PER_RUN_STEP = 160  # store + policy state + XLA temporaries, per (run, step); measured peaks
 BYTES_PER_EPISODE_STEP = 64  # episode arrays (+ 12 per field slot)
-# a slice of a large param grid, per run-step: 20,000 thresholds at a 256M cap peaked 477 MB over
-# the interpreter's 310 MB when sized at BYTES_PER_RUN_STEP, 420 MB at 320, 335 MB (1.3x) at 400
+# a slice of a large param grid, per run-step: sized so a slice's measured peak stays near the cap
+# (docs/performance.md, "Bounded memory and size")
 GRID_BYTES_PER_RUN_STEP = 400
 RUNS_PER_CALL = 16384  # beyond this, bigger calls stop paying on CPU (cache effects), measured
 
@@ -430,7 +430,7 @@ def make_plan(
     # device, and the calls of different policies side by side (the CPU runtime runs them at once).
     call_devices = devices if whole >= len(devices) or cluster is not None else devices[:1]
     # The first chunk compiles every policy's program: one thread per core overlaps one policy's
-    # tracing (Python) with another's compiling (XLA, outside the GIL), 10-20% off a paper-grid sweep.
+    # tracing (Python) with another's compiling (XLA, outside the GIL).
     # Later chunks reuse the programs and run one call at a time. Chunks fit the cap either way.
     first_chunk_workers = min(len(names), len(os.sched_getaffinity(0)))
     call_cap = memory_cap // first_chunk_workers
