@@ -86,6 +86,14 @@ def test_a_report_replaces_only_a_report_and_never_holds_its_input(tracks_sweep,
     assert tracks_sweep.exists()
 
 
+def test_a_report_directory_named_with_a_trailing_slash(tracks_sweep, tmp_path):
+    # `wpbjax report results.csv --out report/` (as the README writes it): the directory report, built beside it
+    out = str(tmp_path / "report") + "/"
+    assert main(["report", str(tracks_sweep), "--out", out, "--quiet"]) == 0
+    assert "leaderboard.md" in os.listdir(tmp_path / "report")
+    assert sorted(os.listdir(tmp_path)) == ["report"]
+
+
 def test_a_param_sweep_reports_one_row_per_grid_point(tmp_path, capsys):
     """2 episodes x 2 thresholds: two leaderboard rows of 2 episodes each, not one row of 4."""
     results = tmp_path / "grid.csv"

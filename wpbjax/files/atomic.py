@@ -113,7 +113,7 @@ def atomic_directory(path: str | os.PathLike, replaceable: Callable[[str], bool]
     parent directories are made. On a failure the temporary directory is removed and ``path`` stays
     as it was."""
     path = os.fspath(path)
-    target = destination(path)
+    target = destination(path.rstrip("/" + os.sep) or path)  # "report/" is the directory "report"
     if os.path.exists(target):
         if not os.path.isdir(target):
             raise ValueError(f"{path}: exists and is not a directory")
