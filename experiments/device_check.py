@@ -172,10 +172,10 @@ def _sweep_figure(name: str, arguments: tuple[str, ...], steps: int, folder: str
         figures.append(
             {
                 "figure": f"{name} ({state})",
-                "wall_s": round(wall, 2),
+                "wall_s": round(wall, 4),
                 "runs": rows,
                 "steps": steps,
-                "episode_steps_per_s": rows * steps / wall,
+                "episode_steps_per_s": rows * steps / round(wall, 4),
                 "command": "wpbjax sweep " + " ".join(arguments),
             }
         )

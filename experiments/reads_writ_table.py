@@ -126,10 +126,8 @@ def sweep(directory, names: dict, top_k=TOP_K) -> tuple[pd.DataFrame, tuple]:
     by_id = {scenario.get("scenario_id", str(index)): category(scenario) for index, scenario in enumerate(scenarios)}
     results = wj.sweep(
         encode_episodes([episode for episode, _ in mapped]),
-        budgets=list(BUDGETS),
-        policies=list(names.values()),
-        tracks=["unprivileged"],
-        top_k=tuple(top_k),
+        grid=wj.Grid(list(BUDGETS), policies=list(names.values()), tracks=["unprivileged"]),
+        reads=wj.Reads(top_k=tuple(top_k)),
     )
     results["category"] = results["episode_id"].map(by_id)
     return results, (len(mapped), len(scenarios))

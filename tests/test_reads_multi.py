@@ -308,11 +308,8 @@ def test_the_read_scorecard_shows_credit_and_facts_per_probe(tmp_path):
     probes = [TWO, {"t": 4, "fact": "job"}, HISTORY]  # 2 + 1 + 1 facts
     results = wj.sweep(
         encode_episodes([_episode(probes)]),
-        budgets=[1 << 20],
-        policies=["always_write"],
-        tracks=["unprivileged"],
-        top_k=(1, 5),
-        retriever=dict(w_rel=1.0, w_rec=0.0, w_imp=0.0),
+        grid=wj.Grid([1 << 20], policies=["always_write"], tracks=["unprivileged"]),
+        reads=wj.Reads(top_k=(1, 5), retriever=dict(w_rel=1.0, w_rec=0.0, w_imp=0.0)),
     )
     card = reads_report.scorecard(results).set_index("top_k")
     # everything stored: K = 1 as test_one_retrieval_serves_every_fact_of_the_probe (credit 1/2), job right, the
