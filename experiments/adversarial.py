@@ -58,7 +58,7 @@ def speed(policy: str = "last_kb") -> dict:
     import jax.numpy as jnp
 
     from wpbjax.adversarial import evaluate as ev, knobs as knobs_lib
-    from wpbjax.episodes import jax_gen
+    from wpbjax.episodes.generators import jax_gen
     from wpbjax.policies import make
 
     space = knobs_lib.space("burst_redundancy")

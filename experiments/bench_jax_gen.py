@@ -26,7 +26,7 @@ import time
 
 import jax
 
-from wpbjax.episodes import jax_gen
+from wpbjax.episodes.generators import jax_gen
 
 
 def keep_freed_memory() -> bool:

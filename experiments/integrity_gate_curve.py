@@ -18,7 +18,7 @@ import time
 import pandas as pd
 
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
-from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.learn.config import TrainConfig
 from wpbjax.learn.gate import save_gate
 from wpbjax.learn.train import train_gate

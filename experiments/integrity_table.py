@@ -19,7 +19,7 @@ import pandas as pd
 
 from wpbjax.common.tracks import ALL_TRACKS
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
-from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.policies import lineup
 from wpbjax.policies.zoo import ZOO_NAMES
 from wpbjax.reports.integrity import scorecard, scorecard_markdown

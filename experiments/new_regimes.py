@@ -14,7 +14,7 @@ import pathlib
 
 import pandas as pd
 
-from wpbjax.episodes import jax_gen
+from wpbjax.episodes.generators import jax_gen
 from wpbjax.sweeps import run_sweep
 
 REGIMES = ("default",) + jax_gen.NEW_MODES

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
-from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.sweeps import PAPER_BUDGETS, run_sweep
 from wpbjax.testing import count_compiles
 

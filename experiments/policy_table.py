@@ -18,7 +18,7 @@ import pandas as pd
 
 from wpbjax.common.tracks import ALL_TRACKS
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
-from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.policies.zoo import ZOO_NAMES
 from wpbjax.sweeps import run_sweep
 
@@ -32,7 +32,7 @@ def policy_table() -> pd.DataFrame:
 
 
 def policy_means(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean F1 and U/KB per (track, policy) at each of BUDGETS, from a sweep's rows (tests/test_doc_tables.py
+    """Mean F1 and U/KB per (track, policy) at each of BUDGETS, from a sweep's rows (tests/reports/test_doc_tables.py
     feeds it the paper grid's)."""
     results = results[results.budget_bytes.isin(BUDGETS)]
     means = results.groupby(["track", "policy", "budget_bytes"], sort=False)[["f1", "utility_per_kb"]].mean()

@@ -19,8 +19,8 @@ import sys
 import time
 
 import wpbjax.api as wj
-from wpbjax.episodes.parallel import generate_encoded
-from wpbjax.episodes.published_gen import MODES, DriftConfig
+from wpbjax.episodes.generators.parallel import generate_encoded
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig
 from wpbjax.learn.config import TrainConfig
 from wpbjax.learn.evaluate import HELD_OUT_SEED
 from wpbjax.learn.gate import save_gate

@@ -29,7 +29,7 @@ import pandas as pd
 import wpbjax.api as wj
 from wpbjax.common.tracks import ALL_TRACKS
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
-from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.policies import names
 from wpbjax.reports.tables import budget_label
 

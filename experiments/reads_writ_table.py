@@ -2,7 +2,7 @@
 
     python experiments/reads_writ_table.py [--scenarios ../shared/writ/scenarios] [--gates DIR] [--steps 300]
 
-Every scenario imported by `wpbjax import-writ` (its probe mapped by wpbjax.episodes.writ_probes; those without a
+Every scenario imported by `wpbjax import-writ` (its probe mapped by wpbjax.episodes.importers.writ_probes; those without a
 probe are left out), swept with always_write, supersede, version_journal, add_only and two learned gates
 (unprivileged track, default retriever, K = 5 and K = 20, budgets 1 KB and 100 KB). The gates are the two of
 experiments/reads_gate.py (``wpbjax train`` defaults, one trained on soft F1, one on soft read accuracy),
@@ -25,7 +25,7 @@ import pandas as pd
 
 import wpbjax.api as wj
 from wpbjax.episodes.encode import encode_episodes
-from wpbjax.episodes.writ import import_writ_mapped
+from wpbjax.episodes.importers.writ import import_writ_mapped
 from wpbjax.reports.tables import budget_label
 
 BUDGETS = (1024, 102400)

@@ -18,7 +18,7 @@ shipped name whose file is absent is skipped with a note.
    at most POOL windows per vendor, evenly spaced) and calibrated on every fifth window of that pool, and the
    same trained on V's own train windows; both on V's test windows (stride 100) beside the unprivileged zoo and the exact oracle
    (rows to OUT/real_drift_transfer.csv). The split is wj.episodes.real's.
-3. Statistics (wpbjax.episodes.stream_stats) of each vendor's windows beside every JAX mode's (64 episodes x
+3. Statistics (wpbjax.episodes.generators.stream_stats) of each vendor's windows beside every JAX mode's (64 episodes x
    200 steps, seed 0) and every fitted knob set's.
 4. Fit, per vendor, of the JAX generator's stripe_like mode (:func:`fit`); exit 1 if a shipped knob set
    (jax_gen.KNOB_SETS["VENDOR_like"]) differs from its fit or is missing (the fitted sets are printed).
@@ -115,7 +115,7 @@ def vendor_label(name: str) -> str:
 
 def history_file(name: str) -> str | None:
     """The history file of a shipped name or a path; None where it is not there (not shipped yet)."""
-    from wpbjax.episodes import real_drift
+    from wpbjax.episodes.importers import real_drift
 
     try:
         path = real_drift.history_path(name)
@@ -247,7 +247,7 @@ def evenly(items: list, most: int) -> list:
 def train_windows(name: str, settings: Settings):
     """The vendor's train windows (stride ``train_stride``, at most ``pool_per_vendor``), encoded; None if none."""
     from wpbjax.episodes.encode import encode_episodes
-    from wpbjax.episodes.real_drift import episodes
+    from wpbjax.episodes.importers.real_drift import episodes
 
     try:
         windows = episodes(name, steps=STEPS, stride=settings.train_stride, split="train")
@@ -369,16 +369,16 @@ def transfer_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def generated_stats(config, n_episodes: int = 64) -> dict:
-    from wpbjax.episodes import jax_gen
-    from wpbjax.episodes.stream_stats import stream_stats
+    from wpbjax.episodes.generators import jax_gen
+    from wpbjax.episodes.generators.stream_stats import stream_stats
 
     return stream_stats(jax_gen.generate_encoded([config], n_episodes))
 
 
 def stats_table(real: dict, seed: int = 0, n_episodes: int = 64) -> pd.DataFrame:
     """``real`` ({row name: stats}) beside every JAX mode at its default knobs and every knob set."""
-    from wpbjax.episodes import jax_gen
-    from wpbjax.episodes.stream_stats import STATS
+    from wpbjax.episodes.generators import jax_gen
+    from wpbjax.episodes.generators.stream_stats import STATS
 
     rows = dict(real)
     for mode in jax_gen.JAX_MODES:
@@ -408,7 +408,7 @@ def distance(stats: dict, real: dict, names) -> float:
 
 
 def knob_config(knobs: dict):
-    from wpbjax.episodes import jax_gen
+    from wpbjax.episodes.generators import jax_gen
 
     return jax_gen.JaxGenConfig(**knobs, steps=STEPS, seed=FIT_SEED)
 
@@ -432,7 +432,7 @@ def fit(real: dict, points: pd.DataFrame) -> pd.DataFrame:
     1) and 1000 (the largest the generator takes); the MAX_PARAMS values (at most three) nearest in log scale
     to where the line meets the real bytes per step; and of those, the nearest on all six statistics.
     Returns the stage-2 candidates, best first, with their distances."""
-    from wpbjax.episodes.stream_stats import STATS
+    from wpbjax.episodes.generators.stream_stats import STATS
 
     shape = [name for name in STATS if name != "bytes_per_step"]
     first = points.assign(distance=[distance(row, real, shape) for _, row in points.iterrows()])
@@ -533,7 +533,7 @@ def run_zoo(
     """Part 1 (and each vendor's statistics, from the same windows); ``reuse``: the rows of an earlier run's
     CSV instead of a sweep."""
     import wpbjax as wj
-    from wpbjax.episodes.stream_stats import stream_stats
+    from wpbjax.episodes.generators.stream_stats import stream_stats
 
     parts = {"zoo": [], "integrity": [], "reads": []}
     all_rows = []
@@ -565,7 +565,7 @@ def run_zoo(
 
 
 def run_fit(real_stats: dict, labels: list, settings: Settings, out: pathlib.Path, blocks: dict) -> int:
-    from wpbjax.episodes import jax_gen
+    from wpbjax.episodes.generators import jax_gen
 
     started = time.perf_counter()
     points = stage1_points(settings.stage1)

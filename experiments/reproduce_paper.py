@@ -34,8 +34,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, os.fspath(HERE.parent))  # run from a checkout without installing
 
 from wpbjax.episodes.encode import encode_episodes  # noqa: E402
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episodes  # noqa: E402
 from wpbjax.episodes.jsonl import save_jsonl  # noqa: E402
-from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes  # noqa: E402
 from wpbjax.reports import plots, tables  # noqa: E402
 from wpbjax.sweeps import PAPER_BUDGETS, run_sweep  # noqa: E402
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 from wpbjax.episodes import probes as probes_lib
 from wpbjax.episodes.encode import concat_encoded, encode_episodes
-from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episodes
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.tiers import engine as tier_engine, rows as tier_rows
 from wpbjax.tiers.policies import TIER_POLICIES
 

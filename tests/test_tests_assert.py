@@ -41,7 +41,7 @@ def _direct_check(node: ast.AST) -> bool:
 def _functions() -> dict[str, list[tuple[str, ast.FunctionDef]]]:
     """name -> [(file, definition)] for every function defined anywhere in tests/*.py."""
     found: dict[str, list] = {}
-    for path in sorted(TESTS.glob("*.py")):
+    for path in sorted(TESTS.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 found.setdefault(node.name, []).append((path.name, node))

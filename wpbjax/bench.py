@@ -16,7 +16,7 @@ import numpy as np
 
 from wpbjax.core import rollout
 from wpbjax.episodes.encode import encode_episodes
-from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episode
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episode
 from wpbjax.policies import lineup, make
 from wpbjax.runtime import devices as devices_lib
 

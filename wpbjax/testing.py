@@ -63,7 +63,7 @@ def check_batches(track: str, n_steps: int, n_episodes: int = 4):
     """Two device batches of the same shape with different episodes (every published mode), as a
     sweep hands them to a policy on ``track`` (utility hidden where the track may not see it)."""
     from wpbjax.episodes.encode import concat_encoded, encode_episodes
-    from wpbjax.episodes.published_gen import MODES, DriftConfig, generate_episode
+    from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episode
 
     configs = [DriftConfig(mode=mode, steps=n_steps, seed=7) for mode in MODES]
     episodes = [generate_episode(configs[i % len(configs)], i) for i in range(2 * n_episodes)]

@@ -20,9 +20,9 @@ import numpy as np
 from wpbjax.common.constants import NONE
 from wpbjax.common.tracks import TRACKS, cost_track, sees_priority, sees_utility
 from wpbjax.core.scan import episode_keys, rollout
-from wpbjax.episodes import jax_gen
 from wpbjax.episodes.batch import EpisodeBatch, round_up_float32
 from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES
+from wpbjax.episodes.generators import jax_gen
 from wpbjax.policies.base import Policy
 from wpbjax.runtime import devices as devices_lib
 from wpbjax.scoring.metrics import f1_from_counts, retained_mask

@@ -4,7 +4,7 @@ A *regime* is one value per knob (:data:`KNOBS`); the search works on a point ``
 [0, 1]^D (one coordinate per searched knob, :class:`Space`), mapped linearly onto each knob's bounds
 (integer knobs floored). The knobs that set array shapes (``mode``, ``steps``, ``api_pool``,
 ``max_params``) are fixed per search (:class:`Space`), so one compiled program serves all of it;
-every knob here is traced (:meth:`wpbjax.episodes.jax_gen.JaxGenConfig.knobs`). A regime's episodes
+every knob here is traced (:meth:`wpbjax.episodes.generators.jax_gen.JaxGenConfig.knobs`). A regime's episodes
 are a pure function of (shape, regime, seed): :func:`regime_config` is the generator config that
 writes them.
 """
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from wpbjax.common.argument_errors import ArgumentError, arg
-from wpbjax.episodes.jax_gen import JAX_MODES, JaxGenConfig
+from wpbjax.episodes.generators.jax_gen import JAX_MODES, JaxGenConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ import os
 
 from wpbjax.adversarial.knobs import KnobError, regime_config
 from wpbjax.common.argument_errors import arg
-from wpbjax.episodes.jax_gen import JaxGenConfig
+from wpbjax.episodes.generators.jax_gen import JaxGenConfig
 
 
 def load_result(path: str | os.PathLike, policy: str | None, budget: int | None) -> tuple[dict, dict]:

@@ -24,7 +24,7 @@ import numpy as np
 from wpbjax.adversarial import evaluate as evaluate_lib, knobs as knobs_lib
 from wpbjax.adversarial.knobs import KnobError, Space
 from wpbjax.common.argument_errors import arg
-from wpbjax.episodes import jax_gen
+from wpbjax.episodes.generators import jax_gen
 
 METHODS = ("cma_es", "random")
 Z95 = 1.959963984540054  # two-sided 95% normal quantile

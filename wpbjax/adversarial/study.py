@@ -76,7 +76,7 @@ def run_study(
     argument has been checked."""
     import contextlib
 
-    from wpbjax.episodes.jax_gen import JAX_MODES
+    from wpbjax.episodes.generators.jax_gen import JAX_MODES
 
     config, shape = config or Search(), shape or Shape()
 

@@ -1,5 +1,5 @@
 """``wpbjax drift-agreement``: an OpenAPI history's breaking labels against a changelog's, per release
-(:func:`wpbjax.episodes.agreement.agreement`; docs/changelogs.md). Imports no JAX."""
+(:func:`wpbjax.episodes.importers.agreement.agreement`; docs/changelogs.md). Imports no JAX."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def add_parser(commands) -> None:
 
 
 def cmd_drift_agreement(args) -> int:
-    from wpbjax.episodes import changelog_episode
-    from wpbjax.episodes.agreement import agreement, parse_match, read_history_lines, read_sidecar_versions
+    from wpbjax.episodes.importers import changelog_episode
+    from wpbjax.episodes.importers.agreement import agreement, parse_match, read_history_lines, read_sidecar_versions
 
     match = parse_match(args.match)  # a bad --match before any file is read
     name = (

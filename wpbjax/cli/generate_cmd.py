@@ -16,8 +16,8 @@ from wpbjax.common.argument_errors import ArgumentError, arg
 
 
 def add_parser(commands) -> None:
-    from wpbjax.episodes.jax_gen import FITTED_MODES, NEW_MODES
-    from wpbjax.episodes.published_gen import MODES
+    from wpbjax.episodes.generators.jax_gen import FITTED_MODES, NEW_MODES
+    from wpbjax.episodes.generators.published_gen import MODES
 
     generate = commands.add_parser("generate", help="write episodes with the published generator (byte-identical)")
     generate.add_argument("--mode", choices=MODES + NEW_MODES + FITTED_MODES, default="default")

@@ -10,7 +10,7 @@ from wpbjax.common.argument_errors import ArgumentError, arg
 
 
 def add_generator_knobs(parser: argparse.ArgumentParser) -> None:
-    from wpbjax.episodes.published_gen import DriftConfig
+    from wpbjax.episodes.generators.published_gen import DriftConfig
 
     d = DriftConfig()
     parser.add_argument("--api-pool", type=positive_int, default=d.api_pool, help=f"endpoints (default {d.api_pool})")
@@ -49,7 +49,7 @@ def add_generator_knobs(parser: argparse.ArgumentParser) -> None:
 
 def add_jax_knobs(parser: argparse.ArgumentParser) -> None:
     """``--engine`` and the knobs of the JAX generator's new regimes (docs/generators.md)."""
-    from wpbjax.episodes.jax_gen import JaxGenConfig
+    from wpbjax.episodes.generators.jax_gen import JaxGenConfig
 
     d = JaxGenConfig()
     parser.add_argument(
@@ -109,7 +109,7 @@ def add_knob_set(parser: argparse.ArgumentParser) -> None:
     """``--knob-set NAME``: a fitted knob set of the JAX generator (jax_gen.KNOB_SETS, docs/generators.md).
     After the knobs' flags: it marks them (and ``--mode``, ``--modes``, ``--engine``, ``--episodes``) to
     record which the command line gave, so a given flag wins whatever its value."""
-    from wpbjax.episodes.jax_gen import KNOB_SETS, JaxGenConfig
+    from wpbjax.episodes.generators.jax_gen import KNOB_SETS, JaxGenConfig
 
     names = {field.name for field in dataclasses.fields(JaxGenConfig)} | {"modes", "engine", "episodes"}
     for action in parser._actions:  # argparse keeps no record of what was given; the actions do it
@@ -129,7 +129,7 @@ def generator_knobs(args) -> dict:
     """The generator settings among the parsed arguments (``seed``, ``steps``, ``drift_prob``, ...). With
     ``--knob-set``, the set's value of every knob whose flag the command line did not give (and
     :func:`apply_knob_set` its mode and engine)."""
-    from wpbjax.episodes.jax_gen import KNOB_SETS, JaxGenConfig
+    from wpbjax.episodes.generators.jax_gen import KNOB_SETS, JaxGenConfig
 
     knobs = {
         field.name: getattr(args, field.name)
@@ -148,7 +148,7 @@ def generator_knobs(args) -> dict:
 def apply_knob_set(args) -> None:
     """``--knob-set``: the JAX engine and the set's mode; refuses flags that cannot combine with it
     (another engine, another mode, or ``sweep --episodes FILE``, whose episodes the set would not make)."""
-    from wpbjax.episodes.jax_gen import KNOB_SETS
+    from wpbjax.episodes.generators.jax_gen import KNOB_SETS
 
     if getattr(args, "knob_set", None) is None:
         return

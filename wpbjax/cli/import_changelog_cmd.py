@@ -1,5 +1,5 @@
 """``wpbjax import-changelog``: a Markdown changelog to episodes, one step per entry
-(:mod:`wpbjax.episodes.changelog`, :mod:`wpbjax.episodes.changelog_episode`; docs/changelogs.md).
+(:mod:`wpbjax.episodes.importers.changelog`, :mod:`wpbjax.episodes.importers.changelog_episode`; docs/changelogs.md).
 Imports no JAX: it only reads Markdown and writes JSONL."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def add_parser(commands) -> None:
 
 
 def cmd_import_changelog(args) -> int:
-    from wpbjax.episodes import changelog_episode
+    from wpbjax.episodes.importers import changelog_episode
     from wpbjax.episodes.jsonl import save_jsonl
     from wpbjax.files.atomic import check_writable, refuse_inputs
 

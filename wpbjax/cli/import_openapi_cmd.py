@@ -1,5 +1,5 @@
 """``wpbjax import-openapi``: an OpenAPI spec's version history to labelled lines
-(:func:`wpbjax.episodes.openapi_import.import_history`)."""
+(:func:`wpbjax.episodes.importers.openapi_import.import_history`)."""
 
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def add_parser(commands) -> None:
 
 
 def cmd_import_openapi(args) -> int:
-    from wpbjax.episodes.openapi_history import refuse_output_inside
-    from wpbjax.episodes.openapi_import import import_history, write_history
+    from wpbjax.episodes.importers.openapi_history import refuse_output_inside
+    from wpbjax.episodes.importers.openapi_import import import_history, write_history
     from wpbjax.files.atomic import check_writable
 
     started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""``wpbjax import-writ``: WRIT scenario files to episodes (:func:`wpbjax.episodes.writ.import_writ`).
+"""``wpbjax import-writ``: WRIT scenario files to episodes (:func:`wpbjax.episodes.importers.writ.import_writ`).
 Imports no JAX: it only reads JSON and writes JSONL."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def _read_files(paths) -> list[str]:
 
 
 def cmd_import_writ(args) -> int:
+    from wpbjax.episodes.importers.writ import import_writ_mapped
     from wpbjax.episodes.jsonl import save_jsonl
-    from wpbjax.episodes.writ import import_writ_mapped
     from wpbjax.files.atomic import check_writable, refuse_inputs
 
     check_writable(args.out)
@@ -45,7 +45,7 @@ def cmd_import_writ(args) -> int:
 
 
 def summary(mapped: list) -> str:
-    """How the scenarios' probes were mapped (wpbjax.episodes.writ_probes): the count by rule, then each
+    """How the scenarios' probes were mapped (wpbjax.episodes.importers.writ_probes): the count by rule, then each
     scenario without a probe and why."""
     rules: dict = {}
     for _, mapping in mapped:

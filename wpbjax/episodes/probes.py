@@ -9,7 +9,7 @@ where the right answer is to abstain). Where they come from:
   "never_seen", "as_of": int}`` (``as_of`` a ``t``, only for that kind; ``kind`` defaults from it). ``fact``
   is a fact id of the ``facts`` label, or an api (its version segment is dropped: ``api.v3.endpoint_2`` asks
   for ``api.v*.endpoint_2``); a fact the episode never carries is a fact of its own (never seen);
-* WRIT scenarios: their probe (:mod:`wpbjax.episodes.writ` writes it into ``probes``);
+* WRIT scenarios: their probe (:mod:`wpbjax.episodes.importers.writ` writes it into ``probes``);
 * else, when asked, :func:`generate` (a documented default, deterministic per episode).
 
 Encoded as host arrays ``[N, Q]`` (Q: the most probes of an episode; -1 padding) on

@@ -1,8 +1,8 @@
 """Where a sweep's episodes come from, as a value: JSONL files, or a generator's configs.
 
 A "file" ``real:NAME[:STEPS[:STRIDE]][:train|:test]`` names the windows of a real API history
-(:mod:`wpbjax.episodes.real_drift`; ``real:stripe`` is shipped), recorded with its history's SHA-256;
-``changelog:NAME[:STEPS[:STRIDE]]`` the windows of a Markdown changelog (:mod:`wpbjax.episodes.changelog_episode`).
+(:mod:`wpbjax.episodes.importers.real_drift`; ``real:stripe`` is shipped), recorded with its history's SHA-256;
+``changelog:NAME[:STEPS[:STRIDE]]`` the windows of a Markdown changelog (:mod:`wpbjax.episodes.importers.changelog_episode`).
 
 An :class:`EpisodeSource` rebuilds the same encoded episodes wherever it is loaded: the sweep
 records ``source.to_dict()`` in its sidecar, and the report (or a resumed sweep) rebuilds the
@@ -33,10 +33,10 @@ def check_engine(engine: str) -> str:
 def config_class(engine: str):
     """The generator config class of ``engine``: DriftConfig (python) or JaxGenConfig (jax)."""
     if check_engine(engine) == "jax":
-        from wpbjax.episodes.jax_gen import JaxGenConfig
+        from wpbjax.episodes.generators.jax_gen import JaxGenConfig
 
         return JaxGenConfig
-    from wpbjax.episodes.published_gen import DriftConfig
+    from wpbjax.episodes.generators.published_gen import DriftConfig
 
     return DriftConfig
 
@@ -44,8 +44,8 @@ def config_class(engine: str):
 def generator_config(engine: str, mode: str, **knobs):
     """One mode's generator config; ``knobs`` are its fields (``seed``, ``steps``, ``drift_prob``, ...;
     the jax engine's extra knobs are ignored by the python engine, so one set serves both)."""
-    from wpbjax.episodes.jax_gen import JAX_MODES, JaxGenConfig
-    from wpbjax.episodes.published_gen import MODES
+    from wpbjax.episodes.generators.jax_gen import JAX_MODES, JaxGenConfig
+    from wpbjax.episodes.generators.published_gen import MODES
 
     engine = check_engine(engine)
     known = {field.name for field in dataclasses.fields(JaxGenConfig)} - {"mode"}
@@ -111,11 +111,11 @@ class EpisodeSource:
         if self.files:
             return self._load_files()
         if self.engine == "jax":  # generated on device, never through JSON
-            import wpbjax.episodes.jax_gen as jax_gen
+            import wpbjax.episodes.generators.jax_gen as jax_gen
 
             encoded = jax_gen.generate_encoded(list(self.configs), self.n_episodes)
         else:
-            from wpbjax.episodes.parallel import generate_encoded
+            from wpbjax.episodes.generators.parallel import generate_encoded
 
             encoded = generate_encoded(list(self.configs), self.n_episodes)
         return encoded, np.repeat(np.arange(len(self.configs), dtype=np.int64), self.n_episodes)
@@ -134,14 +134,14 @@ class EpisodeSource:
             raise ValueError("load_range: generated episodes of the python engine only")
         if not 0 <= start < stop <= self.n_total:
             raise ValueError(f"load_range: expected 0 <= start < stop <= {self.n_total}; got {start}, {stop}")
-        from wpbjax.episodes.parallel import generate_encoded
+        from wpbjax.episodes.generators.parallel import generate_encoded
 
         encoded = generate_encoded(list(self.configs), self.n_episodes, start=start, stop=stop)
         return encoded, np.arange(start, stop, dtype=np.int64) // self.n_episodes
 
     def _load_files(self) -> tuple:
-        from wpbjax.episodes import changelog_episode, real_drift
         from wpbjax.episodes.encode import concat_encoded, encode_episodes
+        from wpbjax.episodes.importers import changelog_episode, real_drift
         from wpbjax.episodes.jsonl import load_jsonl
         from wpbjax.files.results_io import sha256
 
@@ -195,7 +195,7 @@ class EpisodeSource:
     def to_dict(self) -> dict:
         """A JSON-able record (the sidecar's ``episodes``); files with their absolute path and SHA-256."""
         if self.files:
-            from wpbjax.episodes import changelog_episode, real_drift
+            from wpbjax.episodes.importers import changelog_episode, real_drift
             from wpbjax.files.results_io import sha256
 
             return {
@@ -262,9 +262,9 @@ def write_generated(
 
     config = generator_config(engine, mode, steps=steps, seed=seed, **knobs)
     if check_engine(engine) == "jax":
-        from wpbjax.episodes.decode import generate_episodes
+        from wpbjax.episodes.generators.decode import generate_episodes
     else:
-        from wpbjax.episodes.published_gen import generate_episodes
+        from wpbjax.episodes.generators.published_gen import generate_episodes
     episodes = generate_episodes(config, n_episodes)
     save_jsonl(episodes, path)
     return len(episodes)
@@ -272,7 +272,7 @@ def write_generated(
 
 def episode_file_sha256(path: str) -> str:
     """SHA-256 of an episode file, or of the history a ``real:`` spec reads."""
-    from wpbjax.episodes import changelog_episode, real_drift
+    from wpbjax.episodes.importers import changelog_episode, real_drift
 
     if changelog_episode.is_changelog(path):
         return changelog_episode.spec_sha256(path)
@@ -286,9 +286,9 @@ def episode_file_sha256(path: str) -> str:
 def real(name: str = "stripe", steps: int = 200, stride: int | None = None, split: str | None = None):
     """The windows of a real API history (``stripe`` is shipped; or a history file from
     ``wpbjax import-openapi``), encoded: ``steps`` per window, ``stride`` apart (default ``steps // 2``),
-    ``split`` ``"train"`` / ``"test"`` for the temporal split (:mod:`wpbjax.episodes.real_drift`); the
+    ``split`` ``"train"`` / ``"test"`` for the temporal split (:mod:`wpbjax.episodes.importers.real_drift`); the
     encoded windows are kept on disk (:mod:`wpbjax.episodes.cache`), as a sweep's are."""
-    from wpbjax.episodes import real_drift
+    from wpbjax.episodes.importers import real_drift
 
     if steps < 1 or (stride is not None and stride < 1):
         raise ValueError(f"steps and stride must be >= 1; got {steps}, {stride}")

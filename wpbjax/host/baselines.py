@@ -4,7 +4,7 @@
 
 They are examples of the interface and the check of the host path: driven on the host and replayed by the
 engine they give the rows of the JAX baselines (:mod:`wpbjax.policies.published`), and with the published
-oracle the published rows (tests/test_host_policies.py). ``wpbjax sweep --policies
+oracle the published rows (tests/host/test_host_policies.py). ``wpbjax sweep --policies
 py:wpbjax.host.baselines:last_kb`` runs one.
 """
 

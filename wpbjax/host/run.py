@@ -62,7 +62,7 @@ def policy_label(policy) -> str:
 
 def dict_episodes(source) -> list[dict]:
     """The dict episodes of an :class:`wpbjax.episodes.source.EpisodeSource`, in the order it encodes them."""
-    from wpbjax.episodes import changelog_episode, real_drift
+    from wpbjax.episodes.importers import changelog_episode, real_drift
     from wpbjax.episodes.jsonl import load_jsonl
 
     if source.files:
@@ -77,9 +77,9 @@ def dict_episodes(source) -> list[dict]:
                 episodes += load_jsonl(path)
         return episodes
     if source.engine == "jax":
-        from wpbjax.episodes.decode import generate_episodes
+        from wpbjax.episodes.generators.decode import generate_episodes
     else:
-        from wpbjax.episodes.published_gen import generate_episodes
+        from wpbjax.episodes.generators.published_gen import generate_episodes
     return [episode for config in source.configs for episode in generate_episodes(config, source.n_episodes)]
 
 

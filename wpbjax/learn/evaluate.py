@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from wpbjax.episodes.encode import EncodedEpisodes
-from wpbjax.episodes.parallel import generate_encoded
-from wpbjax.episodes.published_gen import MODES, DriftConfig
+from wpbjax.episodes.generators.parallel import generate_encoded
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig
 from wpbjax.scoring.metrics import f1_from_counts
 from wpbjax.sweeps import PAPER_BUDGETS, run_sweep
 

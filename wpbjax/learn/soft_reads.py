@@ -12,7 +12,7 @@ has nothing to learn). The reader answers with the newest retrieved usable item:
 Σ_s r_s [s holds the right version] Π_{usable s' > s} (1 - r_s'), retrievals taken as independent (a probe whose
 right answer is to abstain: Π over every usable s of (1 - r_s)). With every w_s in {0, 1} this is the hard
 read accuracy; in between, the product is an approximation (retrievals compete for the K places, so it
-undercounts an older slot's chance; tests/test_reads_learning.py works one case by hand).
+undercounts an older slot's chance; tests/learn/test_reads_learning.py works one case by hand).
 """
 
 from __future__ import annotations

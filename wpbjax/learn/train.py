@@ -22,8 +22,8 @@ import numpy as np
 import optax
 
 from wpbjax.episodes.encode import EncodedEpisodes
-from wpbjax.episodes.parallel import generate_encoded
-from wpbjax.episodes.published_gen import MODES, DriftConfig
+from wpbjax.episodes.generators.parallel import generate_encoded
+from wpbjax.episodes.generators.published_gen import MODES, DriftConfig
 from wpbjax.learn.config import TrainConfig
 from wpbjax.learn.gate import init_gate
 from wpbjax.learn.hindsight import afford_loss
