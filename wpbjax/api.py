@@ -277,15 +277,20 @@ def _stream_to_file(
     from wpbjax.sweeps import write_chunks
 
     target = destination(out)  # a symbolic link is written through: its temporary files beside its target
-    checkpoint, identity = _resume_point(target, arguments, plan, resume, log)
+    resume_point, identity = _resume_point(target, arguments, plan, resume, log)
     # (a block's plan, its chunks to run) in order
-    work = blocks.plans(checkpoint.chunks) if blocks else [(plan, plan.chunks()[checkpoint.chunks :])]
+    work = blocks.plans(resume_point.chunks) if blocks else [(plan, plan.chunks()[resume_point.chunks :])]
     if plan.layout.cluster is not None and not plan.layout.cluster.writes:  # its share of every chunk goes to process 0
         for block_plan, chunks in work:
             write_chunks(block_plan, None, chunks=chunks)
         return None
-    on_disk = resume_lib.Checkpoint(
-        checkpoint.chunks, checkpoint.rows, checkpoint.size, checkpoint.sums, checkpoint.ends, checkpoint.checksums
+    on_disk = resume_lib.ResumePoint(
+        resume_point.chunks,
+        resume_point.rows,
+        resume_point.size,
+        resume_point.sums,
+        resume_point.ends,
+        resume_point.checksums,
     )
 
     def record(sums) -> None:
@@ -294,16 +299,16 @@ def _stream_to_file(
             on_disk.add_chunk(writer.temporary, writer.rows, writer.size, sums)
             resume_lib.record(target, identity, on_disk)
 
-    with ResultsWriter(out, append_at=checkpoint.size if checkpoint.chunks else None) as writer:
-        writer.rows = checkpoint.rows
+    with ResultsWriter(out, append_at=resume_point.size if resume_point.chunks else None) as writer:
+        writer.rows = resume_point.rows
         try:
             with Progress(plan.total_runs, enabled=not quiet) as progress:
-                if checkpoint.rows:
-                    progress.advance(checkpoint.rows, "on disk")
+                if resume_point.rows:
+                    progress.advance(resume_point.rows, "on disk")
                 if progress.enabled:
                     segments.listen_to_steps(progress.steps)  # long episodes: progress within calls
                 try:
-                    sums = checkpoint.sums
+                    sums = resume_point.sums
                     for block_plan, chunks in work:
                         sums = write_chunks(block_plan, writer, progress, chunks=chunks, sums=sums, after_write=record)
                         del block_plan, chunks  # the block's episodes go before the next block is made
@@ -318,25 +323,25 @@ def _stream_to_file(
 
 
 def _resume_point(out, arguments: dict, plan, resume: bool, log) -> tuple:
-    """(checkpoint, identity): where this sweep starts (chunks, rows and bytes already on disk when
+    """(resume_point, identity): where this sweep starts (chunks, rows and bytes already on disk when
     ``resume`` finds an interrupted run of the same arguments) and the run's identity. With several
     processes, process 0 decides and tells the others how many chunks to skip."""
     from wpbjax.files import resume as resume_lib
 
-    identity = checkpoint = None
+    identity = resume_point = None
     cluster = plan.layout.cluster
     if cluster is None or cluster.writes:
         from wpbjax.episodes.source import episode_file_sha256  # a real: spec's history, else the file
 
         hashes = [episode_file_sha256(path) for path in (arguments.get("episodes") or [])]
         identity = resume_lib.run_identity(arguments, len(plan.layout.devices), hashes)
-        checkpoint = resume_lib.start(os.fspath(out), identity, resume)
-        if checkpoint is not None and log is not None:
-            log(f"resuming {out} after {checkpoint.chunks} chunks ({checkpoint.rows:,} rows) on disk")
-    checkpoint = checkpoint or resume_lib.Checkpoint()
+        resume_point = resume_lib.start(os.fspath(out), identity, resume)
+        if resume_point is not None and log is not None:
+            log(f"resuming {out} after {resume_point.chunks} chunks ({resume_point.rows:,} rows) on disk")
+    resume_point = resume_point or resume_lib.ResumePoint()
     if cluster is not None and resume:
-        checkpoint.chunks = cluster.broadcast(checkpoint.chunks)
-    return checkpoint, identity
+        resume_point.chunks = cluster.broadcast(resume_point.chunks)
+    return resume_point, identity
 
 
 def simulate(

@@ -65,7 +65,7 @@ def _jsonable(value):
     return value.tolist() if hasattr(value, "tolist") else str(value)
 
 
-class Checkpoint:
+class ResumePoint:
     """The part of a sweep on disk: ``chunks`` chunks, ``rows`` rows in the first ``size`` bytes of
     the temporary file, the leaderboard sums of those rows (``sums``: a frame or None), and each
     chunk's end offset and the SHA-256 of its bytes (``ends``, ``checksums``; the first chunk's bytes
@@ -125,8 +125,8 @@ def differences(before: dict, now: dict) -> list[str]:
     return phrases
 
 
-def start(out: str, identity: dict, resume: bool) -> Checkpoint | None:
-    """The checkpoint to continue from (``--resume`` with an interrupted run's temporary file and
+def start(out: str, identity: dict, resume: bool) -> ResumePoint | None:
+    """The point to continue from (``--resume`` with an interrupted run's temporary file and
     manifest), or None to run the sweep from its first chunk. Raises an ArgumentError when the
     manifest is not one, when the interrupted run had other arguments (naming what differs), or when
     the temporary file is not the bytes the manifest records (naming the first chunk that differs)."""
@@ -136,23 +136,23 @@ def start(out: str, identity: dict, resume: bool) -> Checkpoint | None:
         return None
     if not (os.path.exists(path) and os.path.exists(partial_path(out))):
         return None  # killed before its first chunk (or already finished): nothing on disk to keep
-    checkpoint, before = _read_manifest(path)
+    point, before = _read_manifest(path)
     changed = differences(before, identity)
     if changed:
         raise ArgumentError(
             f"{arg('resume')}: {out}: the interrupted run had other arguments ({'; '.join(changed)}); "
             f"rerun it exactly, or drop {arg('resume')} to start over"
         )
-    _verify_prefix(partial_path(out), checkpoint)
-    return checkpoint
+    _verify_prefix(partial_path(out), point)
+    return point
 
 
 def _is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _read_manifest(path: str) -> tuple[Checkpoint, dict]:
-    """(checkpoint, identity) of a resume manifest, every field checked (ArgumentError naming it)."""
+def _read_manifest(path: str) -> tuple[ResumePoint, dict]:
+    """(point, identity) of a resume manifest, every field checked (ArgumentError naming it)."""
 
     def refuse(why: str):
         return ArgumentError(
@@ -195,38 +195,38 @@ def _read_manifest(path: str) -> tuple[Checkpoint, dict]:
         frame = frame.set_index([column for column in frame if column not in ("sum", "count")]) if sums else None
     except (KeyError, ValueError, TypeError) as err:
         raise refuse(f"'sums': {err}") from None
-    return Checkpoint(chunks, manifest["rows"], manifest["size"], frame, ends, checksums), manifest["identity"]
+    return ResumePoint(chunks, manifest["rows"], manifest["size"], frame, ends, checksums), manifest["identity"]
 
 
-def _verify_prefix(temporary: str, checkpoint: Checkpoint) -> None:
+def _verify_prefix(temporary: str, point: ResumePoint) -> None:
     """ArgumentError unless ``temporary`` begins with the recorded chunks, byte for byte."""
-    if os.path.getsize(temporary) < checkpoint.size:
+    if os.path.getsize(temporary) < point.size:
         raise ArgumentError(
             f"{arg('resume')}: {temporary} is shorter than its manifest records "
-            f"({checkpoint.size} bytes); drop {arg('resume')} to start over"
+            f"({point.size} bytes); drop {arg('resume')} to start over"
         )
     start = 0
-    for number, (end, expected) in enumerate(zip(checkpoint.ends, checkpoint.checksums)):
+    for number, (end, expected) in enumerate(zip(point.ends, point.checksums)):
         if _sha256_of_range(temporary, start, end) != expected:
             raise ArgumentError(
-                f"{arg('resume')}: {temporary}: chunk {number + 1} of {checkpoint.chunks} (bytes "
+                f"{arg('resume')}: {temporary}: chunk {number + 1} of {point.chunks} (bytes "
                 f"{start}..{end - 1}) differs from what the interrupted run wrote; drop "
                 f"{arg('resume')} to start over"
             )
         start = end
 
 
-def record(out: str, identity: dict, checkpoint: Checkpoint) -> None:
-    """Replace the manifest (atomically) once ``checkpoint``'s bytes are in the temporary file."""
-    sums = [] if checkpoint.sums is None else checkpoint.sums.reset_index().to_dict("records")
+def record(out: str, identity: dict, point: ResumePoint) -> None:
+    """Replace the manifest (atomically) once ``point``'s bytes are in the temporary file."""
+    sums = [] if point.sums is None else point.sums.reset_index().to_dict("records")
     manifest = {
         "schema": MANIFEST_SCHEMA,
         "identity": identity,
-        "chunks": checkpoint.chunks,
-        "rows": checkpoint.rows,
-        "size": checkpoint.size,
-        "chunk_ends": checkpoint.ends,
-        "chunk_sha256": checkpoint.checksums,
+        "chunks": point.chunks,
+        "rows": point.rows,
+        "size": point.size,
+        "chunk_ends": point.ends,
+        "chunk_sha256": point.checksums,
         "sums": sums,
     }
     with atomic_file(manifest_path(out)) as handle:

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.files.checkpoints import check_head_shapes, load_heads, save_heads
+from wpbjax.files.weights import check_head_shapes, load_heads, save_heads
 from wpbjax.learn.features import (
     BUDGET_FEATURES,
     DETECT_FEATURES,

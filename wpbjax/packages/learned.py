@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.files.checkpoints import LAYERS, check_head_shapes, load_heads, save_heads  # noqa: F401 (learned.LAYERS)
+from wpbjax.files.weights import LAYERS, check_head_shapes, load_heads, save_heads  # noqa: F401 (learned.LAYERS)
 
 FORMAT = "wpbjax-package-writer-v1"
 CANDIDATE_FEATURES = (

@@ -1,4 +1,4 @@
-"""Checkpoints of small two-layer MLP heads as ``.npz`` (the learned gate's and the learned package
+"""Saved weights of small two-layer MLP heads as ``.npz`` (the learned gate's and the learned package
 writer's): float32 arrays ``HEAD/LAYER`` plus a JSON ``info`` entry, and the checks that give one
 clear ValueError naming the file instead of a traceback."""
 
