@@ -66,9 +66,8 @@ def start_on_one_core() -> bool:
     (a GPU or TPU) is installed.
 
     Why: a rollout step is ~100 small kernels, which XLA's runtime hands between its worker
-    threads; across cores every hand-off waits for a sleeping core. Measured on 2 cores, 200,000
-    steps of merge_aggressive (2 runs) took 4.2 s with the threads on both cores, 0.64 s on one.
-    Large calls keep their speed on every core (their kernels do real work): see FEW_RUNS_PER_CORE.
+    threads; across cores every hand-off waits for a sleeping core, so a small call runs several
+    times faster with its threads on one core (docs/performance.md, "Long episodes"). Large calls keep their speed on every core (their kernels do real work): see FEW_RUNS_PER_CORE.
     """
     if _device_count_chosen_by_user() or list(importlib.metadata.entry_points(group="jax_plugins")):
         return False
