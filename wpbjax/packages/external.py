@@ -29,7 +29,15 @@ import numpy as np
 import pandas as pd
 
 from wpbjax.episodes.validate import FLOAT32_MAX
-from wpbjax.packages.io import PackageFormatError, _cost, _coverage, _fail, _name, _number, _read_jsonl
+from wpbjax.packages.io import (
+    PackageFormatError,
+    fail_at,
+    read_cost,
+    read_coverage,
+    read_id,
+    read_jsonl_rows,
+    read_number,
+)
 from wpbjax.packages.model import (
     TIE,
     TIME_RANGE,
@@ -82,26 +90,28 @@ def read_store(path: str | os.PathLike, unit_ids) -> ExternalStore:
         raise PackageFormatError(f"{os.fspath(path)}: no such store file")
     units = {str(unit): index for index, unit in enumerate(unit_ids)}
     ids, costs, rows, kinds, times = [], [], [], [], []
-    for line, record in _read_jsonl(path):
+    for line, record in read_jsonl_rows(path):
         memory_id = record.get("memory_id", record.get("candidate_id"))
         if memory_id is None:
-            _fail(path, line, "field 'memory_id' (or 'candidate_id'): missing")
-        memory_id = _name(memory_id, path, line, "memory_id")
+            fail_at(path, line, "field 'memory_id' (or 'candidate_id'): missing")
+        memory_id = read_id(memory_id, path, line, "memory_id")
         if memory_id in ids:
-            _fail(path, line, f"field 'memory_id': duplicate {memory_id!r}")
+            fail_at(path, line, f"field 'memory_id': duplicate {memory_id!r}")
         if "coverage" not in record:
-            _fail(path, line, "field 'coverage': missing (the memory's adjudicated coverage row)")
+            fail_at(path, line, "field 'coverage': missing (the memory's adjudicated coverage row)")
         row = np.zeros(len(units))
-        for unit, amount in _coverage(record["coverage"], path, line).items():
+        for unit, amount in read_coverage(record["coverage"], path, line).items():
             if unit in units:
                 row[units[unit]] = amount
         ids.append(memory_id)
-        costs.append(_cost(record, path, line))
+        costs.append(read_cost(record, path, line))
         rows.append(row)
         kinds.append(kind_id(str(record.get("representation_type", "other"))))
-        times.append(_number(record.get("time_index", len(times)), path, line, "time_index", TIME_RANGE, integer=True))
+        times.append(
+            read_number(record.get("time_index", len(times)), path, line, "time_index", TIME_RANGE, integer=True)
+        )
     if not ids:
-        _fail(path, 0, "no memories")
+        fail_at(path, 0, "no memories")
     return ExternalStore(
         tuple(ids),
         np.asarray(costs, np.int32),

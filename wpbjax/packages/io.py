@@ -44,50 +44,50 @@ class PackageFormatError(ValueError):
     """A package file that cannot be read: the message names file, line and field."""
 
 
-def _fail(path, line, message):
+def fail_at(path, line, message):
     where = f"{os.fspath(path)}:{line}" if line else os.fspath(path)
     raise PackageFormatError(f"{where}: {message}")
 
 
-def _read_jsonl(path: Path):
+def read_jsonl_rows(path: Path):
     """(line number, object) per non-empty line."""
     for number, line in text_lines(path, PackageFormatError, "package file"):
         if not line.strip():
             continue
         row = parse_json(line, f"{os.fspath(path)}:{number}", PackageFormatError)
         if not isinstance(row, dict):
-            _fail(path, number, "expected a JSON object")
+            fail_at(path, number, "expected a JSON object")
         yield number, row
 
 
-def _number(value, path, line, field, bounds: Bounds = AMOUNT_RANGE, integer: bool = False):
+def read_number(value, path, line, field, bounds: Bounds = AMOUNT_RANGE, integer: bool = False):
     """A weight or coverage (float), or with ``integer`` a cost or time index (a float without fraction
     reads as an int), within ``bounds``."""
     problem = number_problem(value, bounds, integer=integer, whole_floats=True)
     if problem:
-        _fail(path, line, f"field {field!r}: {problem}")
+        fail_at(path, line, f"field {field!r}: {problem}")
     return int(value) if integer else float(value)
 
 
-def _name(value, path, line, field) -> str:
+def read_id(value, path, line, field) -> str:
     """An id (of a unit or an experience): a JSON string or integer, as a string."""
     if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-        _fail(path, line, f"field {field!r}: expected a non-empty string or an integer, got {value!r}")
+        fail_at(path, line, f"field {field!r}: expected a non-empty string or an integer, got {value!r}")
     return str(value)
 
 
-def _cost(row, path, line):
+def read_cost(row, path, line):
     raw = row.get("cost", row.get("cost_tokens"))
     if raw is None:
-        _fail(path, line, "field 'cost': missing")
+        fail_at(path, line, "field 'cost': missing")
     if isinstance(raw, dict):
         if "total" not in raw:
-            _fail(path, line, "field 'cost': a mapping needs 'total'")
-        return _number(raw["total"], path, line, "cost.total", COST_RANGE, integer=True)
-    return _number(raw, path, line, "cost", COST_RANGE, integer=True)
+            fail_at(path, line, "field 'cost': a mapping needs 'total'")
+        return read_number(raw["total"], path, line, "cost.total", COST_RANGE, integer=True)
+    return read_number(raw, path, line, "cost", COST_RANGE, integer=True)
 
 
-def _coverage(raw, path, line, field="coverage") -> dict[str, float]:
+def read_coverage(raw, path, line, field="coverage") -> dict[str, float]:
     cells: dict[str, float] = {}
     if isinstance(raw, dict):
         items = raw.items()
@@ -95,13 +95,13 @@ def _coverage(raw, path, line, field="coverage") -> dict[str, float]:
         items = []
         for entry in raw:
             if not isinstance(entry, dict) or "unit_id" not in entry:
-                _fail(path, line, f"field {field!r}: list entries need 'unit_id' (and 'fidelity')")
+                fail_at(path, line, f"field {field!r}: list entries need 'unit_id' (and 'fidelity')")
             items.append((entry["unit_id"], entry.get("fidelity", entry.get("coverage", 1.0))))
     else:
-        _fail(path, line, f"field {field!r}: expected a mapping or a list of {{unit_id, fidelity}}")
+        fail_at(path, line, f"field {field!r}: expected a mapping or a list of {{unit_id, fidelity}}")
     for unit, value in items:
-        unit = _name(unit, path, line, f"{field}.unit_id")
-        value = _number(value, path, line, f"{field}[{unit}]")
+        unit = read_id(unit, path, line, f"{field}.unit_id")
+        value = read_number(value, path, line, f"{field}[{unit}]")
         if value > 0:
             cells[unit] = _amount(cells.get(unit, 0.0) + value, path, line, f"{field}[{unit}]")
     return cells
@@ -110,41 +110,41 @@ def _coverage(raw, path, line, field="coverage") -> dict[str, float]:
 def _amount(total: float, path, line, field) -> float:
     """A sum of coverages, refused where it passes float32 range."""
     if total > FLOAT32_MAX:
-        _fail(path, line, f"field {field!r}: the unit's coverages sum past float32 range ({FLOAT32_MAX:.4g})")
+        fail_at(path, line, f"field {field!r}: the unit's coverages sum past float32 range ({FLOAT32_MAX:.4g})")
     return total
 
 
 def _candidates(directory: Path) -> list[dict]:
     path = directory / "candidate_memories.jsonl"
     if not path.exists():
-        _fail(path, 0, "missing (a package directory needs candidate_memories.jsonl)")
+        fail_at(path, 0, "missing (a package directory needs candidate_memories.jsonl)")
     rows, seen = [], set()
-    for line, row in _read_jsonl(path):
+    for line, row in read_jsonl_rows(path):
         cid = row.get("candidate_id")
         group = row.get("experience_id", row.get("candidate_group"))
         if not isinstance(cid, str) or not cid:
-            _fail(path, line, "field 'candidate_id': missing or not a non-empty string")
+            fail_at(path, line, "field 'candidate_id': missing or not a non-empty string")
         if group is None:
-            _fail(path, line, "field 'experience_id': missing")
-        group = _name(group, path, line, "experience_id")
+            fail_at(path, line, "field 'experience_id': missing")
+        group = read_id(group, path, line, "experience_id")
         if cid in seen:
-            _fail(path, line, f"field 'candidate_id': duplicate {cid!r}")
+            fail_at(path, line, f"field 'candidate_id': duplicate {cid!r}")
         seen.add(cid)
         kind = row.get("representation_type", row.get("type", "other"))
-        time_index = _number(row.get("time_index", 0), path, line, "time_index", TIME_RANGE, integer=True)
-        coverage = _coverage(row["coverage"], path, line) if "coverage" in row else {}
+        time_index = read_number(row.get("time_index", 0), path, line, "time_index", TIME_RANGE, integer=True)
+        coverage = read_coverage(row["coverage"], path, line) if "coverage" in row else {}
         rows.append(
             {
                 "id": cid,
                 "group": group,
                 "kind": str(kind),
-                "cost": _cost(row, path, line),
+                "cost": read_cost(row, path, line),
                 "time": time_index,
                 "coverage": coverage,
             }
         )
     if not rows:
-        _fail(path, 0, "no candidates")
+        fail_at(path, 0, "no candidates")
     return rows
 
 
@@ -153,17 +153,17 @@ def _matrix(directory: Path, candidates: list[dict]) -> None:
     path = directory / "coverage_matrix.jsonl"
     if not path.exists():
         if not any(c["coverage"] for c in candidates):
-            _fail(path, 0, "missing, and no candidate carries 'coverage'")
+            fail_at(path, 0, "missing, and no candidate carries 'coverage'")
         return
     by_id = {c["id"]: c for c in candidates}
-    for line, row in _read_jsonl(path):
+    for line, row in read_jsonl_rows(path):
         cid, unit = row.get("candidate_id"), row.get("unit_id")
         if cid not in by_id:
-            _fail(path, line, f"field 'candidate_id': {cid!r} is not in candidate_memories.jsonl")
+            fail_at(path, line, f"field 'candidate_id': {cid!r} is not in candidate_memories.jsonl")
         if unit is None:
-            _fail(path, line, "field 'unit_id': missing")
-        unit = _name(unit, path, line, "unit_id")
-        value = _number(row.get("coverage", row.get("fidelity")), path, line, "coverage")
+            fail_at(path, line, "field 'unit_id': missing")
+        unit = read_id(unit, path, line, "unit_id")
+        value = read_number(row.get("coverage", row.get("fidelity")), path, line, "coverage")
         if value > 0:
             cells = by_id[cid]["coverage"]
             cells[unit] = _amount(cells.get(unit, 0.0) + value, path, line, "coverage")
@@ -176,31 +176,33 @@ def _units(directory: Path, candidates: list[dict]):
     if instance_path.exists():
         instance = read_json(instance_path, PackageFormatError, "package file")
         if not isinstance(instance, dict):
-            _fail(instance_path, 1, "expected a JSON object")
+            fail_at(instance_path, 1, "expected a JSON object")
     weights: dict[str, float] = {}
     unit_weights = instance.get("unit_weights")
     if unit_weights is not None and not isinstance(unit_weights, dict):
-        _fail(instance_path, 0, f"field 'unit_weights': expected a mapping unit -> weight, got {unit_weights!r}")
+        fail_at(instance_path, 0, f"field 'unit_weights': expected a mapping unit -> weight, got {unit_weights!r}")
     for unit, w in (unit_weights or {}).items():
-        weights[unit] = _number(w, instance_path, 0, f"unit_weights[{unit}]")
+        weights[unit] = read_number(w, instance_path, 0, f"unit_weights[{unit}]")
     listed = instance.get("invalidation_units") or []
     if not isinstance(listed, list):
-        _fail(instance_path, 0, f"field 'invalidation_units': expected a list of unit ids, got {listed!r}")
-    invalidation = {_name(unit, instance_path, 0, f"invalidation_units[{index}]") for index, unit in enumerate(listed)}
+        fail_at(instance_path, 0, f"field 'invalidation_units': expected a list of unit ids, got {listed!r}")
+    invalidation = {
+        read_id(unit, instance_path, 0, f"invalidation_units[{index}]") for index, unit in enumerate(listed)
+    }
     if units_path.exists():
-        for line, row in _read_jsonl(units_path):
+        for line, row in read_jsonl_rows(units_path):
             unit = row.get("unit_id")
             if unit is None:
-                _fail(units_path, line, "field 'unit_id': missing")
-            unit = _name(unit, units_path, line, "unit_id")
+                fail_at(units_path, line, "field 'unit_id': missing")
+            unit = read_id(unit, units_path, line, "unit_id")
             if "unit_weight" in row and unit not in weights and "unit_weights" not in instance:
-                weights[unit] = _number(row["unit_weight"], units_path, line, "unit_weight")
+                weights[unit] = read_number(row["unit_weight"], units_path, line, "unit_weight")
             if row.get("kind") == "invalidation" and "invalidation_units" not in instance:
                 invalidation.add(unit)
     if not weights:  # the artifact's default: weight 1 for every covered unit
         weights = {u: 1.0 for u in sorted({u for c in candidates for u in c["coverage"]})}
     if not weights:
-        _fail(
+        fail_at(
             directory,
             0,
             "no evidence units: no candidate covers a unit (coverage_matrix.jsonl or the "

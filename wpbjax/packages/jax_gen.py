@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.packages.memaudit_gen import _placement, _static_arrays, build_batch, drawn_arrays, reservoir_keys
+from wpbjax.packages.memaudit_gen import build_batch, drawn_arrays, placement, reservoir_keys, static_arrays
 from wpbjax.packages.model import PackageMeta, PackageSet
 from wpbjax.runtime.devices import COMPILER_OPTIONS
 
@@ -37,9 +37,9 @@ def random_packages(key, n_packages: int, normal_count: int = 3, update_count: i
     """``n_packages`` random packages: a PackageSet on the host (float64 values). Arrays that are
     the same for every package are broadcast views (dense coverage of 500 groups would not fit)."""
     with jax.enable_x64(True):
-        static = _static_arrays(normal_count, update_count)
+        static = static_arrays(normal_count, update_count)
         cost, weight = (
-            np.asarray(a) for a in _draw(key, n_packages, static[0], static[4], _placement(normal_count, update_count))
+            np.asarray(a) for a in _draw(key, n_packages, static[0], static[4], placement(normal_count, update_count))
         )
     shared = build_batch(
         np,

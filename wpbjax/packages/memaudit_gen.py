@@ -124,7 +124,7 @@ def draw_seed(seed: int, normal_count: int = 3, update_count: int = 2) -> tuple[
 
 
 @functools.lru_cache(maxsize=16)
-def _static_arrays(normal_count: int, update_count: int):
+def static_arrays(normal_count: int, update_count: int):
     """Seed-independent arrays: cost, valid, kind, coverage, base weight, invalidation, rank, time."""
     tpl = template(normal_count, update_count)
     n_groups, n_units = len(tpl.groups), len(tpl.units)
@@ -170,11 +170,11 @@ def memaudit_small(seeds, normal_count: int = 3, update_count: int = 2, with_met
 
 
 @functools.lru_cache(maxsize=16)
-def _placement(normal_count: int, update_count: int):
+def placement(normal_count: int, update_count: int):
     """Where the draws land: fact units [N], raw span slots in the flat [G*C] cost [N], current
     units [U], invalidation units [U] (int64 index arrays)."""
     tpl = template(normal_count, update_count)
-    n_cand = _static_arrays(normal_count, update_count)[0].shape[1]
+    n_cand = static_arrays(normal_count, update_count)[0].shape[1]
     fact_unit = np.array([unit for unit, _, _ in tpl.fact_slots], np.int64)
     raw_slot = np.array([group * n_cand + raw for _, group, raw in tpl.fact_slots], np.int64)
     current_unit = np.array([current for current, _ in tpl.update_units], np.int64)
@@ -194,9 +194,9 @@ def _put(xp, base, index, values, add=False):
     return base.at[:, index].add(values) if add else base.at[:, index].set(values)
 
 
-def drawn_arrays(xp, fact_pick, raw_extra, update_pick, cost0, weight0, placement):
+def drawn_arrays(xp, fact_pick, raw_extra, update_pick, cost0, weight0, placed):
     """(cost [S, G, C] int32, weight [S, R] float64) from the draws (numpy or jax.numpy)."""
-    fact_unit, raw_slot, current_unit, invalid_unit = placement
+    fact_unit, raw_slot, current_unit, invalid_unit = placed
     n = fact_pick.shape[0]
     weight = xp.broadcast_to(weight0[None], (n,) + weight0.shape)
     weight = _put(xp, weight, fact_unit, xp.asarray(FACT_WEIGHTS)[fact_pick])
@@ -209,7 +209,7 @@ def drawn_arrays(xp, fact_pick, raw_extra, update_pick, cost0, weight0, placemen
 
 def reservoir_keys(seeds, normal_count: int = 3, update_count: int = 2) -> np.ndarray:
     """The artifact's stable hash of every candidate id "s{seed}_<suffix>": [S, G, C] int64 (-1 padding)."""
-    tpl, valid = template(normal_count, update_count), _static_arrays(normal_count, update_count)[1]
+    tpl, valid = template(normal_count, update_count), static_arrays(normal_count, update_count)[1]
     suffixes = [c.suffix for _, cands in tpl.groups for c in cands]
     keys = np.full((len(seeds), valid.size), -1, np.int64)
     keys[:, np.flatnonzero(valid.reshape(-1))] = hash_prefixed([f"s{s}_" for s in seeds], suffixes)
@@ -218,10 +218,10 @@ def reservoir_keys(seeds, normal_count: int = 3, update_count: int = 2) -> np.nd
 
 def build_batch(xp, fact_pick, raw_extra, update_pick, normal_count: int, update_count: int) -> PackageBatch:
     """memaudit_small arrays from the draws (``xp`` = numpy or jax.numpy; shapes [S, N], [S, N], [S, U, 2])."""
-    cost0, valid, kind, coverage, weight0, invalidation, rank, time = _static_arrays(normal_count, update_count)
+    cost0, valid, kind, coverage, weight0, invalidation, rank, time = static_arrays(normal_count, update_count)
     n = fact_pick.shape[0]
     cost, weight = drawn_arrays(
-        xp, fact_pick, raw_extra, update_pick, cost0, weight0, _placement(normal_count, update_count)
+        xp, fact_pick, raw_extra, update_pick, cost0, weight0, placement(normal_count, update_count)
     )
 
     def tile(a):

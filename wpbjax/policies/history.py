@@ -32,7 +32,7 @@ SUPERSEDE_KINDS = frozenset({"write", "expire", "order"})  # expires any item (o
 JOURNAL_KINDS = frozenset({"write", "expire"})  # expires queued items by slot; never reads the links
 
 
-def _facts_at(episode, pos):
+def facts_at(episode, pos):
     """([K] fact ids, [K] pair ids, [K] carried) of step ``pos`` (ids are flat first-observation slots)."""
     if episode.fact_key is None:
         raise ValueError("history policies need the episodes' fact tables (EpisodeBatch.fact_key)")
@@ -55,7 +55,7 @@ def supersede_init(params, episode, key):
 def supersede_act(params, state, store, episode, pos, budget):
     """First call at a step: EXPIRE the items of the facts it carries, CONTINUE. Then recency: expire
     the oldest items until the step fits, WRITE (SKIP if it cannot fit an empty store)."""
-    fact, _, carried = _facts_at(episode, pos)
+    fact, _, carried = facts_at(episode, pos)
     fresh = state.at != pos
     older = jnp.where(carried, state.item_of[fact], NONE)
     stale = jnp.where(fresh & (older >= 0) & (older != pos), older, NONE)
@@ -96,7 +96,7 @@ def version_journal_act(params, state, store, episode, pos, budget):
     """First call at a step: queue each carried fact's superseded latest item (unless it is the first
     version) as an intermediate. Then WRITE if the step brings a version not held and fits; else EXPIRE
     the oldest queued intermediate and CONTINUE; with none left, SKIP."""
-    fact, pair, carried = _facts_at(episode, pos)
+    fact, pair, carried = facts_at(episode, pos)
     fresh = state.at != pos
     latest, first = state.latest_of[fact], state.first_of[fact]
     # a carried version is new unless the fact's latest item carries that very (fact, version) pair

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
 from wpbjax.policies.common import RECENCY_KINDS, recency_write
-from wpbjax.policies.history import _facts_at
+from wpbjax.policies.history import facts_at
 from wpbjax.policies.published import UNPRIVILEGED
 
 
@@ -53,11 +53,11 @@ def add_only_act(params, state, store, episode, pos, budget):
     size = state.item_of.size
     previous = jnp.maximum(pos - 1, 0)
     wrote_previous = fresh & (pos > 0) & (store.newest == pos - 1)
-    fact, pair, carried = _facts_at(episode, previous)
+    fact, pair, carried = facts_at(episode, previous)
     into = jnp.where(carried & wrote_previous, fact, size)  # an index the scatters drop
     item_of = state.item_of.at[into].set(previous, mode="drop")
     pair_of = state.pair_of.at[into].set(pair, mode="drop")
-    fact, pair, carried = _facts_at(episode, pos)
+    fact, pair, carried = facts_at(episode, pos)
     newest = item_of[fact]
     held = (newest >= 0) & (store.oldest >= 0) & (newest >= store.oldest)
     admit = jnp.where(fresh, (carried & ~(held & (pair_of[fact] == pair))).any(), state.admit)

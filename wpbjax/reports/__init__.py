@@ -119,8 +119,8 @@ def _write_episode_report(
     text("leaderboard.md", tables.leaderboard_markdown(board, headline, meta, grid=bool(points)))
     for mode in tables.modes(results):
         f1 = tables.f1_by_budget(results, mode)
-        text(f"f1_by_budget_{tables._slug(mode)}.md", tables.f1_table_markdown(f1, mode))
-        text(f"f1_by_budget_{tables._slug(mode)}.tex", tables.f1_table_latex(f1, mode))
+        text(f"f1_by_budget_{tables.slug(mode)}.md", tables.f1_table_markdown(f1, mode))
+        text(f"f1_by_budget_{tables.slug(mode)}.tex", tables.f1_table_latex(f1, mode))
     diagnostics = tables.diagnostics(results, headline)
     text("diagnostics.md", tables.diagnostics_markdown(diagnostics, headline))
     text("diagnostics.tex", tables.diagnostics_latex(diagnostics, headline))
@@ -148,7 +148,7 @@ def _write_episode_report(
     for mode in tables.modes(results):
         for track in tables.tracks(results):
             if ((results["mode"] == mode) & (results["track"] == track)).any():
-                name = f"f1_vs_budget_{tables._slug(mode)}_{tables._slug(track)}.png"
+                name = f"f1_vs_budget_{tables.slug(mode)}_{tables.slug(track)}.png"
                 written.append(plots.f1_vs_budget(results, mode, track, out / name, styles))
     written.append(plots.f1_grid(results, out / "f1_vs_budget_grid.png", styles))
     oracle = f" ({meta['oracle']} oracle)" if meta and meta.get("oracle") else ""

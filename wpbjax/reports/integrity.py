@@ -11,7 +11,7 @@ import pathlib
 
 import pandas as pd
 
-from wpbjax.reports.tables import _fmt, _markdown, budget_label
+from wpbjax.reports.tables import budget_label, fmt_number, markdown_table
 from wpbjax.scoring.integrity import COLUMNS
 
 NO_MEMORY = ("never_write", "no_mem")  # WRIT's "no memory" mode: the first of these the run has
@@ -42,12 +42,14 @@ def scorecard_markdown(card: pd.DataFrame) -> str:
     ]
     for budget, rows in card.groupby("budget_bytes", sort=False):
         body = [
-            [row.track, row.policy] + [_fmt(getattr(row, name)) for name in COLUMNS + ("f1",)] + [str(row.episodes)]
+            [row.track, row.policy]
+            + [fmt_number(getattr(row, name)) for name in COLUMNS + ("f1",)]
+            + [str(row.episodes)]
             for row in rows.itertuples()
         ]
         parts.append(
             f"\n## Budget {budget_label(int(budget))}\n\n"
-            + _markdown(header, body, ["l", "l"] + ["r"] * (len(header) - 2))
+            + markdown_table(header, body, ["l", "l"] + ["r"] * (len(header) - 2))
         )
     return "".join(parts)
 
@@ -84,13 +86,13 @@ def writ_modes_markdown(modes: pd.DataFrame) -> str:
     ]
     body = [
         [budget_label(int(row["budget_bytes"])), row["track"], row["policy"]]
-        + [_fmt(row[f"{name}_{mode}"]) for name in metrics for mode in ("no_memory", "native", "oracle")]
+        + [fmt_number(row[f"{name}_{mode}"]) for name in metrics for mode in ("no_memory", "native", "oracle")]
         for _, row in modes.iterrows()
     ]
     return (
         "# WRIT's three modes\n\nno memory = `never_write` (or `no_mem`), native = the policy, oracle = "
         "`oracle_optimal` (the oracle track; `–` where the run did not include it).\n\n"
-        + _markdown(header, body, ["l", "l", "l"] + ["r"] * (len(header) - 3))
+        + markdown_table(header, body, ["l", "l", "l"] + ["r"] * (len(header) - 3))
     )
 
 

@@ -119,7 +119,7 @@ def ratio_figure(table: pd.DataFrame, distribution: str, path) -> str:
 
 def write_package_report(results: pd.DataFrame, out_dir) -> list[str]:
     """``package_summary.csv`` / ``.md`` and ``ratio_vs_budget_<distribution>.png`` in ``out_dir``."""
-    from wpbjax.reports.tables import _slug
+    from wpbjax.reports.tables import slug
 
     results = check_package_results(results)
     out = pathlib.Path(out_dir)
@@ -129,5 +129,5 @@ def write_package_report(results: pd.DataFrame, out_dir) -> list[str]:
     (out / "package_summary.md").write_text(summary_markdown(table))
     written = [str(out / "package_summary.csv"), str(out / "package_summary.md")]
     for distribution in dict.fromkeys(table["distribution"]):
-        written.append(ratio_figure(table, distribution, out / f"ratio_vs_budget_{_slug(distribution)}.png"))
+        written.append(ratio_figure(table, distribution, out / f"ratio_vs_budget_{slug(distribution)}.png"))
     return written

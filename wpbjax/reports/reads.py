@@ -11,7 +11,7 @@ import pathlib
 
 import pandas as pd
 
-from wpbjax.reports.tables import _fmt, _markdown, budget_label, tracks
+from wpbjax.reports.tables import budget_label, fmt_number, markdown_table, tracks
 from wpbjax.scoring.reads import READ_COLUMNS
 
 # The scorecard's metrics, in the order a reader asks: right?, why wrong (writer or retriever), at what cost.
@@ -96,13 +96,13 @@ def scorecard_markdown(card: pd.DataFrame) -> str:
     for (budget, top_k), rows in card.groupby(["budget_bytes", "top_k"], sort=False):
         body = [
             [row["track"], row["policy"]]
-            + [_fmt(row[name], 1 if name == "retrieved_bytes_per_query" else 3) for name in metrics]
-            + [_fmt(row["f1"]), str(row["runs"])]
+            + [fmt_number(row[name], 1 if name == "retrieved_bytes_per_query" else 3) for name in metrics]
+            + [fmt_number(row["f1"]), str(row["runs"])]
             for _, row in rows.iterrows()
         ]
         parts.append(
             f"\n## Budget {budget_label(int(budget))}, K = {int(top_k)}\n\n"
-            + _markdown(header, body, ["l", "l"] + ["r"] * (len(header) - 2))
+            + markdown_table(header, body, ["l", "l"] + ["r"] * (len(header) - 2))
         )
     return "".join(parts)
 

@@ -260,11 +260,11 @@ def confusion_matrix(results: pd.DataFrame) -> pd.DataFrame:
 # --- writers ----------------------------------------------------------------------------------
 
 
-def _fmt(value, digits: int = 3) -> str:
+def fmt_number(value, digits: int = 3) -> str:
     return "–" if pd.isna(value) else f"{value:.{digits}f}"
 
 
-def _markdown(header: list[str], rows: list[list[str]], align: list[str]) -> str:
+def markdown_table(header: list[str], rows: list[list[str]], align: list[str]) -> str:
     rule = ["---:" if side == "r" else "---" for side in align]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -336,16 +336,16 @@ def leaderboard_markdown(board: pd.DataFrame, budget: int, meta: dict | None = N
         rows = board[board["track"] == track]
         lines += [f"## Track: {track}", ""]
         lines.append(
-            _markdown(
+            markdown_table(
                 ["Rank", "Policy", f"Recall@{at}", f"F1@{at}", "Util/KB", "Avg Staleness", "Episodes"],
                 [
                     [
                         str(row.rank),
                         f"`{row.policy}`",
-                        _fmt(row.recall),
-                        _fmt(row.f1),
-                        _fmt(row.utility_per_kb, 2),
-                        _fmt(row.avg_staleness, 1),
+                        fmt_number(row.recall),
+                        fmt_number(row.f1),
+                        fmt_number(row.utility_per_kb, 2),
+                        fmt_number(row.avg_staleness, 1),
                         str(row.episodes),
                     ]
                     for row in rows.itertuples()
@@ -388,12 +388,12 @@ def f1_table_markdown(table: pd.DataFrame, mode: str) -> str:
     rows = []
     for (track, policy), values in table.iterrows():
         cells = [
-            f"**{_fmt(value)}**" if best.loc[(track, policy), budget] else _fmt(value)
+            f"**{fmt_number(value)}**" if best.loc[(track, policy), budget] else fmt_number(value)
             for budget, value in values.items()
         ]
         rows.append([track, f"`{policy}`"] + cells)
     title = f"# Mean F1 by budget: mode `{mode}`\n\nMean over episodes; best per budget and track in bold.\n\n"
-    return title + _markdown(header, rows, ["l", "l"] + ["r"] * len(table.columns))
+    return title + markdown_table(header, rows, ["l", "l"] + ["r"] * len(table.columns))
 
 
 def f1_table_latex(table: pd.DataFrame, mode: str) -> str:
@@ -406,19 +406,19 @@ def f1_table_latex(table: pd.DataFrame, mode: str) -> str:
             rules.add(index - 1)
         previous = track
         cells = [
-            rf"\textbf{{{_fmt(value)}}}" if best.loc[(track, policy), budget] else _fmt(value)
+            rf"\textbf{{{fmt_number(value)}}}" if best.loc[(track, policy), budget] else fmt_number(value)
             for budget, value in values.items()
         ]
         rows.append([_latex_escape(track), rf"\texttt{{{_latex_escape(policy)}}}"] + cells)
     caption = f"Mean F1 by byte budget, mode \\texttt{{{_latex_escape(mode)}}} (best per budget and track in bold)."
-    return _latex(header, rows, "ll" + "r" * len(table.columns), caption, f"tab:f1-{_slug(mode)}", rules)
+    return _latex(header, rows, "ll" + "r" * len(table.columns), caption, f"tab:f1-{slug(mode)}", rules)
 
 
 def diagnostics_markdown(table: pd.DataFrame, budget: int) -> str:
     header = ["Track", "Mode", "Policy"] + [title for _, title in DIAGNOSTICS]
     rows = [
         [row["track"], row["mode"], f"`{row['policy']}`"]
-        + [_fmt(row[name], 2 if name == "avg_staleness" else 3) for name, _ in DIAGNOSTICS]
+        + [fmt_number(row[name], 2 if name == "avg_staleness" else 3) for name, _ in DIAGNOSTICS]
         for _, row in table.iterrows()
     ]
     title = (
@@ -426,7 +426,7 @@ def diagnostics_markdown(table: pd.DataFrame, budget: int) -> str:
         "bytes in use / budget; write density = retained steps / steps; expire rate = EXPIRE / WRITE actions "
         "emitted; staleness in steps; drift coverage = retained critical steps / drift events.\n\n"
     )
-    return title + _markdown(header, rows, ["l", "l", "l"] + ["r"] * len(DIAGNOSTICS))
+    return title + markdown_table(header, rows, ["l", "l", "l"] + ["r"] * len(DIAGNOSTICS))
 
 
 def diagnostics_latex(table: pd.DataFrame, budget: int) -> str:
@@ -439,11 +439,11 @@ def diagnostics_latex(table: pd.DataFrame, budget: int) -> str:
         previous = key
         rows.append(
             [_latex_escape(row["track"]), _latex_escape(row["mode"]), rf"\texttt{{{_latex_escape(row['policy'])}}}"]
-            + [_fmt(row[name], 2 if name == "avg_staleness" else 3) for name, _ in DIAGNOSTICS]
+            + [fmt_number(row[name], 2 if name == "avg_staleness" else 3) for name, _ in DIAGNOSTICS]
         )
     caption = f"Diagnostics at a {budget:,}-byte budget (means over episodes)."
     return _latex(header, rows, "lll" + "r" * len(DIAGNOSTICS), caption, "tab:diagnostics", rules)
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return "".join(char if char.isalnum() or char in "-_" else "-" for char in text) or "unlabelled"
