@@ -64,12 +64,15 @@ def paper_episodes():
     return probes_lib.with_default_probes(encoded, probes_lib.ProbeConfig())
 
 
-def tiers_table(crash_rate: float = 0.01) -> pd.DataFrame:
+def tiers_table(crash_rate: float = 0.01, policies=None) -> pd.DataFrame:
+    """The comparison table's rows (every configuration of :func:`_runs`, or of ``policies`` only)."""
     encoded = paper_episodes()
     batch = encoded.host_batch("unprivileged")
     runs = pd.DataFrame(
         list(_runs()), columns=["policy", "checkpoint_share", "total_budget", "checkpoint_budget", "journal_budget"]
     )
+    if policies is not None:
+        runs = runs[runs.policy.isin(policies)]
     tables = []
     for name, group in runs.groupby("policy", sort=False):
         checkpoint, journal = group["checkpoint_budget"].to_numpy(), group["journal_budget"].to_numpy()

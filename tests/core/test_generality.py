@@ -46,7 +46,11 @@ def test_other_seeds_lengths_budgets(oracle):
     for mode, seed, steps in zip(MODES, (11, 5, 99, 2024), (157, 64, 230, 101)):
         config = DriftConfig(mode=mode, seed=seed, steps=steps, api_pool=5, max_params=4)
         episodes += generate_episodes(config, 3)
-    assert_same_rows(episodes, [300, 1500, 2048, 3333, 5000, 12345, 70000], oracle)
+    # 70000 bytes (every episode fits) with the exact oracle costs the plain-Python knapsack most of this test's
+    # time; budgets that hold every item are in tests/scoring/test_oracle.py's brute-force check (up to 9
+    # items of at most 40 bytes against budgets up to 200)
+    budgets = [300, 1500, 2048, 3333, 5000, 12345] + ([70000] if oracle == "published_rule" else [])
+    assert_same_rows(episodes, budgets, oracle)
 
 
 def heterogeneous_episodes(seed: int, count: int):
