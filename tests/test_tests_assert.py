@@ -16,7 +16,7 @@ TESTS = pathlib.Path(__file__).resolve().parent
 EXPECTS = ("raises", "warns", "fail")  # pytest.raises(...), pytest.warns(...), pytest.fail(...)
 CHECKERS = {  # wpbjax's and JAX's checks: each raises when what it checks does not hold
     "max_traces",  # wpbjax.testing: a second trace (compile) of the program inside the block
-    "check_policy",  # wpbjax.testing: a policy breaking the contract (kinds, one trace, O(1) per step)
+    "check_policy",  # wpbjax.testing: a policy breaking the contract (declared emits and layout, one trace, O(1) per step)
     "validate_episode",  # wpbjax.episodes.jsonl: an episode the file checks refuse
     "check_grads",  # jax.test_util: gradients unlike finite differences
 }

@@ -5,8 +5,9 @@
 
 It checks, on a few generated episodes of every kind of the published generator:
 
-1. *Declared kinds suffice*: the rows with the policy's ``kinds`` equal the rows with every kind
-   (a kind left out compiles the store code for it out, and such actions are silently ignored).
+1. *Declared features suffice*: the rows with the policy's ``emits`` and ``layout`` equal the rows with
+   the defaults added (an action or layout left out compiles the store code for it out, and such actions
+   are silently ignored).
 2. *One trace per shape*: new budgets, new param values and other episodes of the same shape
    reuse the traced program (``chex.assert_max_traces``); params and budgets must stay traced.
 3. *O(1) per step*: the compiled step's work (XLA's flop count) does not grow with the episode
@@ -33,7 +34,7 @@ from wpbjax.core import rollout
 from wpbjax.policies.base import Policy
 from wpbjax.runtime import programs
 from wpbjax.state import store as store_lib
-from wpbjax.state.actions import ALL_KINDS
+from wpbjax.state.actions import ALL_EMITS, DEFAULT_LAYOUT
 
 CHECK_BUDGETS = (300, 1024, 4096)
 _CHECKS = itertools.count()
@@ -54,7 +55,7 @@ def check_policy(policy: Policy | str, n_steps: int = 48, constant_step: bool = 
     track = policy.tracks[-1]  # the most informed track it runs on (a track changes costs and views only)
     batch, other = check_batches(track, n_steps)
     counts = _check_one_trace(policy, track, batch, other)
-    _check_kinds_suffice(policy, track, batch, counts)
+    _check_declared_suffice(policy, track, batch, counts)
     if constant_step:
         _check_constant_step(policy, track, n_steps)
 
@@ -82,16 +83,16 @@ def check_batches(track: str, n_steps: int, n_episodes: int = 4):
     return batches
 
 
-def _check_kinds_suffice(policy: Policy, track: str, batch, declared) -> None:
+def _check_declared_suffice(policy: Policy, track: str, batch, declared) -> None:
     """``declared``: the policy's counts on ``batch`` at CHECK_BUDGETS (default params, key 0)."""
-    every = dataclasses.replace(policy, kinds=policy.kinds | ALL_KINDS)
+    every = dataclasses.replace(policy, emits=policy.emits | ALL_EMITS, layout=policy.layout | DEFAULT_LAYOUT)
     expected = rollout.simulate(every, batch, CHECK_BUDGETS, key=jax.random.key(0), work=0)
     for field in dataclasses.fields(expected):
         ours, theirs = np.asarray(getattr(declared, field.name)), np.asarray(getattr(expected, field.name))
         assert np.array_equal(ours, theirs), (
-            f"policy {policy.name!r} on {track}: {field.name} differs between its declared kinds "
-            f"{sorted(policy.kinds)} and all kinds {sorted(every.kinds)}: declare every kind it emits "
-            f"(and 'order' if it reads store.oldest/newer/older after expiring)"
+            f"policy {policy.name!r} on {track}: {field.name} differs between its declared features "
+            f"{sorted(policy.features)} and {sorted(every.features)}: declare every action it emits "
+            f"(and layout 'order' if it reads store.oldest/newer/older after expiring)"
         )
 
 

@@ -199,7 +199,7 @@ def test_a_users_policy_sweeps_from_python_and_the_cli(tmp_path):
         return actions.write_if(fits & (episode.priority[pos] >= params["floor"])), state
 
     wj.policies.register(
-        wj.policies.Policy("test_api_floor", act, params={"floor": 0.5}, kinds=frozenset({"write"})), replace=True
+        wj.policies.Policy("test_api_floor", act, params={"floor": 0.5}, emits={"write"}, layout=()), replace=True
     )
     table = wj.sweep(SMALL["episodes"], grid=wj.Grid([1024, 10240], policies=["test_api_floor"], tracks=["privileged"]))
     assert len(table) == 4 * 2 and set(table.policy) == {"test_api_floor"}

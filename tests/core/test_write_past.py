@@ -25,7 +25,7 @@ def _act(params, state, store, episode, pos, budget):
 
 
 POLICY = Policy(
-    "write_past_script", _act, init=_init, multi_action=True, kinds=frozenset({"write_past", "expire", "order"})
+    "write_past_script", _act, init=_init, multi_action=True, emits={"write_past", "expire"}, layout={"order"}
 )
 
 

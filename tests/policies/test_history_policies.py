@@ -53,4 +53,4 @@ def test_history_policies_pass_check_policy():
     from wpbjax.testing import check_policy
 
     for name in ("supersede", "version_journal"):
-        check_policy(name)  # kinds declared suffice, one trace, O(1) work per step
+        check_policy(name)  # emits and layout declared suffice, one trace, O(1) work per step

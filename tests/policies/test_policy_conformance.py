@@ -1,4 +1,4 @@
-"""Policies: kinds checked at construction, the registry (get, factories, module specs), and
+"""Policies: emits and layout checked at construction, the registry (get, factories, module specs), and
 wpbjax.testing.check_policy on the zoo and on policies that break each of its rules."""
 
 import jax.numpy as jnp
@@ -14,14 +14,20 @@ def _write_if_fits(params, state, store, episode, pos, budget):
 
 
 @pytest.mark.parametrize(
-    "kinds, message",
-    [({"wrte"}, "unknown action kind"), ("write", "not the string"), ({"write_past"}, "needs multi_action")],
+    "declared, message",
+    [
+        (dict(emits={"wrte"}), "unknown emits 'wrte'"),
+        (dict(emits="write"), "emits must be a set of names, not the string"),
+        (dict(emits={"write_past"}), "needs multi_action"),
+        (dict(layout={"fifo", "ordr"}), "unknown layout 'ordr'"),
+        (dict(emits={"fifo"}), "unknown emits 'fifo'"),  # a layout is not an action
+    ],
 )
-def test_kinds_are_checked_when_a_policy_is_made(kinds, message):
+def test_emits_and_layout_are_checked_when_a_policy_is_made(declared, message):
     with pytest.raises(ValueError, match=message):
-        Policy("typo", _write_if_fits, kinds=kinds)
+        Policy("typo", _write_if_fits, **declared)
     with pytest.raises(ValueError, match="unknown track"):
-        Policy("typo", _write_if_fits, tracks=("unprivileged", "privilegd"), kinds={"write"})
+        Policy("typo", _write_if_fits, tracks=("unprivileged", "privilegd"), emits={"write"})
 
 
 @pytest.mark.parametrize("name", ["merge_aggressive", "deferred_batch", "oracle_optimal"])
@@ -30,13 +36,13 @@ def test_zoo_policies_pass_check_policy(name):
     check_policy(name)
 
 
-def test_check_policy_catches_an_undeclared_kind():
+def test_check_policy_catches_an_undeclared_action():
     def expire_oldest_then_write(params, state, store, episode, pos, budget):
         short = store.used + episode.write_cost[pos] > budget
         return actions.write(store.oldest, short.astype(jnp.int32)), state
 
-    with pytest.raises(AssertionError, match="declare every kind"):
-        check_policy(Policy("undeclared", expire_oldest_then_write, kinds={"write"}))
+    with pytest.raises(AssertionError, match="declare every action it emits"):
+        check_policy(Policy("undeclared", expire_oldest_then_write, emits={"write"}, layout=()))
 
 
 def test_check_policy_catches_o_t_work_per_step():
@@ -44,7 +50,7 @@ def test_check_policy_catches_o_t_work_per_step():
         return actions.write_if(store.present.sum() < params["most"]), state  # reads all T slots
 
     with pytest.raises(AssertionError, match=r"O\(T\) work"):
-        check_policy(Policy("scans", count_the_store, params={"most": 5}, kinds={"write"}))
+        check_policy(Policy("scans", count_the_store, params={"most": 5}, emits={"write"}, layout=()))
 
 
 def test_get_overrides_default_params_once():
@@ -56,12 +62,12 @@ def test_get_overrides_default_params_once():
 
 
 def test_factories_and_module_specs_resolve(tmp_path, monkeypatch):
-    made = Policy("made", _write_if_fits, kinds={"write"})
+    made = Policy("made", _write_if_fits, emits={"write"}, layout=())
     register_factory("test_factory", lambda arg: made if arg == "x" else None, replace=True)
     assert make("test_factory:x") is made
     (tmp_path / "user_mod.py").write_text(
         "from wpbjax import actions\nfrom wpbjax.policies import Policy\n"
-        "POLICY = Policy('mine', lambda p, s, st, e, pos, b: (actions.skip(), s), kinds=())\nOTHER = 3\n"
+        "POLICY = Policy('mine', lambda p, s, st, e, pos, b: (actions.skip(), s), emits=(), layout=())\nOTHER = 3\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert make("user_mod:POLICY").name == "mine" and make("user_mod:POLICY") is make("user_mod:POLICY")

@@ -55,7 +55,7 @@ def test_add_only_writes_a_repeat_again_once_its_item_was_evicted():
 
 
 def test_add_only_passes_check_policy():
-    check_policy("add_only")  # its kinds suffice, one trace, O(1) work per step
+    check_policy("add_only")  # its emits and layout suffice, one trace, O(1) work per step
 
 
 def _reads(name, budget):

@@ -225,7 +225,8 @@ def test_info_tracks_gate_what_policies_can_read():
         "peek_utility",
         lambda params, state, store, episode, pos, budget: (actions.write_if(episode.utility[pos] > 0), state),
         tracks=("unprivileged", "privileged", "feedback", "oracle"),
-        kinds=frozenset({"write"}),
+        emits=frozenset({"write"}),
+        layout=frozenset(),
     )
     from wpbjax.policies import registry
 

@@ -118,7 +118,7 @@ def test_fifo_stores_expire_only_the_oldest_item():
     other EXPIRE and keeps `oldest` exact with a forward chain."""
     import dataclasses
 
-    fifo = dataclasses.replace(SCRIPTED, name="scripted_fifo", kinds=frozenset({"write", "expire", "fifo"}))
+    fifo = dataclasses.replace(SCRIPTED, name="scripted_fifo", emits={"write", "expire"}, layout={"fifo"})
     obs = [{"api": "a"}] * 5
     plan = {0: (WRITE, -1, []), 1: (WRITE, -1, []), 2: (WRITE, -1, [1]), 3: (WRITE, -1, [0]), 4: (SKIP, -1, [1])}
     _, stores, counts = run_one(fifo, [make_episode(obs)], budget=10_000, params=script(5, plan))

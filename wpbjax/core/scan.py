@@ -26,12 +26,12 @@ def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, s
     # Padding steps do nothing: mask the action rather than select over the whole store.
     real = episode.valid[pos]
     action = actions.mask(action, real)
-    return action, store_lib.apply(store, action, episode, pos, budget, policy.kinds), state
+    return action, store_lib.apply(store, action, episode, pos, budget, policy.features), state
 
 
 def step(policy: Policy, params, episode: EpisodeBatch, budget, store, state, pos):
     """One step of the rollout: (store, state) before step ``pos`` -> after it (one episode, one budget)."""
-    store = store_lib.flush(store, pos, policy.kinds)  # last step's item, before any read
+    store = store_lib.flush(store, pos, policy.features)  # last step's item, before any read
     action, store, state = _act_and_apply(policy, params, episode, pos, budget, store, state)
     if policy.multi_action:
         # CONTINUE: the policy acts again at this step (at most once per stored item).
@@ -55,7 +55,7 @@ def _initial(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_tr
     vary, such as no_mem's empty store, become per-run work: runs up to 4x slower for the cheap
     policies (measured: no_mem 575M -> 148M, priority_threshold 164M -> 115M episode-steps/s).
     So only the quick build, for small sweeps, uses it."""
-    initial = (store_lib.empty(episode.valid.shape[0], policy.kinds), policy.init(params, episode, key))
+    initial = (store_lib.empty(episode.valid.shape[0], policy.features), policy.init(params, episode, key))
     if not fast_trace:
         return initial
     varies = (budget >= 0) | episode.valid[0]
@@ -82,7 +82,7 @@ def rollout(
     final, _ = advance(
         policy, params, episode, budget, _initial(policy, params, episode, budget, key, fast_trace), 0, n_steps
     )
-    return store_lib.flush(final, n_steps, policy.kinds)
+    return store_lib.flush(final, n_steps, policy.features)
 
 
 def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> metrics.Counts:

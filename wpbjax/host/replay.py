@@ -17,7 +17,7 @@ import numpy as np
 from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
 from wpbjax.state import actions, store as store_lib
-from wpbjax.state.actions import ALL_KINDS, KIND_WRITE_PAST, MERGE, SKIP
+from wpbjax.state.actions import ALL_EMITS, EMIT_WRITE_PAST, MERGE, SKIP
 
 LOG_FIELDS = ("log_kind", "log_target", "log_n_expire", "log_expire")
 
@@ -121,7 +121,7 @@ class ReplayPolicy(Policy):
     static argument: N Python policies swept over logs of one shape compile once per track and shape."""
 
     def _traced(self) -> tuple:
-        return (self.act, self.init, self.multi_action, self.kinds, tuple(sorted(self.params.items())))
+        return (self.act, self.init, self.multi_action, self.features, tuple(sorted(self.params.items())))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, ReplayPolicy) and self._traced() == other._traced()
@@ -139,7 +139,7 @@ def replay_policy(name: str, tracks: tuple, plan=None) -> Policy:
         tracks,
         init=replay_init,
         multi_action=True,
-        kinds=ALL_KINDS | {KIND_WRITE_PAST},
+        emits=ALL_EMITS | {EMIT_WRITE_PAST},
         plan=plan,
         doc="replays a Python policy's accepted actions (wpbjax.host)",
     )

@@ -50,7 +50,8 @@ def gate_policy(weights: dict, track: str, name: str = "learned_gate", afford_th
         tracks,
         {"threshold": 0.0, "afford_threshold": float(afford_threshold)},
         init=init,
-        kinds=frozenset({"write"}),
+        emits=frozenset({"write"}),
+        layout=frozenset(),
         doc=f"learned {track} write gate: writes iff detect logit > threshold and afford logit > afford_threshold",
     )
 

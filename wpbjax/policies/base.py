@@ -17,7 +17,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from wpbjax.state.actions import ALL_KINDS, FIFO, KIND_WRITE_PAST, KINDS, ORDER, check_kinds  # noqa: F401 (re-exported)
+from wpbjax.state.actions import (  # noqa: F401 (re-exported)
+    ALL_EMITS,
+    DEFAULT_LAYOUT,
+    EMIT_WRITE_PAST,
+    EMITS,
+    FIFO,
+    LAYOUTS,
+    ORDER,
+    check_names,
+)
 
 
 def no_state(params, episode, key):
@@ -36,11 +45,13 @@ class Policy:
     # True if the policy may emit CONTINUE (several EXPIREs of different items in one step); the
     # rollout then loops within the step. Off by default: a single call per step is cheaper.
     multi_action: bool = False
-    # The action kinds the policy can emit (WRITE, EXPIRE, MERGE, WRITE_PAST), plus ORDER if it reads
-    # the store's oldest-first links, or FIFO if it only ever expires the oldest item (see KINDS and
-    # wpbjax.state.store.apply). The compiled step leaves out store code for the rest, so declare all it needs;
-    # wpbjax.testing.check_policy checks that the declared kinds give the rows all kinds give.
-    kinds: frozenset = ALL_KINDS  # validated by check_kinds (any iterable of names becomes a frozenset)
+    # The actions the policy can emit (write, expire, merge, write_past) and how the store keeps its items
+    # for it: ORDER if it reads the store's oldest-first links, or FIFO if it only ever expires the oldest
+    # item (see wpbjax.state.actions and wpbjax.state.store.apply). The compiled step leaves out store code
+    # for the rest, so declare all it needs; wpbjax.testing.check_policy checks that the declared sets give
+    # the rows the defaults give. Any iterable of names becomes a frozenset.
+    emits: frozenset = ALL_EMITS
+    layout: frozenset = DEFAULT_LAYOUT
     # Hindsight policies (oracle track): a host function ``plan(write_cost [n, T] int, utility [n, T]
     # float64, length [n], budgets [B]) -> {name: [n, B, ...] array}`` whose outputs reach ``act`` as
     # extra per-run params (see wpbjax.core.rollout.simulate_grid). None for every causal policy.
@@ -50,9 +61,12 @@ class Policy:
         from wpbjax.common.tracks import ALL_TRACKS
 
         where = f"policy {self.name!r}"
-        object.__setattr__(self, "kinds", check_kinds(self.kinds, where))
-        if KIND_WRITE_PAST in self.kinds and not self.multi_action:
-            raise ValueError(f"{where}: kind 'write_past' needs multi_action=True (the policy acts again after it)")
+        object.__setattr__(self, "emits", check_names(self.emits, EMITS, "emits", where))
+        object.__setattr__(self, "layout", check_names(self.layout, LAYOUTS, "layout", where))
+        if EMIT_WRITE_PAST in self.emits and not self.multi_action:
+            raise ValueError(
+                f"{where}: emits 'write_past', which needs multi_action=True (the policy acts again after it)"
+            )
         tracks = (self.tracks,) if isinstance(self.tracks, str) else tuple(self.tracks)
         unknown = [track for track in tracks if track not in ALL_TRACKS]
         if unknown or not tracks:
@@ -68,6 +82,11 @@ class Policy:
                 raise ValueError(f"{where}: param {param!r} must default to an int or a float; got {default!r}")
             params[param] = default
         object.__setattr__(self, "params", params)
+
+    @property
+    def features(self) -> frozenset:
+        """The store code this policy's steps compile: what it emits and its layout (wpbjax.state.store)."""
+        return self.emits | self.layout
 
     def default_params(self) -> dict:
         """The default params as a pytree of arrays (int32 for int defaults, else float32)."""

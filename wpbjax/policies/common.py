@@ -19,7 +19,10 @@ from wpbjax.common.constants import NONE
 from wpbjax.policies.base import no_state
 from wpbjax.state import actions, store as store_lib
 
-RECENCY_KINDS = frozenset({"write", "expire", "fifo"})  # writes, and expires only the oldest item
+# A Policy's ``emits`` and ``layout`` (``Policy(..., **WRITES)``): writes only; writes and expires only the
+# oldest item (recency eviction)
+WRITES = dict(emits=frozenset({"write"}), layout=frozenset())
+EVICTS_OLDEST = dict(emits=frozenset({"write", "expire"}), layout=frozenset({"fifo"}))
 FEEDBACK_ONLY, ORACLE_ONLY = ("feedback",), ("oracle",)
 RECENCY_EXPIRES_PER_CALL = 2  # longer walks CONTINUE at the same step
 
@@ -31,7 +34,7 @@ N_STEP_TYPES = 4
 def recency_write(store, episode, pos, budget, admit) -> actions.Action:
     """WRITE step ``pos`` if ``admit``, first expiring the oldest items until it fits; SKIP if not
     admitted or if it would not fit an empty store. Up to RECENCY_EXPIRES_PER_CALL EXPIREs per call;
-    a longer walk CONTINUEs (the policy needs ``multi_action=True`` and RECENCY_KINDS)."""
+    a longer walk CONTINUEs (the policy needs ``multi_action=True`` and EVICTS_OLDEST)."""
     cost, room = episode.write_cost[pos], store_lib.remaining(store, budget)
     go = admit & (cost <= budget)
     first = store.oldest

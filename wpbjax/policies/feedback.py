@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
-from wpbjax.policies.common import FEEDBACK_ONLY, N_STEP_TYPES, RECENCY_KINDS, gated_recency, step_type
+from wpbjax.policies.common import EVICTS_OLDEST, FEEDBACK_ONLY, N_STEP_TYPES, gated_recency, step_type
 
 
 def revealed_utility(episode, pos):
@@ -96,7 +96,7 @@ EPSILON_GREEDY = Policy(
     {"epsilon": 0.1},
     init=epsilon_greedy_init,
     multi_action=True,
-    kinds=RECENCY_KINDS,
+    **EVICTS_OLDEST,
     doc="per step-type utility estimates from revealed utility; explores with probability epsilon",
 )
 bandit_ucb_act, bandit_ucb_init = gated_recency(bandit_ucb_gate, bandit_init)
@@ -109,6 +109,6 @@ BANDIT_UCB = Policy(
     {"c": 1.0},
     init=bandit_ucb_init,
     multi_action=True,
-    kinds=RECENCY_KINDS,
+    **EVICTS_OLDEST,
     doc="per step-type UCB on revealed utility; recency eviction",
 )

@@ -53,7 +53,8 @@ UTILITY_GREEDY = Policy(
     ORACLE_ONLY,
     init=utility_greedy_init,
     multi_action=True,
-    kinds=frozenset({"write", "expire"}),
+    emits=frozenset({"write", "expire"}),
+    layout=frozenset(),
     doc="priority_greedy on the hidden utility (cheating reference)",
 )
 
@@ -72,7 +73,7 @@ ORACLE_OPTIMAL = Policy(
     "oracle_optimal",
     oracle_optimal_act,
     ORACLE_ONLY,
-    kinds=WRITES,
+    **WRITES,
     plan=oracle_optimal_plan,
     doc="writes an exact knapsack solution chosen in hindsight (regret 0)",
 )

@@ -28,8 +28,10 @@ from wpbjax.policies.common import recency_write
 from wpbjax.policies.published import UNPRIVILEGED
 from wpbjax.state import actions, store as store_lib
 
-SUPERSEDE_KINDS = frozenset({"write", "expire", "order"})  # expires any item (older versions), reads oldest
-JOURNAL_KINDS = frozenset({"write", "expire"})  # expires queued items by slot; never reads the links
+SUPERSEDE = dict(
+    emits=frozenset({"write", "expire"}), layout=frozenset({"order"})
+)  # expires older versions, reads oldest
+JOURNAL = dict(emits=frozenset({"write", "expire"}), layout=frozenset())  # expires queued items by slot; reads no links
 
 
 def facts_at(episode, pos):
@@ -140,7 +142,7 @@ SUPERSEDE = Policy(
     UNPRIVILEGED,
     init=supersede_init,
     multi_action=True,
-    kinds=SUPERSEDE_KINDS,
+    **SUPERSEDE,
     doc="a latest-value store: expires the older items of the facts a step carries, then recency",
 )
 VERSION_JOURNAL = Policy(
@@ -149,6 +151,6 @@ VERSION_JOURNAL = Policy(
     UNPRIVILEGED,
     init=journal_init,
     multi_action=True,
-    kinds=JOURNAL_KINDS,
+    **JOURNAL,
     doc="keeps every fact's first and latest version; evicts intermediate versions oldest first",
 )

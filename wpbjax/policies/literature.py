@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
-from wpbjax.policies.common import RECENCY_KINDS, fields_equal, gated_recency
+from wpbjax.policies.common import EVICTS_OLDEST, fields_equal, gated_recency
 from wpbjax.policies.published import UNPRIVILEGED
 from wpbjax.state import actions, store as store_lib
 
@@ -74,7 +74,7 @@ DEDUPE_GATE = Policy(
     UNPRIVILEGED,
     init=dedupe_gate_init,
     multi_action=True,
-    kinds=RECENCY_KINDS,
+    **EVICTS_OLDEST,
     doc="skips exact repeats of the latest stored item of the same api; else recency",
 )
 NOVELTY_GATE = Policy(
@@ -83,7 +83,7 @@ NOVELTY_GATE = Policy(
     UNPRIVILEGED,
     init=novelty_gate_init,
     multi_action=True,
-    kinds=RECENCY_KINDS,
+    **EVICTS_OLDEST,
     doc="writes steps whose api was not seen before; recency eviction",
 )
 TOKEN_BUCKET = Policy(
@@ -93,7 +93,7 @@ TOKEN_BUCKET = Policy(
     {"rate": 0.25, "burst": 4.0},
     init=token_bucket_init,
     multi_action=True,
-    kinds=RECENCY_KINDS,
+    **EVICTS_OLDEST,
     doc="admits steps at most at `rate` per step with bursts of `burst`; recency eviction",
 )
 
@@ -160,7 +160,8 @@ MEMORYBANK_DECAY = Policy(
     {"strength0": 10.0, "growth": 10.0},
     init=memorybank_init,
     multi_action=True,
-    kinds=frozenset({"write", "expire"}),
+    emits=frozenset({"write", "expire"}),
+    layout=frozenset(),
     doc="writes every step; evicts the lowest retention exp(-age/S), S growing on recall",
 )
 
@@ -227,6 +228,7 @@ DEFERRED_BATCH = Policy(
     {"window": 10},
     init=deferred_init,
     multi_action=True,
-    kinds=frozenset({"write_past"}),
+    emits=frozenset({"write_past"}),
+    layout=frozenset(),
     doc="at each window's end writes the best-scoring buffered steps that fit",
 )

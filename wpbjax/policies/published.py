@@ -14,27 +14,25 @@ import jax.numpy as jnp
 
 from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
+from wpbjax.policies.common import EVICTS_OLDEST, WRITES  # noqa: F401 (WRITES re-exported)
 from wpbjax.state import actions, store as store_lib
 
 UNPRIVILEGED = ("unprivileged", "privileged")
 PRIVILEGED_ONLY = ("privileged",)
-WRITES, EVICTS_OLDEST = frozenset({"write"}), frozenset({"write", "expire", "fifo"})
 
 
 def no_mem_act(params, state, store, episode, pos, budget):
     return actions.skip(), state
 
 
-NO_MEM = Policy("no_mem", no_mem_act, UNPRIVILEGED, kinds=frozenset(), doc="never writes")
+NO_MEM = Policy("no_mem", no_mem_act, UNPRIVILEGED, emits=frozenset(), layout=frozenset(), doc="never writes")
 
 
 def fifo_store_all_act(params, state, store, episode, pos, budget):
     return actions.write_if(store_lib.write_fits(store, episode, pos, budget)), state
 
 
-FIFO_STORE_ALL = Policy(
-    "fifo_store_all", fifo_store_all_act, UNPRIVILEGED, kinds=WRITES, doc="writes every step that fits"
-)
+FIFO_STORE_ALL = Policy("fifo_store_all", fifo_store_all_act, UNPRIVILEGED, **WRITES, doc="writes every step that fits")
 
 
 def uniform_sample_act(params, state, store, episode, pos, budget):
@@ -49,7 +47,7 @@ UNIFORM_SAMPLE = Policy(
     uniform_sample_act,
     UNPRIVILEGED,
     {"every_n": 10, "start": 0},
-    kinds=WRITES,
+    **WRITES,
     doc="writes steps with t mod every_n == start mod every_n that fit",
 )
 
@@ -64,7 +62,7 @@ PRIORITY_THRESHOLD = Policy(
     priority_threshold_act,
     PRIVILEGED_ONLY,
     {"threshold": 0.5},
-    kinds=WRITES,
+    **WRITES,
     doc="writes steps with priority > threshold; the store rejects what does not fit",
 )
 
@@ -157,7 +155,8 @@ PRIORITY_GREEDY = Policy(
     PRIVILEGED_ONLY,
     init=greedy_init,
     multi_action=True,
-    kinds=frozenset({"write", "expire"}),
+    emits=frozenset({"write", "expire"}),
+    layout=frozenset(),
     doc="writes; when full evicts by (priority, t) if the incoming priority beats the lowest",
 )
 
@@ -190,7 +189,7 @@ LAST_KB = Policy(
     "last_kb",
     last_kb_act,
     UNPRIVILEGED,
-    kinds=EVICTS_OLDEST,
+    **EVICTS_OLDEST,
     doc="recency: expires the oldest item (published quirk: only once per step), then writes",
 )
 
@@ -238,7 +237,8 @@ MERGE_AGGRESSIVE = Policy(
     merge_aggressive_act,
     UNPRIVILEGED,
     init=merge_init,
-    kinds=EVICTS_OLDEST | {"merge"},
+    emits=EVICTS_OLDEST["emits"] | {"merge"},
+    layout=EVICTS_OLDEST["layout"],
     doc="merges a delta into the latest base item of the same api; else last_kb",
 )
 

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy, no_state
-from wpbjax.policies.common import RECENCY_KINDS, gated_recency
+from wpbjax.policies.common import EVICTS_OLDEST, gated_recency
 from wpbjax.policies.published import WRITES, GreedyState, priority_greedy_act
 from wpbjax.state import actions
 
@@ -70,19 +70,19 @@ def scored_policies(plan, suffix: str) -> dict[str, Policy]:
             f"{kind}_{suffix}", act, TRACKS, dict(THRESHOLD), init=init or no_state, plan=plan, **options, doc=doc
         )
         for kind, act, init, options, doc in (
-            ("scored_threshold", scored_threshold_act, None, dict(kinds=WRITES), "writes steps scoring > threshold"),
+            ("scored_threshold", scored_threshold_act, None, dict(WRITES), "writes steps scoring > threshold"),
             (
                 "scored_recency",
                 scored_recency_act,
                 scored_recency_init,
-                dict(multi_action=True, kinds=RECENCY_KINDS),
+                dict(multi_action=True, **EVICTS_OLDEST),
                 "admits steps scoring > threshold; expires the oldest items until one fits",
             ),
             (
                 "scored_greedy",
                 scored_greedy_act,
                 scored_greedy_init,
-                dict(multi_action=True, kinds=frozenset({"write", "expire"})),
+                dict(multi_action=True, emits=frozenset({"write", "expire"}), layout=frozenset()),
                 "admits steps scoring > threshold; when full evicts by (score, t) if the incoming score beats the lowest",
             ),
         )

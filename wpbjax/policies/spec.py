@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
-from wpbjax.policies.common import RECENCY_KINDS, gated_recency
+from wpbjax.policies.common import EVICTS_OLDEST, gated_recency
 from wpbjax.policies.published import UNPRIVILEGED, WRITES
 from wpbjax.state import actions, store as store_lib
 
@@ -24,7 +24,7 @@ ALWAYS_WRITE = Policy(
     "always_write",
     always_write_act,
     UNPRIVILEGED,
-    kinds=WRITES,
+    **WRITES,
     doc="writes every step; the store rejects what does not fit",
 )
 
@@ -33,7 +33,9 @@ def never_write_act(params, state, store, episode, pos, budget):
     return actions.skip(), state
 
 
-NEVER_WRITE = Policy("never_write", never_write_act, UNPRIVILEGED, kinds=frozenset(), doc="never writes")
+NEVER_WRITE = Policy(
+    "never_write", never_write_act, UNPRIVILEGED, emits=frozenset(), layout=frozenset(), doc="never writes"
+)
 
 
 recency_act, recency_init = gated_recency(
@@ -49,7 +51,7 @@ RECENCY = Policy(
     UNPRIVILEGED,
     init=recency_init,
     multi_action=True,
-    kinds=RECENCY_KINDS,
+    **EVICTS_OLDEST,
     doc="expires the oldest items until the write fits, then writes (the spec's RecencyBias)",
 )
 
@@ -71,7 +73,7 @@ RANDOM = Policy(
     UNPRIVILEGED,
     {"p": 0.2},
     init=random_init,
-    kinds=WRITES,
+    **WRITES,
     doc="writes with probability p (per-episode PRNG key); the store rejects what does not fit",
 )
 
@@ -98,13 +100,12 @@ def expire_oldest_act(params, state, store, episode, pos, budget):
     return actions.select(take_second, actions.expire_and_continue(victims, n_taken), finish), state
 
 
-EXPIRE_OLDEST_KINDS = RECENCY_KINDS
 EXPIRE_OLDEST = Policy(
     "expire_oldest",
     expire_oldest_act,
     UNPRIVILEGED,
     {"max_age": 50},
     multi_action=True,
-    kinds=EXPIRE_OLDEST_KINDS,
+    **EVICTS_OLDEST,
     doc="expires items older than max_age steps, then writes if it fits",
 )

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from wpbjax.common.constants import NONE
 from wpbjax.policies.base import Policy
-from wpbjax.policies.common import RECENCY_KINDS, recency_write
+from wpbjax.policies.common import EVICTS_OLDEST, recency_write
 from wpbjax.policies.history import facts_at
 from wpbjax.policies.published import UNPRIVILEGED
 
@@ -71,6 +71,6 @@ ADD_ONLY = Policy(
     UNPRIVILEGED,
     init=add_only_init,
     multi_action=True,
-    kinds=RECENCY_KINDS,
+    **EVICTS_OLDEST,
     doc="every new version of a fact is a new item (never updated); conflicts resolved when reading",
 )

@@ -19,34 +19,39 @@ from wpbjax.common.constants import NONE
 SKIP, WRITE, MERGE, CONTINUE = 0, 1, 2, 3
 # WRITE_PAST(source): write the buffered step ``source`` (<= the current step; its item is keyed by
 # ``source`` and costs that step's write cost), then act again at this step, so one step may write
-# several buffered steps (deferred_batch). Needs ``multi_action`` and "write_past" in the policy's kinds.
+# several buffered steps (deferred_batch). Needs ``multi_action`` and "write_past" in the policy's ``emits``.
 WRITE_PAST = 4
 
 
-# What a policy declares in ``kinds`` (checked when the Policy is made: a typo must not silently
-# compile store code out). The store compiles code only for the declared kinds (wpbjax.state.store.apply).
-KIND_WRITE, KIND_EXPIRE, KIND_MERGE = "write", "expire", "merge"  # the actions it can emit
+# What a policy declares (checked when the Policy is made: a typo must not silently compile store code out).
+# The store compiles code only for the features a policy declares (wpbjax.state.store.apply): the actions it
+# emits (``Policy.emits``) and how the store keeps its items for it (``Policy.layout``).
+EMIT_WRITE, EMIT_EXPIRE, EMIT_MERGE = "write", "expire", "merge"
+EMIT_WRITE_PAST = "write_past"  # it emits actions.write_past (needs multi_action)
+EMITS = (EMIT_WRITE, EMIT_EXPIRE, EMIT_MERGE, EMIT_WRITE_PAST)
 ORDER = "order"  # it reads the store's oldest-first links (``oldest``/``newer``/``older``) after expiring
 FIFO = "fifo"  # instead of ORDER: it only ever expires the oldest item (a cheaper forward chain)
-KIND_WRITE_PAST = "write_past"  # it emits actions.write_past (needs multi_action)
 # Not a policy's own: a caller adds it (wpbjax.simulate, history=True) to have the store record when
 # each slot's item was added and left, the history reads are scored on (wpbjax.scoring.reads).
 HISTORY = "history"
-KINDS = (KIND_WRITE, KIND_EXPIRE, KIND_MERGE, ORDER, FIFO, KIND_WRITE_PAST, HISTORY)
-ALL_KINDS = frozenset({KIND_WRITE, KIND_EXPIRE, KIND_MERGE, ORDER})  # the default: every store feature a policy may use
+LAYOUTS = (ORDER, FIFO, HISTORY)
+# The defaults: a policy that declares nothing may emit every action but write_past and read the links
+ALL_EMITS = frozenset({EMIT_WRITE, EMIT_EXPIRE, EMIT_MERGE})
+DEFAULT_LAYOUT = frozenset({ORDER})
+ALL_FEATURES = ALL_EMITS | DEFAULT_LAYOUT  # the store code a policy of the defaults compiles
 
 
-def check_kinds(kinds, name: str = "policy") -> frozenset:
-    """``kinds`` as a frozenset of known kinds; a ValueError names any other (e.g. a typo)."""
-    if isinstance(kinds, str):
-        raise ValueError(f"{name}: kinds must be a set of kind names, not the string {kinds!r}")
-    kinds = frozenset(kinds)
-    unknown = sorted(kinds - set(KINDS))
+def check_names(names, known: tuple, field: str, where: str = "policy") -> frozenset:
+    """``names`` (``emits`` or ``layout``) as a frozenset of ``known`` names; a ValueError names any other."""
+    if isinstance(names, str):
+        raise ValueError(f"{where}: {field} must be a set of names, not the string {names!r}")
+    names = frozenset(names)
+    unknown = sorted(names - set(known))
     if unknown:
         raise ValueError(
-            f"{name}: unknown action kind(s) {', '.join(map(repr, unknown))}; kinds are {', '.join(KINDS)}"
+            f"{where}: unknown {field} {', '.join(map(repr, unknown))}; {field} names are {', '.join(known)}"
         )
-    return kinds
+    return names
 
 
 @jax.tree_util.register_dataclass

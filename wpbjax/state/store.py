@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from wpbjax.common.constants import NONE
 from wpbjax.episodes.batch import EpisodeBatch
-from wpbjax.state.actions import ALL_KINDS, HISTORY, KIND_WRITE_PAST, MERGE, WRITE, WRITE_PAST, Action
+from wpbjax.state.actions import ALL_FEATURES, EMIT_WRITE_PAST, HISTORY, MERGE, WRITE, WRITE_PAST, Action
 
 INDEX_BYTES = 16
 EMPTY_DELTA_BYTES = 2  # "{}"
@@ -58,7 +58,7 @@ class StoreState:
     write_actions: jax.Array  # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
     merge_actions: jax.Array  # []  int32 MERGE actions emitted
-    # The store's history, recorded only under the "history" kind (reads, wpbjax.scoring.reads; else None). A
+    # The store's history, recorded only under the "history" layout (reads, wpbjax.scoring.reads; else None). A
     # slot's item is present after steps written_at .. expired_at - 1; a slot written again (WRITE_PAST
     # after an EXPIRE) keeps only its last interval:
     expired_at: jax.Array | None = None  # [T] int32 step whose EXPIRE removed the slot's item (STILL_HELD: none)
@@ -76,14 +76,14 @@ class StoreState:
         return self.held > 0
 
 
-def empty(n_steps: int, kinds=ALL_KINDS) -> StoreState:
-    """The empty store; with the "history" kind it records each slot's expire (and WRITE_PAST) step."""
+def empty(n_steps: int, features=ALL_FEATURES) -> StoreState:
+    """The empty store; with the "history" layout it records each slot's expire (and WRITE_PAST) step."""
     zero, none = jnp.zeros((), jnp.int32), jnp.full((), NONE, jnp.int32)
     links = jnp.full(n_steps, NONE, jnp.int32)
     history = {}
-    if HISTORY in kinds:
+    if HISTORY in features:
         history["expired_at"] = jnp.full(n_steps, STILL_HELD, jnp.int32)
-        if KIND_WRITE_PAST in kinds:
+        if EMIT_WRITE_PAST in features:
             history["written_at"] = jnp.arange(n_steps, dtype=jnp.int32)
     return StoreState(
         held=jnp.zeros(n_steps, jnp.int32),
@@ -203,7 +203,7 @@ def _put_at(array, pos, value, condition):
     return jax.lax.dynamic_update_index_in_dim(array, jnp.where(condition, value, array[pos]), pos, 0)
 
 
-def flush(store: StoreState, pos, kinds=ALL_KINDS) -> StoreState:
+def flush(store: StoreState, pos, features=ALL_FEATURES) -> StoreState:
     """Put the item added at step ``pos - 1`` into ``held`` and the links. Call at the start of
     step ``pos`` (and once after the last step), before anything reads the store.
 
@@ -216,13 +216,13 @@ def flush(store: StoreState, pos, kinds=ALL_KINDS) -> StoreState:
     store = dataclasses.replace(
         store, held=_put_at(store.held, slot, store.pending, added), pending=jnp.zeros((), jnp.int32)
     )
-    if "expire" in kinds and "order" in kinds:  # chain the item after the previous newest
+    if "expire" in features and "order" in features:  # chain the item after the previous newest
         store = dataclasses.replace(
             store,
             older=_put_at(store.older, slot, store.pending_older, added),
             newer=set_where(store.newer, store.pending_older, slot, added),
         )
-    elif "fifo" in kinds:  # oldest-first only: the forward chain is enough
+    elif "fifo" in features:  # oldest-first only: the forward chain is enough
         store = dataclasses.replace(store, newer=set_where(store.newer, store.pending_older, slot, added))
     return store
 
@@ -266,7 +266,7 @@ def _expire(store: StoreState, episode: EpisodeBatch, slot, pos, ordered: bool) 
     )
 
 
-def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, kinds) -> StoreState:
+def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, features) -> StoreState:
     """WRITE_PAST(source): the WRITE rule for the buffered step ``source`` (see the module note).
     The item is stored at once (not through ``pending``: its slot differs from run to run)."""
     source = action.target
@@ -296,32 +296,33 @@ def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, b
             expired_at=set_where(store.expired_at, source, STILL_HELD, ok),
             written_at=set_where(store.written_at, source, pos, ok),
         )
-    if "merge" in kinds:  # a re-written slot may have held an (expired) delta
+    if "merge" in features:  # a re-written slot may have held an (expired) delta
         store = dataclasses.replace(store, parent=set_where(store.parent, source, NONE, ok))
-    if "order" in kinds or "fifo" in kinds:  # chain it after the previous newest
+    if "order" in features or "fifo" in features:  # chain it after the previous newest
         store = dataclasses.replace(
             store, newer=set_where(set_where(store.newer, newest, source, ok), source, NONE, ok)
         )
-        if "order" in kinds:
+        if "order" in features:
             store = dataclasses.replace(store, older=set_where(store.older, source, newest, ok))
     return store
 
 
-def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, kinds=ALL_KINDS) -> StoreState:
+def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, features=ALL_FEATURES) -> StoreState:
     """Apply one action (its EXPIREs, then its main action) at step position ``pos``. An added item
     is recorded in the ``pending`` scalars and reaches the [T] arrays at the next :func:`flush`.
 
-    ``kinds`` (static): the action kinds the policy can emit, among "write", "expire", "merge";
-    code for the others is left out of the compiled step, and such actions are ignored. "order"
+    ``features`` (static, a policy's ``features``: what it emits plus its layout): among the actions
+    "write", "expire", "merge", "write_past", code for the others is left out of the compiled step, and
+    such actions are ignored. Of the layouts, "order"
     asks for the oldest-first links (``oldest``, ``newer``, ``older``) to stay exact when any
     item expires; "fifo" (instead) declares that the policy only ever expires the oldest item —
     the store then rejects any other EXPIRE and keeps ``oldest`` with a cheaper forward chain. A
     policy that never reads ``oldest`` may leave both out.
     """
-    expires, merges, ordered = "expire" in kinds, "merge" in kinds, "order" in kinds
+    expires, merges, ordered = "expire" in features, "merge" in features, "order" in features
     if expires:
         for slot in action.expire_slots:  # K is static and small
-            if "fifo" in kinds and not ordered:
+            if "fifo" in features and not ordered:
                 store = _expire_oldest(store, episode, slot, pos, deltas=merges)
             else:
                 store = _expire(store, episode, slot, pos, ordered)
@@ -331,14 +332,14 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
         write_actions=store.write_actions + (action.kind == WRITE),
         merge_actions=store.merge_actions + (action.kind == MERGE),
     )
-    if "write_past" in kinds:
-        store = _write_past(store, action, episode, pos, budget, kinds)
-    if not kinds & {"write", "merge"}:
+    if "write_past" in features:
+        store = _write_past(store, action, episode, pos, budget, features)
+    if not features & {"write", "merge"}:
         return store
 
     write_cost = episode.write_cost[pos]
     vacant = store.newest != pos  # at most one item per step, even if a policy acts twice
-    write_ok = ("write" in kinds) & (action.kind == WRITE) & vacant & fits(store.used, write_cost, budget)
+    write_ok = ("write" in features) & (action.kind == WRITE) & vacant & fits(store.used, write_cost, budget)
     merge_ok, merge_cost = jnp.zeros((), bool), action.merge_cost
     if merges:
         # the quote (action.merge_cost > 0) covered the episode's conditions; these are the store's

@@ -310,7 +310,7 @@ def _chunk_frames(
                 )
             return frames
 
-        # Threads side by side: longest compiles first (multi-action walks, more action kinds), so that
+        # Threads side by side: longest compiles first (multi-action walks, more store features), so that
         # they finish together. One call at a time: the slowest runs last, so that the writer, making
         # each finished part's text meanwhile, has at most its parts left when the chunk ends.
         by_size = (
@@ -318,7 +318,7 @@ def _chunk_frames(
             if plan.tiers is not None
             else sorted(
                 names,
-                key=lambda name: -(2 * policy_record(name).multi_action + len(policy_record(name).kinds)),
+                key=lambda name: -(2 * policy_record(name).multi_action + len(policy_record(name).features)),
                 reverse=workers == 1,
             )
         )
