@@ -111,7 +111,7 @@ def test_with_every_probability_0_or_1_the_soft_reads_are_the_hard_reads():
     hard = reads.read_metrics(history, encoded, np.arange(n), "unprivileged", reads.Retriever(top_k=(1, 5, 20)))
     tables = {name: jnp.asarray(value) for name, value in probe_tables(encoded, "unprivileged").items()}
     for index, k in enumerate((1, 5, 20)):
-        accuracy, credit = jax.vmap(lambda w, t: soft_reads(w, t, k))(jnp.asarray(stored, jnp.float32), tables)
+        accuracy, credit = jax.vmap(lambda w, t, k=k: soft_reads(w, t, k))(jnp.asarray(stored, jnp.float32), tables)
         np.testing.assert_allclose(accuracy, hard["read_accuracy"][:, 0, index], atol=1e-5)
         np.testing.assert_allclose(credit, hard["read_credit"][:, 0, index], atol=1e-5)
     assert not np.allclose(hard["read_accuracy"], hard["read_credit"])  # credit differs where a probe is half right
