@@ -1,21 +1,23 @@
-"""Read-aware learning: a gate trained on soft F1 against two trained on soft read accuracy — on one-fact probes
-(the first read-trained gate) and on the default generated probes, of which some ask several facts or a history —
-on F1, read accuracy and read credit (docs/reads.md "Read-aware learning").
+"""Read-aware learning: a gate trained on soft F1 against gates trained on soft reads — accuracy on one-fact probes
+(the first read-trained gate), accuracy and credit on the default generated probes, of which some ask several
+facts or a history — on F1, read accuracy and read credit (docs/reads.md "Read-aware learning").
 
     python experiments/reads_gate.py [--steps 300] [--out experiments/results/reads_gate.md]
 
-Three gates (unprivileged track), the same training pool, seed and settings as `wpbjax train` (docs/learning.md)
+Four gates (unprivileged track), the same training pool, seed and settings as `wpbjax train` (docs/learning.md)
 but for the soft objective: ``f1``: 1 - soft F1 (the default gate); ``reads (one fact)``: 1 - soft read accuracy
 alone (``f1_weight=0, read_weight=1``) on one-fact generated probes (``read_multi_fact_rate=0,
 read_history_rate=0``: the probes the first read-trained gate learnt from); ``reads (several facts)``: the same
 on the default generated probes (0.4 of them asking 2-3 facts, 0.1 of the current ones a history: a probe is
-right only when every fact is, wpbjax.learn.soft_reads). The default retriever and the expected top-5 retrieval
-under the soft gate's store probabilities; all three keep the afford head's hindsight term. Then all three run as
+right only when every fact is, wpbjax.learn.soft_reads); ``credit (several facts)``: 1 - soft read credit
+(``credit_weight=1``: the weighted share of each probe's facts right) on the same probes. The default
+retriever and the expected top-5 retrieval under the soft gate's store probabilities; all keep the afford head's
+hindsight term. Then all four run as
 hard policies (``learned_gate:PATH``) on held-out episodes (the published generator's four modes x 10 at seed
 10_000, 200 steps: never seen in training) with the default generated probes: mean F1, read accuracy and read
 credit at K = 1, 5, 20, at 1 KB, 10 KB and 100 KB. Prints a markdown table (also --out); the gates are saved
-beside it (reads_gate_f1.npz, reads_gate_reads_one.npz, reads_gate_reads.npz: experiments/reads_writ_table.py
-reads them).
+beside it (reads_gate_f1.npz, reads_gate_reads_one.npz, reads_gate_reads.npz, reads_gate_credit.npz:
+experiments/reads_writ_table.py reads them).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ OBJECTIVES = {
     "f1": ("f1", {}),
     "reads (one fact)": ("reads_one", {**READS, "read_multi_fact_rate": 0.0, "read_history_rate": 0.0}),
     "reads (several facts)": ("reads", READS),
+    "credit (several facts)": ("credit", {"f1_weight": 0.0, "credit_weight": 1.0}),
 }
 
 
