@@ -1,7 +1,8 @@
-"""What multi-fact and history probes cost: the paper grid without probes, with the default generated probes, and
-with generated probes of which a share ask for several facts and for histories (docs/reads.md "What reads cost").
+"""What multi-fact and history probes cost: the paper grid without probes, with the default generated probes (of which
+a share ask for several facts and for histories), and with one-fact generated probes (both shares 0: the defaults
+before they were on) (docs/reads.md "What reads cost").
 
-    python experiments/reads_multi_timing.py [--rounds 3] [--multi-fact-rate 0.2] [--history-rate 0.1]
+    python experiments/reads_multi_timing.py [--rounds 3]
 
 As experiments/reads_timing.py: each run a fresh `wpbjax sweep --quiet` process on the default paper grid (5,280
 runs), the arms rotating within each round so that load from other work falls on all of them. Prints every
@@ -34,20 +35,11 @@ def run_once(flags: list[str], out: str) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--multi-fact-rate", default="0.2")
-    parser.add_argument("--history-rate", default="0.1")
     args = parser.parse_args()
     arms = {
         "none": ["--probes", "none"],
         "generate": ["--probes", "generate"],
-        "multi": [
-            "--probes",
-            "generate",
-            "--multi-fact-rate",
-            args.multi_fact_rate,
-            "--history-rate",
-            args.history_rate,
-        ],
+        "one-fact": ["--probes", "generate", "--multi-fact-rate", "0", "--history-rate", "0"],
     }
     names = list(arms)
     times: dict[str, list[float]] = {name: [] for name in arms}
@@ -67,10 +59,7 @@ def main() -> int:
                 f"median {label:4s} {name:8s} {medians[name]:7.2f} s  ratio to none "
                 f"{medians[name] / medians['none']:.2f}x"
             )
-    print(
-        f"({args.rounds} rotating rounds; multi: --multi-fact-rate {args.multi_fact_rate} --history-rate "
-        f"{args.history_rate})"
-    )
+    print(f"({args.rounds} rotating rounds; generate: the default shares; one-fact: both shares 0)")
     return 0
 
 

@@ -4,12 +4,13 @@
                                        [--figure docs/figures/reads_haystack.png] [--only trade_off]
 
 Episodes: the paper grid's (the published generator's four modes x 10 episodes, seed 0, 200 steps) with the
-default generated probes (``--probes generate``: 0.1 probes per step, 20% as-of, 10% never-seen; seed 0), and
+default generated probes (``--probes generate``: 0.1 probes per step, 20% as-of, 10% never-seen, 0.4 of the
+current and as-of ones asking 2-3 facts and 0.1 of the current ones a history; seed 0), and
 for the haystack also ``real:stripe`` (its 200-step windows of Stripe's real API history). Default retriever
 (w_rel = w_rec = w_imp = 1, decay 0.99). Three parts, each printed as markdown (also written to --out):
 
-* ``every_policy``: F1 against read accuracy at K = 1, 5, 20 for every registered policy on each track it
-  supports, at 1 KB, 10 KB and 100 KB;
+* ``every_policy``: F1 against read accuracy at K = 1, 5, 20 (and read credit at K = 5) for every registered
+  policy on each track it supports, at 1 KB, 10 KB and 100 KB;
 * ``trade_off``: always_write, add_only, supersede and version_journal (unprivileged track): bytes stored,
   items held, read accuracy, stale answers and bytes retrieved per probe at every budget and K;
 * ``haystack``: read accuracy against K and against store size (items held at the end, over the budgets) for
@@ -67,11 +68,11 @@ def _fmt(value, digits: int = 3) -> str:
 
 
 def every_policy_markdown(results: pd.DataFrame) -> str:
-    """One table per budget: F1 and read accuracy at each K, oracle-memory accuracy and the writer's share of
-    wrong answers at K = 5, per (track, policy) in the sweep's order."""
+    """One table per budget: F1 and read accuracy at each K, read credit, oracle-memory accuracy and the writer's
+    share of wrong answers at K = 5, per (track, policy) in the sweep's order."""
     means = (
         results.groupby(["budget_bytes", "track", "policy", "top_k"], sort=False)[
-            ["f1", "read_accuracy", "read_accuracy_oracle_memory", "writer_error_share"]
+            ["f1", "read_accuracy", "read_credit", "read_accuracy_oracle_memory", "writer_error_share"]
         ]
         .mean()
         .sort_index()
@@ -84,12 +85,13 @@ def every_policy_markdown(results: pd.DataFrame) -> str:
             rows.append(
                 [track, policy, _fmt(at.f1.iloc[0])]
                 + [_fmt(at.read_accuracy.loc[k]) for k in TABLE_K]
+                + [_fmt(at.read_credit.loc[5])]
                 + [_fmt(at.read_accuracy_oracle_memory.loc[5]), _fmt(at.writer_error_share.loc[5])]
             )
         header = (
             ["track", "policy", "F1"]
             + [f"read acc K={k}" for k in TABLE_K]
-            + ["oracle-mem acc K=5", "writer share K=5"]
+            + ["read credit K=5", "oracle-mem acc K=5", "writer share K=5"]
         )
         parts.append(f"#### Budget {budget_label(budget)}\n\n" + _markdown(header, rows))
     return "\n\n".join(parts)

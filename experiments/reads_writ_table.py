@@ -3,10 +3,11 @@
     python experiments/reads_writ_table.py [--scenarios ../shared/writ/scenarios] [--gates DIR] [--steps 300]
 
 Every scenario imported by `wpbjax import-writ` (its probe mapped by wpbjax.episodes.importers.writ_probes; those without a
-probe are left out), swept with always_write, supersede, version_journal, add_only and two learned gates
-(unprivileged track, default retriever, K = 5 and K = 20, budgets 1 KB and 100 KB). The gates are the two of
-experiments/reads_gate.py (``wpbjax train`` defaults, one trained on soft F1, one on soft read accuracy),
-trained here unless ``--gates`` holds them (reads_gate_f1.npz, reads_gate_reads.npz). A scenario's category, from
+probe are left out), swept with always_write, supersede, version_journal, add_only and three learned gates
+(unprivileged track, default retriever, K = 5 and K = 20, budgets 1 KB and 100 KB). The gates are the three of
+experiments/reads_gate.py (``wpbjax train`` defaults, one trained on soft F1, two on soft read accuracy: of
+one-fact and of the default generated probes), trained here unless ``--gates`` holds them (reads_gate_f1.npz,
+reads_gate_reads_one.npz, reads_gate_reads.npz). A scenario's category, from
 its probe: abstention (should_abstain), constraint (constraint_application among the required capabilities),
 history (history_preservation or temporal_replay: an answer that needs an old version), multi-hop (multi_hop,
 entity_resolution or relationship_traversal), update (update_tracking), else retrieval. Prints one markdown
@@ -53,23 +54,14 @@ def category(scenario: dict) -> str:
 
 
 def gates(directory: pathlib.Path, steps: int) -> dict:
-    """{name: path} of the F1- and read-trained gates, trained (as experiments/reads_gate.py) where absent."""
-    from wpbjax.learn.config import TrainConfig
-    from wpbjax.learn.gate import save_gate
-    from wpbjax.learn.train import train_gate
+    """{shown name: path} of experiments/reads_gate.py's three gates, trained (as there) where absent."""
+    import importlib.util
 
-    objectives = {"f1": {}, "reads": {"f1_weight": 0.0, "read_weight": 1.0}}
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for name, overrides in objectives.items():
-        path = directory / f"reads_gate_{name}.npz"
-        if not path.exists():
-            trained = train_gate(TrainConfig(steps=steps, **overrides))
-            meta = {"afford_threshold": trained["afford_threshold"], "objective": name, **overrides}
-            save_gate(str(path), trained["weights"], "unprivileged", meta)
-            print(f"trained gate {name}: {trained['seconds']} s", file=sys.stderr, flush=True)
-        paths[f"gate ({name})"] = str(path)
-    return paths
+    spec = importlib.util.spec_from_file_location("reads_gate", pathlib.Path(__file__).with_name("reads_gate.py"))
+    reads_gate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reads_gate)
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    return {f"gate ({name})": path for name, path in reads_gate.train_gates(directory, steps, log=log).items()}
 
 
 def table(results: pd.DataFrame, names: dict) -> str:

@@ -12,7 +12,7 @@ from tests.scoring.test_reads import RETRIEVER, _hand_episode
 from wpbjax.common.argument_errors import ArgumentError
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.learn.config import TrainConfig
-from wpbjax.learn.soft_reads import probe_tables, soft_read_accuracy
+from wpbjax.learn.soft_reads import probe_tables, soft_read_accuracy, soft_reads
 
 
 @pytest.fixture(scope="module")
@@ -54,5 +54,76 @@ def test_the_gradient_is_finite_and_favours_the_step_the_probes_need(tables):
 
 def test_read_settings_are_checked():
     for bad in (dict(read_top_k=0), dict(read_weight=-1.0), dict(f1_weight=float("nan"))):
+        with pytest.raises(ArgumentError):
+            TrainConfig(**bad)
+
+
+# --- Probes of several facts and history probes ------------------------------------------------------------------
+# tests/scoring/test_reads_multi.py's five steps (t = 0..4: city Bergen, pet cat, city Oslo, city Rome, job baker);
+# relevance only (the fact names share no token), ties to the newer record.
+@pytest.fixture(scope="module")
+def multi_tables():
+    from tests.scoring.test_reads_multi import HISTORY, RETRIEVER as MULTI, TWO, _episode
+
+    encoded = encode_episodes([_episode([dict(TWO, weights=[3, 1]), HISTORY])])
+    return {name: jnp.asarray(value[0]) for name, value in probe_tables(encoded, "unprivileged", MULTI).items()}
+
+
+def test_multi_fact_and_history_probes_stored_by_hand(multi_tables):
+    # K = 5 = T: every present slot is retrieved, so slot s is read with its store probability w_s. City + pet (weights
+    # 3, 1) after step 4: city is right when Rome's slot 3 is read (the newest city record), w3; pet when slot 1 is,
+    # w1; the probe is right w3 * w1, its credit (3 w3 + w1) / 4. The history of city (Bergen 0, Oslo 2, Rome 3) is
+    # right when all three are read: w0 w2 w3. With w = (0.8, 0.5, 0.6, 0.25, 1): probe 1 right 0.125, credit
+    # (0.75 + 0.5) / 4 = 0.3125; history 0.8 * 0.6 * 0.25 = 0.12. Means over the two probes: 0.1225 and 0.21625
+    stored = jnp.asarray([0.8, 0.5, 0.6, 0.25, 1.0])
+    accuracy, credit = soft_reads(stored, multi_tables, 5)
+    assert float(accuracy) == pytest.approx(0.1225, abs=1e-6)
+    assert float(credit) == pytest.approx(0.21625, abs=1e-6)
+    # pet never stored, the rest always, K = 3 (ranking 3, 2, 0 of city, then 1 absent, 4): city right, pet not
+    # (credit 3/4); the history reads all three versions: accuracy (0 + 1) / 2, credit (0.75 + 1) / 2
+    accuracy, credit = soft_reads(jnp.asarray([1.0, 0.0, 1.0, 1.0, 1.0]), multi_tables, 3)
+    assert (float(accuracy), float(credit)) == pytest.approx((0.5, 0.875), abs=1e-5)  # (log floor 1e-6 per slot)
+    # the gradient reaches the history's versions and pet's step
+    gradient = np.asarray(jax.grad(lambda w: soft_reads(w, multi_tables, 5)[1])(stored))
+    assert gradient[0] > 0 and gradient[1] > 0 and gradient[2] > 0 and abs(gradient[4]) < 1e-6
+
+
+def test_with_every_probability_0_or_1_the_soft_reads_are_the_hard_reads():
+    # the default generated probes (several facts, histories) on two episodes of each mode; a store that keeps a
+    # random half of the steps forever, read by the hard scorer (wpbjax.scoring.reads) and by the soft one
+    from wpbjax.episodes import probes as probes_lib
+    from wpbjax.episodes.encode import concat_encoded
+    from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episodes
+    from wpbjax.scoring import reads
+
+    encoded = probes_lib.with_default_probes(
+        concat_encoded([encode_episodes(generate_episodes(DriftConfig(mode=mode, seed=3), 2)) for mode in MODES])
+    )
+    assert (encoded.probe_kind == probes_lib.HISTORY).any() and (
+        np.bincount(encoded.probe_group[0][encoded.probe_group[0] >= 0]) > 1
+    ).any()
+    n, steps = encoded.n_episodes, encoded.arrays.valid.shape[1]
+    stored = np.random.default_rng(0).random((n, steps)) < 0.5
+    history = {
+        "left_at": np.where(stored, reads.STILL_HELD, -1)[:, None, :].astype(np.int32),
+        "parent": np.full((n, 1, steps), -1, np.int32),
+    }
+    hard = reads.read_metrics(history, encoded, np.arange(n), "unprivileged", reads.Retriever(top_k=(1, 5, 20)))
+    tables = {name: jnp.asarray(value) for name, value in probe_tables(encoded, "unprivileged").items()}
+    for index, k in enumerate((1, 5, 20)):
+        accuracy, credit = jax.vmap(lambda w, t, k=k: soft_reads(w, t, k))(jnp.asarray(stored, jnp.float32), tables)
+        np.testing.assert_allclose(accuracy, hard["read_accuracy"][:, 0, index], atol=1e-5)
+        np.testing.assert_allclose(credit, hard["read_credit"][:, 0, index], atol=1e-5)
+    assert not np.allclose(hard["read_accuracy"], hard["read_credit"])  # credit differs where a probe is half right
+
+
+def test_the_credit_term_reaches_training_and_its_shares_are_checked():
+    from wpbjax.learn.train import train
+
+    small = TrainConfig(steps=2, batch=4, pool_per_mode=1, episode_steps=30, f1_weight=0.0, credit_weight=1.0)
+    _, history = train(small)
+    # the soft objective is 1 - soft read credit alone: within (0, 1) (0 if the term were not wired)
+    assert 0 < history[-1]["soft_loss"] < 1
+    for bad in (dict(read_multi_fact_rate=1.5), dict(read_history_rate=float("nan")), dict(credit_weight=-1.0)):
         with pytest.raises(ArgumentError):
             TrainConfig(**bad)

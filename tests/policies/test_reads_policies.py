@@ -159,3 +159,23 @@ def test_the_trade_off_table_in_docs_reads_md_regenerates():
     assert len(rows) == len(script.TRADE_OFF_BUDGETS) * len(script.TRADE_OFF)
     missing = [row for row in rows if row not in table_rows(section)]
     assert not missing, "\n".join(missing)
+
+
+def test_the_every_policy_rows_in_docs_reads_md_regenerate():
+    """docs/reads.md "The paper grid: F1 against read accuracy" (experiments/reads_tables.py, its every_policy part,
+    default generated probes with several facts and histories): the rows of add_only, supersede and
+    version_journal on the unprivileged track at every budget, regenerated, appear in the doc as they are."""
+    import pathlib
+
+    from tests.reports.test_doc_tables import load_experiment, table_rows
+
+    script = load_experiment("reads_tables")
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "reads.md").read_text()
+    section = doc.split("## The paper grid: F1 against read accuracy", 1)[1].split("\n## ", 1)[0]
+    assert "(its `every_policy` part)" in section and "| read credit K=5 |" in section
+    policies = ["add_only", "supersede", "version_journal"]
+    results = script._sweep(script.paper_episodes(), script.TABLE_BUDGETS, policies, ["unprivileged"], script.TABLE_K)
+    rows = table_rows(script.every_policy_markdown(results))
+    assert len(rows) == len(script.TABLE_BUDGETS) * len(policies)
+    missing = [row for row in rows if row not in table_rows(section)]
+    assert not missing, "\n".join(missing)

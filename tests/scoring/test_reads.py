@@ -170,9 +170,11 @@ def test_bad_probe_labels_name_the_probe(probe, message):
 
 
 def test_generated_probes_depend_on_the_episode_alone():
+    # one-fact probes (the shares of several facts and histories: tests/scoring/test_reads_multi.py)
+    one_fact = probes_lib.ProbeConfig(multi_fact_rate=0.0, history_rate=0.0)
     episodes = [generate_episodes(DriftConfig(mode=mode), 3) for mode in ("default", "redundancy")]
-    alone = probes_lib.with_default_probes(encode_episodes(episodes[1][2:]))
-    together = probes_lib.with_default_probes(concat_encoded([encode_episodes(part) for part in episodes]))
+    alone = probes_lib.with_default_probes(encode_episodes(episodes[1][2:]), one_fact)
+    together = probes_lib.with_default_probes(concat_encoded([encode_episodes(part) for part in episodes]), one_fact)
     for name in probes_lib.PROBE_FIELDS:
         np.testing.assert_array_equal(getattr(alone, name)[0], getattr(together, name)[5])
     kinds = together.probe_kind[together.probe_kind >= 0]

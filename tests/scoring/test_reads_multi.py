@@ -233,7 +233,7 @@ def _one(encoded, index):
 
 
 def test_the_rates_leave_each_probe_s_first_fact_as_drawn_without_them(generated):
-    plain = probes_lib.with_default_probes(generated)
+    plain = probes_lib.with_default_probes(generated, probes_lib.ProbeConfig(multi_fact_rate=0, history_rate=0))
     rich = probes_lib.with_default_probes(generated, RATES)
     for n in range(generated.n_episodes):
         group = rich.probe_group[n]
@@ -264,6 +264,20 @@ def test_generated_probes_with_oracle_memory_and_every_record_retrieved_are_all_
     np.testing.assert_array_equal(got["read_accuracy_oracle_memory"][..., 1], 1.0)
     assert np.all(got["read_accuracy_oracle_memory"][..., 0] < 1)
     assert np.all(got["facts_per_probe"] > 1)
+
+
+def test_the_default_generated_probes_have_several_facts_and_histories(generated):
+    # the defaults (0.4, 0.1) are on: what --probes generate and wj.Reads(probes="generate") ask without the flags
+    import wpbjax.api as wj
+
+    assert probes_lib.ProbeConfig().multi_fact_rate == wj.Reads().multi_fact_rate == 0.4
+    assert probes_lib.ProbeConfig().history_rate == wj.Reads().history_rate == 0.1
+    probed = probes_lib.with_default_probes(generated)
+    real = probed.probe_pos >= 0
+    sizes = np.concatenate([np.bincount(row[keep]) for row, keep in zip(probed.probe_group, real)])
+    assert sizes.max() > 1 and (probed.probe_kind[real] == probes_lib.HISTORY).any()
+    one_fact = probes_lib.with_default_probes(generated, probes_lib.ProbeConfig(multi_fact_rate=0, history_rate=0))
+    assert (one_fact.probe_pos >= 0).sum() < real.sum()
 
 
 @pytest.mark.parametrize("flag", ["--multi-fact-rate", "--history-rate"])

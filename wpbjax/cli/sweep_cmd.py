@@ -117,10 +117,16 @@ def add_parser(commands) -> None:
     )
     reads.add_argument("--probe-rate", type=float, default=0.1, help="generated probes per step (default 0.1)")
     reads.add_argument(
-        "--multi-fact-rate", type=float, default=0.0, help="share of generated probes asking 2-3 facts (default 0)"
+        "--multi-fact-rate",
+        type=float,
+        default=0.4,
+        help="share of generated probes asking 2-3 facts (default 0.4: WRIT's mix, docs/reads.md; 0: one fact each)",
     )
     reads.add_argument(
-        "--history-rate", type=float, default=0.0, help="share of generated current probes asking every version"
+        "--history-rate",
+        type=float,
+        default=0.1,
+        help="share of generated current probes asking every version (default 0.1)",
     )
     reads.add_argument(
         "--retriever",

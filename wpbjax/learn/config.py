@@ -34,8 +34,13 @@ class TrainConfig:
     fidelity_weight: float = 0.0  # weight of 1 - soft update fidelity in the loss (docs/integrity.md)
     coverage_weight: float = 0.0  # weight of 1 - soft history coverage in the loss
     f1_weight: float = 1.0  # weight of 1 - soft F1 in the loss (0: a gate trained on reads alone)
-    read_weight: float = 0.0  # weight of 1 - soft read accuracy (default generated probes; docs/reads.md)
+    read_weight: float = 0.0  # weight of 1 - soft read accuracy (generated probes, below; docs/reads.md)
     read_top_k: int = 5  # K of the soft retrieval (wpbjax.learn.soft_reads)
+    credit_weight: float = 0.0  # weight of 1 - soft read credit (the weighted share of each probe's facts right)
+    # the training episodes' generated probes: shares asking several facts and histories (the generator's
+    # defaults, wpbjax.episodes.probes.ProbeConfig; 0 and 0: the one-fact probes the first read gate was trained on)
+    read_multi_fact_rate: float = 0.4
+    read_history_rate: float = 0.1
 
     def __post_init__(self):
         if self.track not in GATE_TRACKS:
@@ -56,7 +61,10 @@ class TrainConfig:
             raise ArgumentError(f"{arg('seed')} must be >= 0; got {self.seed}")
         if not 1 <= self.read_top_k <= 50:
             raise ArgumentError(f"{arg('read_top_k')} must be within 1..50; got {self.read_top_k}")
-        for name in ("fidelity_weight", "coverage_weight", "f1_weight", "read_weight"):
+        for name in ("read_multi_fact_rate", "read_history_rate"):
+            if not 0 <= getattr(self, name) <= 1:  # NaN fails too
+                raise ArgumentError(f"{arg(name)} must be within [0, 1]; got {getattr(self, name)}")
+        for name in ("fidelity_weight", "coverage_weight", "f1_weight", "read_weight", "credit_weight"):
             if not 0 <= getattr(self, name) < float("inf"):  # NaN fails too
                 raise ArgumentError(f"{arg(name)} must be a finite number >= 0; got {getattr(self, name)}")
         if not self.learning_rate > 0:

@@ -20,7 +20,7 @@ from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.learn.features import init_state
 from wpbjax.learn.gate import gate_step
 from wpbjax.learn.soft_integrity import soft_fidelity_coverage
-from wpbjax.learn.soft_reads import soft_read_accuracy
+from wpbjax.learn.soft_reads import soft_reads
 from wpbjax.scoring.metrics import f1_from_counts
 
 BYTE_TEMPERATURE = 32.0  # bytes: how soft the budget edge is (default; wider edges give smoother gradients)
@@ -36,6 +36,7 @@ class SoftOutcome:
     fidelity: jax.Array  # [] float32 soft update fidelity (wpbjax.learn.soft_integrity; 0 without facts)
     coverage: jax.Array  # [] float32 soft history coverage
     reads: jax.Array  # [] float32 soft read accuracy (wpbjax.learn.soft_reads; 0 without probe tables)
+    credit: jax.Array  # [] float32 soft read credit (the weighted share of each probe's facts right)
 
     @property
     def f1(self) -> jax.Array:
@@ -71,7 +72,8 @@ def soft_rollout(
     (_, used, _), (stored, hits) = jax.lax.scan(step, initial, jnp.arange(episode.valid.shape[0]))
     n_critical = (episode.critical & episode.valid).sum().astype(jnp.float32)
     fidelity, coverage = soft_fidelity_coverage(stored, episode)
-    read = jnp.zeros((), jnp.float32) if probes is None else soft_read_accuracy(stored, probes, read_top_k)
+    zero = jnp.zeros((), jnp.float32)
+    read, credit = (zero, zero) if probes is None else soft_reads(stored, probes, read_top_k)
     return SoftOutcome(
         hits=hits.sum(),
         written=stored.sum(),
@@ -80,6 +82,7 @@ def soft_rollout(
         fidelity=fidelity,
         coverage=coverage,
         reads=read,
+        credit=credit,
     )
 
 
@@ -95,11 +98,13 @@ def soft_f1_loss(
     read_weight=0.0,
     probes: dict | None = None,
     read_top_k: int = 5,
+    credit_weight=0.0,
 ) -> jax.Array:
     """``f1_weight`` x (1 - mean soft F1) over a batch: ``batch`` [N, T] arrays, ``budgets``: [N] (one per
     episode); plus ``fidelity_weight`` x (1 - soft update fidelity) and ``coverage_weight`` x (1 - soft history
-    coverage) (write integrity, docs/integrity.md), and ``read_weight`` x (1 - soft read accuracy) over the
-    ``probes`` tables ([N, Q, T] and [N, Q], docs/reads.md)."""
+    coverage) (write integrity, docs/integrity.md), ``read_weight`` x (1 - soft read accuracy) and
+    ``credit_weight`` x (1 - soft read credit) over the ``probes`` tables (wpbjax.learn.soft_reads.probe_tables
+    with the N axis, docs/reads.md)."""
 
     def one(episode, budget, episode_probes):
         return soft_rollout(weights, episode, budget, track, byte_temperature, episode_probes, read_top_k)
@@ -110,4 +115,5 @@ def soft_f1_loss(
         + fidelity_weight * (1.0 - outcomes.fidelity.mean())
         + coverage_weight * (1.0 - outcomes.coverage.mean())
         + read_weight * (1.0 - outcomes.reads.mean())
+        + credit_weight * (1.0 - outcomes.credit.mean())
     )

@@ -114,6 +114,7 @@ def _total_loss(config: TrainConfig, weights, batch, budgets, key, probes=None):
         config.read_weight,
         probes,
         config.read_top_k,
+        config.credit_weight,
     )
     hindsight, greedy_f1 = afford_loss(weights, batch, budgets, config.track, config.member_weight)
     total = soft + config.hindsight_weight * hindsight
@@ -149,13 +150,13 @@ def train(
     pool = training_episodes(config) if pool is None else pool
     batch_all = pool.batch(config.track)
     probes_all = None
-    if config.read_weight:  # the pool's default generated probes, scored by the default retriever
-        from wpbjax.episodes.probes import with_default_probes
+    if config.read_weight or config.credit_weight:  # the pool's generated probes, scored by the default retriever
+        from wpbjax.episodes.probes import ProbeConfig, with_default_probes
         from wpbjax.learn.soft_reads import probe_tables
 
-        probes_all = {
-            name: jnp.asarray(value) for name, value in probe_tables(with_default_probes(pool), config.track).items()
-        }
+        shares = ProbeConfig(multi_fact_rate=config.read_multi_fact_rate, history_rate=config.read_history_rate)
+        probed = with_default_probes(pool, shares)
+        probes_all = {name: jnp.asarray(value) for name, value in probe_tables(probed, config.track).items()}
     tx = optimizer(config)
     key = jax.random.key(config.seed)
     key, init_key = jax.random.split(key)

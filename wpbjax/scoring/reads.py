@@ -601,7 +601,7 @@ def _group_results(tables: _Episodes, group: np.ndarray, runs: dict, valid: np.n
             field.name: (
                 getattr(tables, field.name)[:, :steps]
                 if field.name in PER_SLOT
-                else cut(probes(getattr(tables, field.name)))
+                else probes(cut(getattr(tables, field.name)))
                 if getattr(tables, field.name).ndim == 3
                 else probes(getattr(tables, field.name))
             )

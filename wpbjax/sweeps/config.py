@@ -62,15 +62,16 @@ class Grid:
 class Reads:
     """What is read back (docs/reads.md). ``probes``: ``labels`` (the episodes' ``probes`` labels), ``generate``
     (those, else ``probe_rate`` probes per step drawn by the default generator) or ``none``; of generated
-    probes, ``multi_fact_rate`` ask for 2-3 facts and ``history_rate`` for a fact's history; ``top_k``:
+    probes, ``multi_fact_rate`` ask for 2-3 facts and ``history_rate`` for a fact's history (the generator's
+    defaults, :class:`wpbjax.episodes.probes.ProbeConfig`: WRIT's mix of probes); ``top_k``:
     records the retriever returns per probe (one row per K); ``retriever``: its weights (``w_rel``,
     ``w_rec``, ``w_imp``, ``decay``)."""
 
     top_k: Sequence[int] = (5,)
     probes: str = "labels"
     probe_rate: float = 0.1
-    multi_fact_rate: float = 0.0
-    history_rate: float = 0.0
+    multi_fact_rate: float = 0.4
+    history_rate: float = 0.1
     retriever: Mapping[str, float] | None = None
 
 
