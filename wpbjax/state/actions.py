@@ -35,6 +35,7 @@ FIFO = "fifo"  # instead of ORDER: it only ever expires the oldest item (a cheap
 # ``present`` or ``holds``: the store then leaves an expired slot in ``held`` until the rollout ends
 # (wpbjax.state.store.settle; a slot before ``oldest`` holds nothing), so an EXPIRE writes no [T] array at
 # a position that differs from run to run (under vmap a scatter, which XLA:CPU runs as a loop over runs).
+# With ORDER (wpbjax.testing.check_policy's every-feature store), ORDER's exact store is kept.
 OLDEST_ONLY = "oldest_only"
 # Not a policy's own: a caller adds it (wpbjax.simulate, history=True) to have the store record when
 # each slot's item was added and left, the history reads are scored on (wpbjax.scoring.reads).
@@ -56,11 +57,8 @@ def check_names(names, known: tuple, field: str, where: str = "policy") -> froze
         raise ValueError(
             f"{where}: unknown {field} {', '.join(map(repr, unknown))}; {field} names are {', '.join(known)}"
         )
-    clashing = sorted(names & {ORDER, FIFO}) if OLDEST_ONLY in names else []
-    if clashing:
-        raise ValueError(
-            f"{where}: {field} {OLDEST_ONLY!r} is instead of {' and '.join(map(repr, clashing))}, not with"
-        )
+    if OLDEST_ONLY in names and FIFO in names:
+        raise ValueError(f"{where}: {field} {OLDEST_ONLY!r} is instead of {FIFO!r}, not with it")
     return names
 
 

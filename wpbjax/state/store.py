@@ -261,6 +261,11 @@ def _expire_oldest_lazily(store: StoreState, episode: EpisodeBatch, slot, pos, d
     )
 
 
+def _lazy(features) -> bool:
+    """Expired slots stay in ``held`` until :func:`settle`: "oldest_only" (with "order", its exact store)."""
+    return OLDEST_ONLY in features and "order" not in features
+
+
 def _at_or_after_oldest(store: StoreState, slot) -> jax.Array:
     """[] bool: ``slot`` is not before the oldest item (under "oldest_only", a present slot's test)."""
     return (store.oldest >= 0) & (slot >= store.oldest)
@@ -270,7 +275,7 @@ def settle(store: StoreState, features=ALL_FEATURES) -> StoreState:
     """The store with every expired slot cleared in ``held``: a no-op except under "oldest_only", which
     clears them only here. Call it (O(T)) before reading ``held`` or ``present`` outside the policy's
     own steps: the final store, a trace's store after each step (:func:`finish` does both)."""
-    if OLDEST_ONLY not in features:
+    if not _lazy(features):
         return store
     slots = jnp.arange(store.held.shape[0], dtype=jnp.int32)
     return dataclasses.replace(store, held=jnp.where(_at_or_after_oldest(store, slots), store.held, 0))
@@ -360,7 +365,7 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     expires, merges, ordered = "expire" in features, "merge" in features, "order" in features
     if expires:
         for slot in action.expire_slots:  # K is static and small
-            if OLDEST_ONLY in features:
+            if _lazy(features):
                 store = _expire_oldest_lazily(store, episode, slot, pos, deltas=merges)
             elif "fifo" in features and not ordered:
                 store = _expire_oldest(store, episode, slot, pos, deltas=merges)
@@ -391,7 +396,7 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
             & (store.held[target] == HELD_BASE)
             & fits(store.used, merge_cost, budget)
         )
-        if OLDEST_ONLY in features:  # a slot before the oldest item was expired (not cleared: see settle)
+        if _lazy(features):  # a slot before the oldest item was expired (not cleared: see settle)
             merge_ok = merge_ok & _at_or_after_oldest(store, target)
         # A delta's parent goes in at once (not deferred like ``held``): every read of it in this step
         # is an ancestor of ``merge_ok``, so XLA still updates it in place.
