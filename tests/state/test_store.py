@@ -1,5 +1,7 @@
 """Each store rule of SEMANTICS §3, checked on hand-built episodes with hand-computed bytes."""
 
+import dataclasses
+
 import numpy as np
 from helpers import SCRIPTED, make_episode, run_one, script
 
@@ -126,3 +128,49 @@ def test_fifo_stores_expire_only_the_oldest_item():
     assert stores.present[0].tolist() == [False, False, True, True, False]
     assert int(stores.oldest[0]) == 2 and int(stores.used[0]) == 2 * COST_A
     assert int(counts.expire_actions[0]) == 3
+
+
+def test_oldest_only_stores_match_fifo_stores():
+    """ "oldest_only" leaves expired slots in `held` during the rollout: the final store (settled) is the
+    fifo store's, and a MERGE into an expired (not yet cleared) slot is still rejected."""
+    obs = [{"api": "a", "x": 1}, {"api": "b"}, {"api": "a", "x": 2}, {"api": "b", "y": 1}, {"api": "a", "x": 3}]
+    # step 2 expires slot 0 then merges into it (rejected: gone); step 3 merges into slot 1 (present);
+    # step 4 expires slot 2 (not the oldest: rejected) then slot 1 (the oldest), and writes
+    plan = {0: (WRITE, -1, []), 1: (WRITE, -1, []), 2: (MERGE, 0, [0]), 3: (MERGE, 1, []), 4: (WRITE, -1, [2, 1])}
+    rows = {}
+    for layout in ("fifo", "oldest_only"):
+        policy = dataclasses.replace(
+            SCRIPTED, name=f"scripted_{layout}", emits={"write", "expire", "merge"}, layout={layout}
+        )
+        _, stores, counts = run_one(policy, [make_episode(obs)], budget=10_000, params=script(5, plan))
+        rows[layout] = stores, counts
+        assert stores.present[0].tolist() == [False, False, False, True, True]
+        assert int(stores.oldest[0]) == 3 and int(stores.newest[0]) == 4
+    (fifo, fifo_counts), (lazy, lazy_counts) = rows["fifo"], rows["oldest_only"]
+    assert np.array_equal(fifo.held, lazy.held) and int(fifo.used[0]) == int(lazy.used[0])
+    for name in ("retained", "n_present", "bytes_used", "expire_actions", "merge_actions"):
+        assert np.array_equal(getattr(fifo_counts, name), getattr(lazy_counts, name)), name
+
+
+def test_settle_clears_the_slots_before_the_oldest_item():
+    import jax.numpy as jnp
+
+    from wpbjax.state import store as store_lib
+
+    lazy_layout = frozenset({"write", "expire", "oldest_only"})
+    held = jnp.array([-1, 40, -1, 0, -1], jnp.int32)  # slots 0-1 expired, not cleared; 3 never written
+    lazy = dataclasses.replace(store_lib.empty(5, lazy_layout), held=held, oldest=jnp.int32(2), newest=jnp.int32(4))
+    assert store_lib.settle(lazy, lazy_layout).held.tolist() == [0, 0, -1, 0, -1]
+    emptied = dataclasses.replace(lazy, oldest=jnp.int32(-1), newest=jnp.int32(-1))
+    assert store_lib.settle(emptied, lazy_layout).held.tolist() == [0, 0, 0, 0, 0]
+    assert store_lib.settle(lazy, frozenset({"fifo"})).held.tolist() == held.tolist()  # other layouts: as is
+
+
+def test_oldest_only_is_instead_of_fifo():
+    import pytest
+
+    from wpbjax.state.actions import LAYOUTS, check_names
+
+    with pytest.raises(ValueError, match="oldest_only"):
+        check_names({"oldest_only", "fifo"}, LAYOUTS, "layout")
+    assert check_names({"oldest_only", "order"}, LAYOUTS, "layout") == {"oldest_only", "order"}  # order's store

@@ -257,7 +257,7 @@ def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) ->
 
     def traced_step(carry, pos):
         store, state = step(policy, params, episode, budget, *carry, pos)
-        settled = store_lib.flush(store, pos + 1, policy.features)  # this step's item in place (not carried)
+        settled = store_lib.finish(store, pos + 1, policy.features)  # this step's item in place (not carried)
         kept = metrics.retained_mask(settled, episode)
         trace = Trace(
             retained=jnp.packbits(kept), bytes_used=settled.used, n_hit=(kept & episode.critical).sum(dtype=jnp.int32)
@@ -265,7 +265,7 @@ def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) ->
         return (store, state), trace
 
     (final, _), trace = jax.lax.scan(traced_step, _initial(policy, params, episode, budget, key), jnp.arange(n_steps))
-    return store_lib.flush(final, n_steps, policy.features), trace
+    return store_lib.finish(final, n_steps, policy.features), trace
 
 
 def _simulate_trace_batch(

@@ -82,7 +82,7 @@ def rollout(
     final, _ = advance(
         policy, params, episode, budget, _initial(policy, params, episode, budget, key, fast_trace), 0, n_steps
     )
-    return store_lib.flush(final, n_steps, policy.features)
+    return store_lib.finish(final, n_steps, policy.features)
 
 
 def run_counts(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> metrics.Counts:

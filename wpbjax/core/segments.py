@@ -78,7 +78,7 @@ def _finish(policy: Policy, mesh, grid: bool, params, batch: EpisodeBatch, budge
     n_steps = batch.valid.shape[-1]
 
     def final_counts(params, budget, episode, _, carry):
-        return metrics.count(store_lib.flush(carry[0], n_steps, policy.features), episode)
+        return metrics.count(store_lib.finish(carry[0], n_steps, policy.features), episode)
 
     def local(params, budgets, batch, carry):
         return _map_runs(final_counts, grid)(params, budgets, batch, None, carry)

@@ -185,11 +185,15 @@ def last_kb_act(params, state, store, episode, pos, budget):
     return actions.write_if(go, slot, n_expire), state
 
 
+# last_kb and merge_aggressive expire only the oldest item and read ``held`` only there: the store leaves
+# the slots they expire in ``held`` until the rollout ends (no scatter per EXPIRE; "oldest_only").
+EVICTS_OLDEST_ONLY = dict(emits=EVICTS_OLDEST["emits"], layout=frozenset({"oldest_only"}))
+
 LAST_KB = Policy(
     "last_kb",
     last_kb_act,
     UNPRIVILEGED,
-    **EVICTS_OLDEST,
+    **EVICTS_OLDEST_ONLY,
     doc="recency: expires the oldest item (published quirk: only once per step), then writes",
 )
 
@@ -219,7 +223,9 @@ def merge_aggressive_act(params, state, store, episode, pos, budget):
     """
     last = pos - 1
     accepted = (state.wrote_api >= 0) & (store.newest == last)
-    latest_base = store_lib.set_where(state.latest_base, state.wrote_api, last, accepted)
+    # A is small: a one-hot select, not a scatter (which XLA:CPU runs as a loop over the runs)
+    apis = jnp.arange(state.latest_base.shape[0], dtype=jnp.int32)
+    latest_base = jnp.where((apis == state.wrote_api) & accepted, last, state.latest_base)
     api = episode.api_index[pos]
     target = jnp.where(api >= 0, latest_base[jnp.maximum(api, 0)], NONE)
     has_target = (target >= 0) & (target >= store.oldest) & (store.oldest >= 0)
@@ -237,8 +243,8 @@ MERGE_AGGRESSIVE = Policy(
     merge_aggressive_act,
     UNPRIVILEGED,
     init=merge_init,
-    emits=EVICTS_OLDEST["emits"] | {"merge"},
-    layout=EVICTS_OLDEST["layout"],
+    emits=EVICTS_OLDEST_ONLY["emits"] | {"merge"},
+    layout=EVICTS_OLDEST_ONLY["layout"],
     doc="merges a delta into the latest base item of the same api; else last_kb",
 )
 

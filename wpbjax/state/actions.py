@@ -31,10 +31,16 @@ EMIT_WRITE_PAST = "write_past"  # it emits actions.write_past (needs multi_actio
 EMITS = (EMIT_WRITE, EMIT_EXPIRE, EMIT_MERGE, EMIT_WRITE_PAST)
 ORDER = "order"  # it reads the store's oldest-first links (``oldest``/``newer``/``older``) after expiring
 FIFO = "fifo"  # instead of ORDER: it only ever expires the oldest item (a cheaper forward chain)
+# Instead of FIFO: FIFO, and it reads ``held`` (``cost_of``) only at ``oldest`` or a newer item, never
+# ``present`` or ``holds``: the store then leaves an expired slot in ``held`` until the rollout ends
+# (wpbjax.state.store.settle; a slot before ``oldest`` holds nothing), so an EXPIRE writes no [T] array at
+# a position that differs from run to run (under vmap a scatter, which XLA:CPU runs as a loop over runs).
+# With ORDER (wpbjax.testing.check_policy's every-feature store), ORDER's exact store is kept.
+OLDEST_ONLY = "oldest_only"
 # Not a policy's own: a caller adds it (wpbjax.simulate, history=True) to have the store record when
 # each slot's item was added and left, the history reads are scored on (wpbjax.scoring.reads).
 HISTORY = "history"
-LAYOUTS = (ORDER, FIFO, HISTORY)
+LAYOUTS = (ORDER, FIFO, OLDEST_ONLY, HISTORY)
 # The defaults: a policy that declares nothing may emit every action but write_past and read the links
 ALL_EMITS = frozenset({EMIT_WRITE, EMIT_EXPIRE, EMIT_MERGE})
 DEFAULT_LAYOUT = frozenset({ORDER})
@@ -51,6 +57,8 @@ def check_names(names, known: tuple, field: str, where: str = "policy") -> froze
         raise ValueError(
             f"{where}: unknown {field} {', '.join(map(repr, unknown))}; {field} names are {', '.join(known)}"
         )
+    if OLDEST_ONLY in names and FIFO in names:
+        raise ValueError(f"{where}: {field} {OLDEST_ONLY!r} is instead of {FIFO!r}, not with it")
     return names
 
 

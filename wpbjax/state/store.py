@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from wpbjax.common.constants import NONE
 from wpbjax.episodes.batch import EpisodeBatch
-from wpbjax.state.actions import ALL_FEATURES, EMIT_WRITE_PAST, HISTORY, MERGE, WRITE, WRITE_PAST, Action
+from wpbjax.state.actions import ALL_FEATURES, EMIT_WRITE_PAST, HISTORY, MERGE, OLDEST_ONLY, WRITE, WRITE_PAST, Action
 
 INDEX_BYTES = 16
 EMPTY_DELTA_BYTES = 2  # "{}"
@@ -222,7 +222,7 @@ def flush(store: StoreState, pos, features=ALL_FEATURES) -> StoreState:
             older=_put_at(store.older, slot, store.pending_older, added),
             newer=set_where(store.newer, store.pending_older, slot, added),
         )
-    elif "fifo" in features:  # oldest-first only: the forward chain is enough
+    elif "fifo" in features or OLDEST_ONLY in features:  # oldest-first only: the forward chain is enough
         store = dataclasses.replace(store, newer=set_where(store.newer, store.pending_older, slot, added))
     return store
 
@@ -243,6 +243,47 @@ def _expire_oldest(store: StoreState, episode: EpisodeBatch, slot, pos, deltas: 
         oldest=jnp.where(ok, next_oldest, store.oldest),
         newest=jnp.where(ok & (next_oldest < 0), NONE, store.newest),
     )
+
+
+def _expire_oldest_lazily(store: StoreState, episode: EpisodeBatch, slot, pos, deltas: bool) -> StoreState:
+    """EXPIRE under "oldest_only": :func:`_expire_oldest`, except that the slot stays in ``held`` until
+    :func:`settle` (a slot before ``oldest`` holds nothing): no scatter into ``held``."""
+    oldest, newest = store.oldest, store.newest
+    ok = (slot >= 0) & (slot == oldest) & (slot < pos)
+    emptied = oldest == newest
+    next_oldest = jnp.where(emptied, NONE, store.newer[jnp.maximum(oldest, 0)])
+    store = _record_expiry(store, oldest, pos, ok)
+    return dataclasses.replace(
+        store,
+        used=store.used - jnp.where(ok, cost_of(store, episode, oldest, deltas), 0),
+        oldest=jnp.where(ok, next_oldest, oldest),
+        newest=jnp.where(ok & emptied, NONE, newest),
+    )
+
+
+def _lazy(features) -> bool:
+    """Expired slots stay in ``held`` until :func:`settle`: "oldest_only" (with "order", its exact store)."""
+    return OLDEST_ONLY in features and "order" not in features
+
+
+def _at_or_after_oldest(store: StoreState, slot) -> jax.Array:
+    """[] bool: ``slot`` is not before the oldest item (under "oldest_only", a present slot's test)."""
+    return (store.oldest >= 0) & (slot >= store.oldest)
+
+
+def settle(store: StoreState, features=ALL_FEATURES) -> StoreState:
+    """The store with every expired slot cleared in ``held``: a no-op except under "oldest_only", which
+    clears them only here. Call it (O(T)) before reading ``held`` or ``present`` outside the policy's
+    own steps: the final store, a trace's store after each step (:func:`finish` does both)."""
+    if not _lazy(features):
+        return store
+    slots = jnp.arange(store.held.shape[0], dtype=jnp.int32)
+    return dataclasses.replace(store, held=jnp.where(_at_or_after_oldest(store, slots), store.held, 0))
+
+
+def finish(store: StoreState, n_steps: int, features=ALL_FEATURES) -> StoreState:
+    """The store after the last of ``n_steps`` steps, as metrics read it: :func:`flush`, then :func:`settle`."""
+    return settle(flush(store, n_steps, features), features)
 
 
 def _expire(store: StoreState, episode: EpisodeBatch, slot, pos, ordered: bool) -> StoreState:
@@ -317,12 +358,16 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     asks for the oldest-first links (``oldest``, ``newer``, ``older``) to stay exact when any
     item expires; "fifo" (instead) declares that the policy only ever expires the oldest item —
     the store then rejects any other EXPIRE and keeps ``oldest`` with a cheaper forward chain. A
-    policy that never reads ``oldest`` may leave both out.
+    policy that never reads ``oldest`` may leave both out. "oldest_only" (instead of "fifo") declares
+    that it also reads ``held`` only at ``oldest`` or newer items (never ``present`` or ``holds``):
+    expired slots then stay in ``held`` until :func:`settle`.
     """
     expires, merges, ordered = "expire" in features, "merge" in features, "order" in features
     if expires:
         for slot in action.expire_slots:  # K is static and small
-            if "fifo" in features and not ordered:
+            if _lazy(features):
+                store = _expire_oldest_lazily(store, episode, slot, pos, deltas=merges)
+            elif "fifo" in features and not ordered:
                 store = _expire_oldest(store, episode, slot, pos, deltas=merges)
             else:
                 store = _expire(store, episode, slot, pos, ordered)
@@ -351,6 +396,8 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
             & (store.held[target] == HELD_BASE)
             & fits(store.used, merge_cost, budget)
         )
+        if _lazy(features):  # a slot before the oldest item was expired (not cleared: see settle)
+            merge_ok = merge_ok & _at_or_after_oldest(store, target)
         # A delta's parent goes in at once (not deferred like ``held``): every read of it in this step
         # is an ancestor of ``merge_ok``, so XLA still updates it in place.
         store = dataclasses.replace(store, parent=_put_at(store.parent, pos, target, merge_ok))
