@@ -35,7 +35,7 @@ def timed(encoded, thresholds, repeats):
 
     with count_compiles() as compiles:
         first, rows = once()
-    compiled = compiles["jit(_simulate_grid_batch)"]
+    compiled = compiles["jit(_counts_of_grid)"]
     warm = min(once()[0] for _ in range(repeats))
     return first, warm, rows, compiled
 

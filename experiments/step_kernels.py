@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python experiments/step_kernels.py [--episodes 1396] [--steps 200] [--policies a,b]
 
-Reads the compiled HLO of ``wpbjax.core.rollout._simulate`` (the fully optimised build ``wpbjax bench``
+Reads the compiled HLO of ``wpbjax.core.rollout._batch_counts`` (the fully optimised build ``wpbjax bench``
 times; one XLA device per core) and reports, for the step loop's body: its kernels (instructions other
 than parameters, tuples, bitcasts and constants), the scatters XLA:CPU turned into loops over the runs
 (``xla_cpu_small_call`` calls; a multi-action policy's CONTINUE loop counts too), copies of a whole [episodes, budgets, T] store array (what an update
@@ -79,7 +79,7 @@ def main() -> None:
     for name in args.policies.split(",") if args.policies else lineup("privileged"):
         policy = make(name)
         index = rollout._episode_index(None, batch.n_episodes)
-        lowered = rollout._simulate.lower(
+        lowered = rollout._batch_counts.lower(
             policy, rollout._mesh_of(batch), per_pass, policy.resolve_params({}), batch, budgets, None, index
         )
         counts = summarise(lowered.compile().as_text(), args.steps)

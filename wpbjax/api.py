@@ -379,14 +379,14 @@ def simulate(
     batch = devices_lib.place(batch, devices_lib.local_devices()[:1])
     every = np.arange(episodes.n_episodes)
     if policy.plan is None:
-        counts = rollout_lib.simulate(policy, batch, budgets, params=params)
+        counts = rollout_lib.batch_counts(policy, batch, budgets, params=params)
         host = {field: np.asarray(value) for field, value in vars(counts).items() if value is not None}
     else:  # hindsight policies plan from the exact float64 utilities
         run_inputs = policy.plan(
             episodes.track_costs(cost_track(track)), episodes.utility64, episodes.arrays.length, budgets
         )
         grid = {name: np.asarray([value]) for name, value in (params or {}).items()} or None
-        counts = rollout_lib.simulate_grid(policy, batch, budgets, params=grid, run_inputs=run_inputs)
+        counts = rollout_lib.grid_counts(policy, batch, budgets, params=grid, run_inputs=run_inputs)
         host = {field: np.asarray(value)[0] for field, value in vars(counts).items() if value is not None}
     oracle_utility = oracle_batch(
         episodes.track_costs(cost_track(track)), episodes.utility64, episodes.arrays.length, budgets, oracle

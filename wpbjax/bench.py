@@ -46,7 +46,7 @@ def run_bench(
     for name in names:
         policy = make(name)
         # steady-state throughput is what large sweeps get: always the fully optimised build
-        run = functools.partial(rollout.simulate, policy, batch, budgets, work=rollout.QUICK_COMPILE_BELOW)
+        run = functools.partial(rollout.batch_counts, policy, batch, budgets, work=rollout.QUICK_COMPILE_BELOW)
         started = time.perf_counter()
         jax.block_until_ready(run())
         first = time.perf_counter() - started

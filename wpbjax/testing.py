@@ -86,7 +86,7 @@ def check_batches(track: str, n_steps: int, n_episodes: int = 4):
 def _check_declared_suffice(policy: Policy, track: str, batch, declared) -> None:
     """``declared``: the policy's counts on ``batch`` at CHECK_BUDGETS (default params, key 0)."""
     every = dataclasses.replace(policy, emits=policy.emits | ALL_EMITS, layout=policy.layout | DEFAULT_LAYOUT)
-    expected = rollout.simulate(every, batch, CHECK_BUDGETS, key=jax.random.key(0), work=0)
+    expected = rollout.batch_counts(every, batch, CHECK_BUDGETS, key=jax.random.key(0), work=0)
     for field in dataclasses.fields(expected):
         ours, theirs = np.asarray(getattr(declared, field.name)), np.asarray(getattr(expected, field.name))
         assert np.array_equal(ours, theirs), (
@@ -176,7 +176,7 @@ def _check_constant_step(policy: Policy, track: str, n_steps: int) -> None:
 @contextlib.contextmanager
 def max_traces(owner, name: str, n: int = 1):
     """Within the block, ``owner.name`` (a program made by :func:`wpbjax.runtime.programs.jit`, e.g.
-    ``rollout._simulate_quick``) is a fresh program of the same function and options under
+    ``rollout._batch_counts_quick``) is a fresh program of the same function and options under
     ``chex.assert_max_traces(n)``: the block may trace it at most ``n`` times (compile once: n=1)."""
     original = getattr(owner, name)
     fn, options = programs.source(original)

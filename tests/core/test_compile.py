@@ -13,11 +13,11 @@ from wpbjax.testing import max_traces
 def test_new_budgets_and_params_do_not_retrace():
     batch = encode_episodes([make_episode([{"api": "a", "x": i} for i in range(6)])] * 2).batch("privileged")
     policy = make("priority_threshold")
-    with max_traces(rollout, "_simulate_quick"), max_traces(rollout, "_simulate"):
-        rollout.simulate(policy, batch, [100, 200])
+    with max_traces(rollout, "_batch_counts_quick"), max_traces(rollout, "_batch_counts"):
+        rollout.batch_counts(policy, batch, [100, 200])
         for budgets in ([1, 2], [300, 400], [10**6, 5]):
             for threshold in (0.1, 0.9):
-                rollout.simulate(policy, batch, budgets, params={"threshold": np.float32(threshold)})
+                rollout.batch_counts(policy, batch, budgets, params={"threshold": np.float32(threshold)})
 
 
 def test_rollout_traces_once_per_shape():
@@ -42,8 +42,8 @@ def test_quick_and_full_builds_agree():
     batch = encode_episodes(generate_episodes(DriftConfig(mode="burst_redundancy", steps=60), 3)).batch("privileged")
     budgets = [300, 1024, 4096]
     for name in ("priority_greedy", "merge_aggressive"):
-        quick = rollout.simulate(make(name), batch, budgets, work=0)
-        full = rollout.simulate(make(name), batch, budgets, work=rollout.QUICK_COMPILE_BELOW)
+        quick = rollout.batch_counts(make(name), batch, budgets, work=0)
+        full = rollout.batch_counts(make(name), batch, budgets, work=rollout.QUICK_COMPILE_BELOW)
         for field, value in vars(quick).items():
             np.testing.assert_array_equal(
                 np.asarray(value), np.asarray(getattr(full, field)), err_msg=f"{name} {field}"
@@ -65,11 +65,11 @@ def test_passes_give_the_same_counts_as_one_pass():
     # 7 episodes in passes of 3: three passes, the last padded with two copies of episode 6
     batch, budgets = _generated_batch(7), [300, 1024, 4096]
     for name in ("priority_greedy", "merge_aggressive"):
-        whole = rollout.simulate(make(name), batch, budgets, per_pass=7)
-        _assert_same_counts(rollout.simulate(make(name), batch, budgets, per_pass=3), whole, name)
-    grid = rollout.simulate_grid(make("uniform_sample"), batch, budgets, params={"every_n": [2, 5]})
+        whole = rollout.batch_counts(make(name), batch, budgets, per_pass=7)
+        _assert_same_counts(rollout.batch_counts(make(name), batch, budgets, per_pass=3), whole, name)
+    grid = rollout.grid_counts(make("uniform_sample"), batch, budgets, params={"every_n": [2, 5]})
     for point, every_n in enumerate((2, 5)):
-        one = rollout.simulate(make("uniform_sample"), batch, budgets, params={"every_n": every_n}, per_pass=2)
+        one = rollout.batch_counts(make("uniform_sample"), batch, budgets, params={"every_n": every_n}, per_pass=2)
         _assert_same_counts(
             jax.tree_util.tree_map(lambda leaf, point=point: leaf[point], grid), one, f"every_n={every_n}"
         )
@@ -85,7 +85,7 @@ from wpbjax.policies import make
 from wpbjax.testing import max_traces
 assert len(jax.devices()) == 4
 batch = devices.place(_generated_batch(8), jax.devices())
-counts = rollout.simulate(make("merge_aggressive"), batch, [300, 1024, 4096], per_pass=1)
+counts = rollout.batch_counts(make("merge_aggressive"), batch, [300, 1024, 4096], per_pass=1)
 assert rollout._mesh_of(batch) is not None
 np.savez({out!r}, **{{field: np.asarray(value) for field, value in vars(counts).items() if value is not None}})
 """
@@ -105,7 +105,7 @@ def test_passes_on_four_devices_give_the_same_counts(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     four = np.load(out)
-    one = rollout.simulate(make("merge_aggressive"), _generated_batch(8), [300, 1024, 4096])
+    one = rollout.batch_counts(make("merge_aggressive"), _generated_batch(8), [300, 1024, 4096])
     for field, value in vars(one).items():
         if value is not None:
             np.testing.assert_array_equal(four[field], np.asarray(value), err_msg=field)

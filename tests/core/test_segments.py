@@ -53,15 +53,15 @@ def test_segments_give_the_counts_of_one_rollout(encoded, monkeypatch, name, tra
     from wpbjax.common.tracks import cost_track
 
     batch = encoded.batch(cost_track(track))
-    _assert_same(lambda: rollout.simulate(make(name), batch, BUDGETS), monkeypatch)
+    _assert_same(lambda: rollout.batch_counts(make(name), batch, BUDGETS), monkeypatch)
 
 
 def test_a_lone_episode_and_a_param_grid(encoded, monkeypatch):
     lone = encoded.batch("unprivileged", [2])
-    _assert_same(lambda: rollout.simulate(make("last_kb"), lone, BUDGETS), monkeypatch)
+    _assert_same(lambda: rollout.batch_counts(make("last_kb"), lone, BUDGETS), monkeypatch)
     grid = {"threshold": np.array([0.1, 0.5, 0.9])}
     batch = encoded.batch("privileged")
-    _assert_same(lambda: rollout.simulate_grid(make("priority_threshold"), batch, BUDGETS, params=grid), monkeypatch)
+    _assert_same(lambda: rollout.grid_counts(make("priority_threshold"), batch, BUDGETS, params=grid), monkeypatch)
 
 
 def test_progress_is_reported_after_every_segment(encoded, monkeypatch):
@@ -69,7 +69,7 @@ def test_progress_is_reported_after_every_segment(encoded, monkeypatch):
     heard = []
     segments.listen_to_steps(lambda done, total: heard.append((done, total)))
     try:
-        rollout.simulate(make("fifo_store_all"), encoded.batch("unprivileged"), BUDGETS)
+        rollout.batch_counts(make("fifo_store_all"), encoded.batch("unprivileged"), BUDGETS)
     finally:
         segments._step_listeners.clear()
     assert heard == [(16, STEPS), (32, STEPS), (48, STEPS), (50, STEPS)]

@@ -80,7 +80,7 @@ def test_python_policies_of_one_call_share_one_replay_compile():
     names = prepare_all(host, source, encoded, [1024, 4096], ["unprivileged"], HostRun(workers=1))
     shapes = {next(iter(registered(name.removeprefix("py:")).plan.runs.values()))["log_expire"].shape for name in names}
     assert len(shapes) == 1
-    with max_traces(rollout, "_simulate_grid", n=1):
+    with max_traces(rollout, "_grid_counts", n=1):
         rows = wj.sweep(swept, grid=wj.Grid([1024, 4096], policies=names, tracks=["unprivileged"]))
     assert sorted(set(rows.policy)) == sorted(names) and len(rows) == 3 * 2 * 2
 

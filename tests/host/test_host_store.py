@@ -129,7 +129,7 @@ def test_host_store_matches_engine_on_random_scripts(track):
     encoded = encode_episodes(episodes)
     log = build_log(host_runs(episodes, budgets, track, 100), encoded.n_steps)
     policy = replay_policy("replay_test", ("unprivileged", "privileged"))
-    counts = rollout.simulate_grid(policy, encoded.batch(track), np.asarray(budgets), run_inputs=log.run_inputs())
+    counts = rollout.grid_counts(policy, encoded.batch(track), np.asarray(budgets), run_inputs=log.run_inputs())
     counts = {field: np.asarray(value)[0] for field, value in vars(counts).items() if value is not None}
     n_merges = n_expires = 0
     for n, episode in enumerate(episodes):

@@ -185,11 +185,11 @@ def test_learned_gate_runs_in_a_sweep_and_bad_files_fail_clearly(tmp_path, tiny_
     assert table.f1.between(0, 1).all()
     assert make(name) is make(name)  # cached: one compile per file
     # the gate's threshold is a traced param: raising it to +inf writes nothing
-    counts = rollout.simulate(make(name), encoded.batch("privileged"), [4096], params={"threshold": 1e9})
+    counts = rollout.batch_counts(make(name), encoded.batch("privileged"), [4096], params={"threshold": 1e9})
     assert int(np.asarray(counts.n_retained).sum()) == 0
-    with max_traces(rollout, "_simulate_quick"):  # thresholds are traced: one compile for both
+    with max_traces(rollout, "_batch_counts_quick"):  # thresholds are traced: one compile for both
         for afford_threshold in (-1e9, 3.0):
-            rollout.simulate(
+            rollout.batch_counts(
                 make(name), encoded.batch("privileged"), [4096], params={"afford_threshold": afford_threshold}
             )
     with pytest.raises(ValueError, match="not found"):
@@ -252,7 +252,7 @@ def test_env_always_write_matches_fifo_store_all():
 
         return jax.lax.scan(step, state, None, length=40)[0]
 
-    counts = rollout.simulate(make("fifo_store_all"), batch, [2048])
+    counts = rollout.batch_counts(make("fifo_store_all"), batch, [2048])
     for index in range(2):
         state = always_write(jnp.asarray(index))
         assert int(state.retained) == int(counts.n_retained[index, 0])

@@ -88,16 +88,18 @@ def test_utility_greedy_evicts_the_lowest_utility_first():
 def test_random_writes_with_probability_p_per_episode_key():
     policy = make("random")
     batch = encode_episodes([make_episode([{"api": "a"}] * 400)] * 3).batch("unprivileged")
-    counts = rollout.simulate(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(7))
+    counts = rollout.batch_counts(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(7))
     written = np.asarray(counts.n_retained)[:, 0]
     assert all(60 <= n <= 140 for n in written)  # 100 expected, sd ~8.7
     assert len(set(written.tolist())) > 1  # each episode draws from its own folded key
-    again = rollout.simulate(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(7))
+    again = rollout.batch_counts(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(7))
     assert np.array_equal(np.asarray(again.retained), np.asarray(counts.retained))
-    other = rollout.simulate(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(8))
+    other = rollout.batch_counts(policy, batch, [10**6], params={"p": 0.25}, key=jax.random.key(8))
     assert not np.array_equal(np.asarray(other.retained), np.asarray(counts.retained))
     for p, n in ((0.0, 0), (1.0, 400)):
-        assert np.asarray(rollout.simulate(policy, batch, [10**6], params={"p": p}).n_retained).tolist() == [[n]] * 3
+        assert (
+            np.asarray(rollout.batch_counts(policy, batch, [10**6], params={"p": p}).n_retained).tolist() == [[n]] * 3
+        )
 
 
 def test_expire_oldest_drops_items_older_than_max_age():

@@ -202,7 +202,7 @@ def test_confusion_matrix(run):
     from wpbjax.reports.metadata import episodes_from_metadata
 
     encoded = episodes_from_metadata(json.loads((out / "run_metadata.json").read_text()))
-    counts = rollout.simulate(make("priority_greedy"), encoded.batch("privileged"), BUDGETS)
+    counts = rollout.batch_counts(make("priority_greedy"), encoded.batch("privileged"), BUDGETS)
     kept = np.unpackbits(np.asarray(counts.retained), axis=-1, count=N_STEPS).astype(bool)  # [N, B, T]
     critical = encoded.arrays.critical[:, None, :]
     direct = (~kept & ~critical).sum(axis=-1)

@@ -68,7 +68,7 @@ def test_simulate_computes_the_plan_for_hindsight_policies():
     utilities = [2.0, 3.0, 3.0, 0.5, 1.0]
     encoded = encode_episodes([make_episode(observations, utilities=utilities)])
     budgets = [100, 294, 400, 10**6]
-    counts = rollout.simulate(make("oracle_optimal"), encoded.batch("unprivileged"), budgets)
+    counts = rollout.batch_counts(make("oracle_optimal"), encoded.batch("unprivileged"), budgets)
     got = policy_utility(np.asarray(counts.retained), encoded.utility64[:, None, :])
     costs = encoded.track_costs("unprivileged")[0].tolist()
     assert got[0].tolist() == [brute_force(costs, utilities, b) for b in budgets]

@@ -81,8 +81,8 @@ def test_the_store_records_each_slot_s_history(hand):
 def test_the_same_rows_with_and_without_history():
     episodes = encode_episodes(generate_episodes(DriftConfig(mode="redundancy"), 2))
     for name in ("merge_aggressive", "last_kb"):
-        plain = rollout.simulate(make(name), episodes.batch("unprivileged"), [1024, 8192])
-        recorded = rollout.simulate(rollout.with_history(make(name)), episodes.batch("unprivileged"), [1024, 8192])
+        plain = rollout.batch_counts(make(name), episodes.batch("unprivileged"), [1024, 8192])
+        recorded = rollout.batch_counts(rollout.with_history(make(name)), episodes.batch("unprivileged"), [1024, 8192])
         for field, value in vars(plain).items():
             if value is not None:
                 np.testing.assert_array_equal(np.asarray(value), np.asarray(getattr(recorded, field)), err_msg=field)
@@ -220,7 +220,7 @@ def test_oracle_memory_with_every_record_retrieved_reads_perfectly(probed):
 def test_read_accuracy_never_falls_as_k_grows(probed):
     top_k = (1, 2, 3, 5, 8, 13, 20, 50, 200)
     for name in ("fifo_store_all", "last_kb", "merge_aggressive", "priority_greedy"):
-        counts = rollout.simulate(rollout.with_history(make(name)), probed.batch("privileged"), [1024, 4096, 32768])
+        counts = rollout.batch_counts(rollout.with_history(make(name)), probed.batch("privileged"), [1024, 4096, 32768])
         history = {field: np.asarray(getattr(counts, field)) for field in ("left_at", "parent")}
         got = reads.read_metrics(
             history, probed, np.arange(probed.n_episodes), "privileged", reads.Retriever(top_k=top_k)

@@ -24,8 +24,8 @@ def encoded():
 @pytest.mark.parametrize("name", ["uniform_sample", "priority_greedy", "merge_aggressive"])
 def test_trace_ends_at_the_final_counts(encoded, name):
     batch = encoded.batch("privileged")
-    counts = rollout.simulate(make(name), batch, BUDGETS)
-    trace = rollout.simulate_trace(make(name), batch, BUDGETS)
+    counts = rollout.batch_counts(make(name), batch, BUDGETS)
+    trace = rollout.step_traces(make(name), batch, BUDGETS)
     assert trace.retained.shape == (3, len(BUDGETS), 40, 5)
     np.testing.assert_array_equal(trace.retained[:, :, -1], counts.retained)
     np.testing.assert_array_equal(trace.bytes_used[:, :, -1], counts.bytes_used)
@@ -50,21 +50,21 @@ def _first_steps(episode: dict, n: int) -> dict:
 def test_trace_matches_truncated_episodes(encoded):
     """The store after step t is the final store of the episode cut after t (policies are causal)."""
     policy = make("last_kb")
-    trace = rollout.simulate_trace(policy, encoded.batch("unprivileged"), BUDGETS)
+    trace = rollout.step_traces(policy, encoded.batch("unprivileged"), BUDGETS)
     for t in (0, 7, 23):
         cut = encode_episodes(
             [_first_steps(e, t + 1) for e in generate_episodes(DriftConfig(mode="redundancy", steps=40, seed=5), 3)],
             n_steps=40,
         )
-        counts = rollout.simulate(policy, cut.batch("unprivileged"), BUDGETS)
+        counts = rollout.batch_counts(policy, cut.batch("unprivileged"), BUDGETS)
         np.testing.assert_array_equal(trace.bytes_used[:, :, t], counts.bytes_used)
         np.testing.assert_array_equal(trace.retained[:, :, t], counts.retained)
 
 
 def test_default_rollout_does_not_compile_the_trace(encoded):
     batch = encoded.batch("privileged")
-    with max_traces(rollout, "_simulate_trace", n=0):
-        rollout.simulate(make("fifo_store_all"), batch, BUDGETS)
+    with max_traces(rollout, "_step_traces", n=0):
+        rollout.batch_counts(make("fifo_store_all"), batch, BUDGETS)
 
 
 @pytest.mark.parametrize("jitter", [False, True])  # on a 2^-k grid (DP over value), and off it (over capacity)
@@ -85,7 +85,7 @@ def test_regret_curves_rows(encoded):
     assert len(curves) == 3 * 40
     np.testing.assert_allclose(curves.regret_to_date, curves.oracle_to_date - curves.retained_to_date)
     # retained-to-date at the last step is the run's policy utility
-    counts = rollout.simulate(make("fifo_store_all"), encoded.batch("unprivileged"), [1000])
+    counts = rollout.batch_counts(make("fifo_store_all"), encoded.batch("unprivileged"), [1000])
     utility = policy_utility(np.asarray(counts.retained)[:, 0], encoded.utility64)
     np.testing.assert_allclose(curves[curves.step == 39].retained_to_date.to_numpy(), utility)
     assert jax.numpy.all(curves.oracle_to_date.to_numpy() >= curves.retained_to_date.to_numpy())

@@ -23,20 +23,20 @@ def _episodes(n=6, steps=30):
 def test_a_101_value_threshold_sweep_compiles_once():
     batch = _episodes().batch("privileged")
     policy = make("priority_threshold")
-    with max_traces(rollout, "_simulate_grid"):
-        rollout.simulate_grid(policy, batch, [1024, 4096], params={"threshold": np.linspace(0, 1, 101)})
+    with max_traces(rollout, "_grid_counts"):
+        rollout.grid_counts(policy, batch, [1024, 4096], params={"threshold": np.linspace(0, 1, 101)})
         for grid in (np.linspace(0.2, 0.9, 101), np.random.default_rng(0).random(101)):
             for budgets in ([1024, 4096], [10, 10**6]):
-                rollout.simulate_grid(policy, batch, budgets, params={"threshold": grid})
+                rollout.grid_counts(policy, batch, budgets, params={"threshold": grid})
 
 
 def test_grid_points_equal_single_runs():
     batch = _episodes().batch("privileged")
     policy = make("uniform_sample")
     grid = {"every_n": np.array([2, 2, 5, 5]), "start": np.array([0, 1, 0, 3])}
-    counts = rollout.simulate_grid(policy, batch, [512, 4096], params=grid)
+    counts = rollout.grid_counts(policy, batch, [512, 4096], params=grid)
     for point in range(4):
-        single = rollout.simulate(
+        single = rollout.batch_counts(
             policy, batch, [512, 4096], params={name: values[point] for name, values in grid.items()}
         )
         for field, value in vars(single).items():
@@ -47,7 +47,7 @@ def test_grid_points_equal_single_runs():
 def test_sweep_rows_carry_param_columns_and_compile_once_over_chunks():
     encoded = _episodes(n=7)
     # a small memory cap cuts 7 episodes x 2 budgets x 5 points into several chunks of one shape
-    with max_traces(rollout, "_simulate_grid"):
+    with max_traces(rollout, "_grid_counts"):
         table = run_sweep(
             encoded,
             budgets=[1024, 8192],

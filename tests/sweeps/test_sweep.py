@@ -79,7 +79,7 @@ def test_chunks_are_padded_to_one_shape_and_compile_once(monkeypatch):
             ran.append((chunk.stop - chunk.start, chunk.size)) or original(plan, chunk, *args, **kwargs)
         ),
     )
-    with max_traces(rollout, "_simulate_quick"), max_traces(rollout, "_simulate"):
+    with max_traces(rollout, "_batch_counts_quick"), max_traces(rollout, "_batch_counts"):
         table = run_sweep(
             encoded, budgets=[500, 5000], policies="fifo_store_all", tracks=["unprivileged"], memory_cap=50_000
         )

@@ -68,7 +68,7 @@ def _in_passes(fn, per_pass: int, *episode_trees):
     return jax.tree_util.tree_map(lambda leaf: leaf.reshape((n_passes * size,) + leaf.shape[2:])[:n], out)
 
 
-def _simulate_batch(
+def _counts_of_batch(
     policy: Policy,
     mesh,
     per_pass: int,
@@ -91,12 +91,12 @@ def _simulate_batch(
     return _on_devices(local, mesh, (params, budgets), (batch, keys))
 
 
-_simulate = programs.jit(_simulate_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
+_batch_counts = programs.jit(_counts_of_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
 # The same rollouts traced faster (see _initial) and compiled with XLA's backend optimisation off: they
 # compile sooner and run several times slower, so they win only where compiling is most of the work (the
 # paper grid; docs/performance.md, "Sweeps at scale").
-_simulate_quick = programs.jit(
-    functools.partial(_simulate_batch, fast_trace=True),
+_batch_counts_quick = programs.jit(
+    functools.partial(_counts_of_batch, fast_trace=True),
     static_argnums=(0, 1, 2),
     compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0},
 )
@@ -125,7 +125,7 @@ def with_history(policy: Policy) -> Policy:
     return dataclasses.replace(policy, layout=policy.layout | {actions.HISTORY})
 
 
-def simulate(
+def batch_counts(
     policy: Policy,
     batch: EpisodeBatch,
     budgets,
@@ -149,7 +149,7 @@ def simulate(
     if policy.plan is not None:  # hindsight policies need per-run inputs (policy zoo)
         return jax.tree_util.tree_map(
             lambda leaf: leaf[0],
-            simulate_grid(policy, batch, budgets, params=params, key=key, episode_index=episode_index),
+            grid_counts(policy, batch, budgets, params=params, key=key, episode_index=episode_index),
         )
     params = policy.resolve_params(params or {})
     episode_index = _episode_index(episode_index, batch.n_episodes)
@@ -157,7 +157,7 @@ def simulate(
         work = batch.n_episodes * budgets.shape[0] * batch.valid.shape[1]
     if batch.n_steps > segments.STEPS_PER_SEGMENT:  # long episodes: progress between segments
         return segments.simulate_in_segments(policy, batch, budgets, params, {}, key, episode_index, grid=False)
-    compiled = _simulate_quick if work < QUICK_COMPILE_BELOW else _simulate
+    compiled = _batch_counts_quick if work < QUICK_COMPILE_BELOW else _batch_counts
     per_pass = per_pass or episodes_per_pass(batch.n_steps, budgets.shape[0])
     return compiled(policy, _mesh_of(batch), per_pass, params, batch, budgets, key, episode_index)
 
@@ -167,7 +167,7 @@ def run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeB
     return run_counts(policy, {**params, **run_inputs}, episode, budget, key)
 
 
-def _simulate_grid_batch(
+def _counts_of_grid(
     policy: Policy, mesh, per_pass: int, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index
 ) -> metrics.Counts:
     """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
@@ -189,12 +189,10 @@ def _simulate_grid_batch(
     return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
 
 
-_simulate_grid = programs.jit(
-    _simulate_grid_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS
-)
+_grid_counts = programs.jit(_counts_of_grid, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
 
 
-def simulate_grid(
+def grid_counts(
     policy: Policy, batch: EpisodeBatch, budgets, params=None, run_inputs=None, key=None, episode_index=None
 ) -> metrics.Counts:
     """Counts for every (param point, episode, budget): leaves shaped ``[P, N, B, ...]``, in one compiled call.
@@ -233,7 +231,7 @@ def simulate_grid(
         counts = segments.simulate_in_segments(policy, batch, budgets, resolved, per_run, key, episode_index, grid=True)
         return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
     per_pass = episodes_per_pass(batch.n_steps, n_points * budgets.shape[0])
-    return _simulate_grid(policy, _mesh_of(batch), per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
+    return _grid_counts(policy, _mesh_of(batch), per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
 
 
 # --- Per-step traces (off by default: only these functions compute them) ---------------------------
@@ -242,7 +240,7 @@ def simulate_grid(
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Trace:
-    """The store after every step of one run (leaves gain leading [N, B] axes from :func:`simulate_trace`)."""
+    """The store after every step of one run (leaves gain leading [N, B] axes from :func:`step_traces`)."""
 
     retained: jax.Array  # [T, ceil(T/8)] uint8 bit-packed W after step t (exact utility-to-date on host)
     bytes_used: jax.Array  # [T] int32 bytes in use after step t
@@ -268,9 +266,7 @@ def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) ->
     return store_lib.finish(final, n_steps, policy.features), trace
 
 
-def _simulate_trace_batch(
-    policy: Policy, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index
-) -> Trace:
+def _traces_of_batch(policy: Policy, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index) -> Trace:
     keys = episode_keys(key, episode_index)
 
     def run(policy, params, run_inputs, episode, budget, key):
@@ -281,16 +277,16 @@ def _simulate_trace_batch(
     return over_episodes(policy, params, run_inputs, batch, budgets, keys)
 
 
-_simulate_trace = programs.jit(_simulate_trace_batch, static_argnums=0)
+_step_traces = programs.jit(_traces_of_batch, static_argnums=0)
 
 
-def simulate_trace(
+def step_traces(
     policy: Policy, batch: EpisodeBatch, budgets, params=None, key=None, episode_index=None, run_inputs=None
 ) -> Trace:
     """Per-step traces for every (episode, budget): leaves shaped ``[N, B, T, ...]``. Arguments as
-    :func:`simulate` (same keys per episode, so the last step matches its counts); ``run_inputs``:
+    :func:`batch_counts` (same keys per episode, so the last step matches its counts); ``run_inputs``:
     name -> [N, B, ...] arrays of a policy that plans (default: its plan from ``batch``, as
-    :func:`simulate_grid`)."""
+    :func:`grid_counts`)."""
     budgets = _as_budgets(budgets)
     params = policy.resolve_params(params or {})
     if run_inputs is None:
@@ -300,6 +296,6 @@ def simulate_trace(
                 np.asarray(batch.write_cost), np.asarray(batch.utility, np.float64), np.asarray(batch.length), budgets
             )
     run_inputs = {name: np.asarray(value) for name, value in run_inputs.items()}
-    return _simulate_trace(
+    return _step_traces(
         policy, params, run_inputs, batch, budgets, key, _episode_index(episode_index, batch.n_episodes)
     )

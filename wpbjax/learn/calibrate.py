@@ -38,7 +38,7 @@ def calibrate_afford_threshold(weights: dict, track: str, encoded: EncodedEpisod
 
     def f1(threshold):
         return mean_f1_by_mode(
-            rollout.simulate(policy, batch, CALIBRATION_BUDGETS, params={"afford_threshold": threshold}), encoded
+            rollout.batch_counts(policy, batch, CALIBRATION_BUDGETS, params={"afford_threshold": threshold}), encoded
         )
 
     blind = f1(BUDGET_BLIND)

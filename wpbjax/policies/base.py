@@ -54,7 +54,7 @@ class Policy:
     layout: frozenset = DEFAULT_LAYOUT
     # Hindsight policies (oracle track): a host function ``plan(write_cost [n, T] int, utility [n, T]
     # float64, length [n], budgets [B]) -> {name: [n, B, ...] array}`` whose outputs reach ``act`` as
-    # extra per-run params (see wpbjax.core.rollout.simulate_grid). None for every causal policy.
+    # extra per-run params (see wpbjax.core.rollout.grid_counts). None for every causal policy.
     plan: Callable[..., Any] | None = None
 
     def __post_init__(self):

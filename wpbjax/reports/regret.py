@@ -111,7 +111,7 @@ def regret_curves(
         run_inputs = None
         if policy.plan is not None:  # hindsight: from the exact float64 utilities, as a sweep plans
             run_inputs = policy.plan(encoded.track_costs(costs), encoded.utility64, lengths, budgets)
-        trace = rollout.simulate_trace(
+        trace = rollout.step_traces(
             policy,
             batch,
             budgets,

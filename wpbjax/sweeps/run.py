@@ -85,7 +85,7 @@ def _policy_rows(
     real, padded, n = chunk.real, chunk.padded, len(chunk.real)
     index = np.tile(padded + plan.first_episode, len(tracks))  # each track's runs draw the same keys
     if grid is None and policy.plan is None:
-        counts = rollout.simulate(policy, batch, plan.budgets, episode_index=index, work=plan.layout.work[name])
+        counts = rollout.batch_counts(policy, batch, plan.budgets, episode_index=index, work=plan.layout.work[name])
         # one grid point (on the host: indexing a device array would be one more dispatched program per field)
         counts = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[None], counts)
     else:
@@ -101,7 +101,7 @@ def _policy_rows(
                 for track in tracks
             ]
             run_inputs = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
-        counts = rollout.simulate_grid(
+        counts = rollout.grid_counts(
             policy, batch, plan.budgets, params=grid, run_inputs=run_inputs, episode_index=index
         )
     counts = {
