@@ -127,12 +127,16 @@ def minimise(score, dim: int, n_groups: int, config: Search, progress=None, labe
     return [dict(unit=unit, objective=value, trace=trace) for (value, unit), trace in zip(best, traces)]
 
 
-def search_space(policy, space: Space, budgets, track: str, objective: str, config: Search, progress=None) -> list:
+def search_space(
+    policy, space: Space, budgets, track: str, objective: str, config: Search, progress=None, top_k: int = 0
+) -> list:
     """Per budget (in order): {"unit": [D] best point, "objective": its search estimate, "trace": [G]
-    best estimate so far after each generation}. ``progress``: an object with ``advance(runs, label)``."""
+    best estimate so far after each generation}. ``progress``: an object with ``advance(runs, label)``;
+    ``top_k``: K of the ``read_accuracy`` objective (0 for the others)."""
     budgets = np.asarray(budgets, np.int64)
     groups = tuple(evaluate_lib.group(config.population, space.steps, b, objective, search=True) for b in budgets)
-    setup = evaluate_lib.Setup(jax_gen.Shape(space.mode, space.steps, space.api_pool, space.max_params), track, groups)
+    shape = jax_gen.Shape(space.mode, space.steps, space.api_pool, space.max_params)
+    setup = evaluate_lib.Setup(shape, track, groups, top_k)
     seeds = jax_gen.episode_seeds(config.seed, 0, config.episodes_per_regime)
     regime_budgets = np.repeat(budgets, config.population).astype(np.int32)
 
@@ -143,10 +147,13 @@ def search_space(policy, space: Space, budgets, track: str, objective: str, conf
     return minimise(score, space.dim, len(budgets), config, progress, space.mode)
 
 
-def score_regimes(policy, regimes: list, budgets, track: str, objective: str, steps: int, shape: tuple, config: Search):
+def score_regimes(
+    policy, regimes: list, budgets, track: str, objective: str, steps: int, shape: tuple, config: Search, top_k: int = 0
+):
     """[len(regimes)] of (mean, ci95) of each regime (a knob dict with "mode") at its budget on the
     confirmation episodes (generator seed ``config.seed + 1``, indices 0..confirm_episodes-1).
-    ``shape``: (api_pool, max_params). Regimes of one mode share one compiled call."""
+    ``shape``: (api_pool, max_params); ``top_k``: as :func:`search_space`. Regimes of one mode share one
+    compiled call."""
     seeds = jax_gen.episode_seeds(config.seed + 1, 0, config.confirm_episodes)
     out = [None] * len(regimes)
     by_mode: dict = {}
@@ -157,7 +164,7 @@ def score_regimes(policy, regimes: list, budgets, track: str, objective: str, st
         stacked = jax.tree_util.tree_map(lambda *leaves: jnp.asarray(np.stack(leaves)), *[c.knobs() for c in configs])
         budget = np.asarray([budgets[i] for i in indices], np.int32)
         groups = (evaluate_lib.group(len(indices), steps, int(budget.max()), objective, search=False),)
-        setup = evaluate_lib.Setup(configs[0].shape, track, groups)
+        setup = evaluate_lib.Setup(configs[0].shape, track, groups, top_k)
         values = evaluate_lib.objective_values(evaluate_lib.evaluate(policy, setup, stacked, budget, seeds), objective)
         for row, i in enumerate(indices):
             out[i] = (float(values[row].mean()), _ci95(values[row]))
