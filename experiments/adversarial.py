@@ -4,6 +4,7 @@ generation.
 
     PYTHONPATH=. python experiments/adversarial.py            # the study (tens of minutes on 2 CPU cores)
     PYTHONPATH=. python experiments/adversarial.py --speed    # one generation, 256 regimes x 32 x 200 x 3 budgets
+    PYTHONPATH=. python experiments/adversarial.py --speed-reads  # read_accuracy vs utility_ratio, 64 x 16 x 200
 
 Writes experiments/adversarial_studies/NAME.json (each policy's adv.json document) and the tables between the markers of
 docs/adversarial.md, and docs/figures/adversarial_progress.png.
@@ -74,6 +75,33 @@ def speed(policy: str = "last_kb") -> dict:
         ev.evaluate(make(policy), setup, space.to_knobs(jnp.asarray(points)), budgets, seeds)
         times.append(time.perf_counter() - start)
     return dict(policy=policy, first_s=times[0], warm_s=min(times[1:]), load=os.getloadavg()[0], cores=os.cpu_count())
+
+
+def speed_reads(policy: str = "last_kb", regimes: int = 64, episodes: int = 16) -> dict:
+    """Seconds of one warm generation scored by read accuracy (K = 5) beside the same by utility ratio:
+    ``regimes`` burst_redundancy regimes x ``episodes`` episodes x 200 steps at 10 KB."""
+    import jax.numpy as jnp
+
+    from wpbjax.adversarial import evaluate as ev, knobs as knobs_lib
+    from wpbjax.episodes.generators import jax_gen
+    from wpbjax.policies import make
+
+    space = knobs_lib.space("burst_redundancy")
+    seeds = jax_gen.episode_seeds(0, 0, episodes)
+    budgets = np.full(regimes, 10240, np.int32)
+    rng = np.random.default_rng(0)
+    out = dict(policy=policy, regimes=regimes, episodes=episodes, load=os.getloadavg()[0])
+    for objective, top_k in (("utility_ratio", 0), ("read_accuracy", ev.DEFAULT_TOP_K)):
+        groups = (ev.group(regimes, 200, 10240, objective, search=True),)
+        setup = ev.Setup(jax_gen.Shape(space.mode, 200, 8, 6), "unprivileged", groups, top_k)
+        times = []
+        for _ in range(3):  # the first compiles
+            points = rng.random((regimes, space.dim)).astype(np.float32)
+            start = time.perf_counter()
+            ev.evaluate(make(policy), setup, space.to_knobs(jnp.asarray(points)), budgets, seeds)
+            times.append(time.perf_counter() - start)
+        out[f"{objective}_warm_s"] = min(times[1:])
+    return out
 
 
 def _tables(documents: dict) -> str:
@@ -147,11 +175,15 @@ def _write_doc(documents: dict, timing: dict | None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--speed", action="store_true", help="only time one generation")
+    parser.add_argument("--speed-reads", action="store_true", help="only time a read_accuracy generation")
     parser.add_argument("--tables", action="store_true", help="only rewrite the doc from the saved results")
     parser.add_argument("--only", default=None, help="comma-separated names to run (default: all, then the doc)")
     args = parser.parse_args()
     if args.speed:
         print(json.dumps(speed()))
+        return
+    if args.speed_reads:
+        print(json.dumps(speed_reads()))
         return
     names = list(POLICIES) + ["random:last_kb"]
     if not args.tables:

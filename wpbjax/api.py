@@ -530,12 +530,14 @@ def adversary(
     search: str = "cma_es",
     seed: int = 0,
     progress: bool = False,
+    top_k: int | None = None,
 ) -> dict:
     """Each policy's worst regime per budget, found by searching the JAX generator's knobs (docs/adversarial.md).
 
     ``modes``: the modes searched (default: every JAX mode; each is one search, the worst kept);
     ``bounds``: knob -> (low, high) replacing the default search bounds (wpbjax.adversarial.knobs.KNOBS);
-    ``search``: ``cma_es`` (evosax) or ``random``. Returns the ``adv.json`` document
+    ``search``: ``cma_es`` (evosax) or ``random``; ``top_k``: K of the ``read_accuracy`` objective's
+    retriever (default 5; only with that objective). Returns the ``adv.json`` document
     (``{"objective", "settings", "results": [...]}``), written atomically to ``out`` when given."""
     import json
 
@@ -549,7 +551,7 @@ def adversary(
         check_writable(out)
     bar = (lambda total: Progress(total, enabled=True)) if progress else None
     document = run_study(
-        policies, budgets, track, objective, modes, bounds, config, Shape(steps, api_pool, max_params), bar
+        policies, budgets, track, objective, modes, bounds, config, Shape(steps, api_pool, max_params), bar, top_k
     )
     if out is not None:
         write_text(out, json.dumps(document, indent=1) + "\n")

@@ -203,7 +203,9 @@ def test_generate_regime_refuses_what_the_file_sets(adv_file, tmp_path, capsys, 
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--objective", "read_accuracy"], "--objective: expected one of utility_ratio, f1"),
+        (["--objective", "reads"], "--objective: expected one of utility_ratio, f1, read_accuracy; got 'reads'"),
+        (["--top-k", "3"], "--top-k: only --objective read_accuracy reads; got utility_ratio"),
+        (["--objective", "read_accuracy", "--top-k", "0"], "--top-k: expected a whole number >= 1; got 0"),
         (["--bounds", "drift_prob=0:2"], "--bounds: drift_prob 0.0:2.0: need"),
         (["--modes", "default", "--bounds", "horizon=1:4"], "--bounds: horizon changes none of the modes default"),
         (["--confirm-episodes", "64"], "--confirm-episodes: must be >= 128"),
@@ -221,6 +223,44 @@ def test_bad_adversary_arguments_are_one_line_and_write_nothing(tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err and err.startswith("wpbjax adversary: error:")
     assert not out.exists()
+
+
+# --- the read_accuracy objective --------------------------------------------------------------------
+def _swept_read_accuracy(regime: dict, steps: int, seed: int, episodes: int, budget: int, top_k: int) -> np.ndarray:
+    """[episodes] read accuracy of last_kb on a regime's episodes, by a plain sweep with generated probes."""
+    config = knobs_lib.regime_config(regime, steps, 8, 6, seed=seed)
+    encoded = jax_gen.to_encoded(config, jax_gen.generate_arrays(config, episodes, with_latent=False))
+    grid = wj.Grid(budgets=[budget], policies=["last_kb"], tracks=["unprivileged"])
+    table = wj.sweep(encoded, grid=grid, reads=wj.Reads(probes="generate", top_k=(top_k,)), run=wj.Run(quiet=True))
+    assert (table["top_k"] == top_k).all() and (table["n_probes"] > 0).all()
+    return table["read_accuracy"].to_numpy()
+
+
+def test_read_accuracy_search_finds_the_regime_a_sweep_reads_worst(tmp_path):
+    """A hand-made space of four regimes (burst_drift with every knob pinned but burst_len in 0..3): each is
+    read back by a plain sweep (generated probes, K=2) on the search's own episodes, and the search must
+    report the one with the lowest mean read accuracy, at exactly that mean (random search's 8 x 2 draws visit
+    all four with this seed; a search maximising, or scoring something else, would report another)."""
+    out = tmp_path / "adv.json"
+    bounds = "drift_prob=0.1:0.1,burst_interval=10:10,burst_drift_prob=1:1,burst_len=0:3"
+    argv = ["adversary", "--policies", "last_kb", "--budgets", "1024", "--objective", "read_accuracy"]
+    argv += ["--top-k", "2", "--modes", "burst_drift", "--bounds", bounds, "--search", "random"]
+    argv += ["--population", "8", "--generations", "2", "--episodes-per-regime", "8", "--steps", "60"]
+    assert main([*argv, "--seed", "3", "--quiet", "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["objective"] == "read_accuracy" and document["settings"]["top_k"] == 2
+    (result,) = document["results"]
+    pinned = {"mode": "burst_drift", "drift_prob": 0.1, "burst_interval": 10, "burst_drift_prob": 1.0}
+    by_length = {
+        length: _swept_read_accuracy({**pinned, "burst_len": length}, 60, 3, 8, 1024, 2).mean() for length in range(4)
+    }
+    worst = min(by_length.values())
+    assert max(by_length.values()) > worst  # the knob matters: the minimum is a real choice
+    assert result["objective"] == pytest.approx(worst, abs=1e-12)
+    assert by_length[result["regime"]["burst_len"]] == pytest.approx(worst, abs=1e-12)
+    assert result["trace"][-1] == pytest.approx(worst, abs=1e-12)
+    # the confirmation and the named regimes are read accuracies too (fractions of 128 x 6 probes' answers)
+    assert 0 <= result["confirmed"]["mean"] <= 1 and result["worst_named"]["objective"] <= 1
 
 
 def test_the_docs_tables_are_the_saved_studies():

@@ -6,6 +6,11 @@ retained utility and the oracle's best utility in half units (every generated ut
 of 0.5), the hits, the retained steps and the critical steps. :func:`objective_values` turns them
 into the objective on the host, in float64, as a results table would (``policy_utility /
 oracle_utility``, ``f1``).
+
+``read_accuracy`` reads the stores back: the call also returns each run's store history and the
+episodes' arrays, and the host encodes the episodes, draws their default probes
+(:func:`wpbjax.episodes.probes.with_default_probes`) and scores the reads with the default retriever
+at K (:func:`wpbjax.scoring.reads.read_counts`), exactly as a sweep with ``--probes generate`` does.
 """
 
 from __future__ import annotations
@@ -19,15 +24,32 @@ import numpy as np
 
 from wpbjax.common.constants import NONE
 from wpbjax.common.tracks import TRACKS, cost_track, sees_priority, sees_utility
+from wpbjax.core.rollout import with_history
 from wpbjax.core.scan import episode_keys, rollout
+from wpbjax.episodes import probes as probes_lib
 from wpbjax.episodes.batch import EpisodeBatch, round_up_float32
 from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES
 from wpbjax.episodes.generators import jax_gen
 from wpbjax.policies.base import Policy
 from wpbjax.runtime import devices as devices_lib
-from wpbjax.scoring.metrics import f1_from_counts, retained_mask
+from wpbjax.scoring import reads as reads_lib
+from wpbjax.scoring.metrics import f1_from_counts, history, retained_mask
 
-OBJECTIVES = ("utility_ratio", "f1")
+OBJECTIVES = ("utility_ratio", "f1", "read_accuracy")
+DEFAULT_TOP_K = reads_lib.Retriever().top_k[0]  # K of read_accuracy unless given (a sweep's default)
+# What the host needs of generated episodes to encode them for reads (jax_gen.to_encoded)
+ENCODED_FIELDS = (
+    "code",
+    "critical",
+    "write_cost",
+    "api_id",
+    "api_index",
+    "api_ids",
+    "field_value",
+    "field_present",
+    "field_frag_len",
+    "n_changes",
+)
 HALF_UNITS = np.round(jax_gen.UTILITY * 2).astype(np.int32)  # [codes] utility in units of 0.5
 PRIORITY_LEVELS = np.unique(np.concatenate([jax_gen.PRIORITY, [0.0]]))  # ascending; 0.0 first
 PRIORITY_RANK = np.searchsorted(PRIORITY_LEVELS, jax_gen.PRIORITY).astype(np.int32)  # [codes]
@@ -64,6 +86,7 @@ class Setup:
     shape: jax_gen.Shape
     track: str
     groups: tuple  # (Group, ...) covering the regimes in order
+    top_k: int = 0  # K of the read_accuracy objective's retriever; 0: no reads (no history kept)
 
 
 def value_cells(n_steps: int, budget: int) -> int:
@@ -73,7 +96,7 @@ def value_cells(n_steps: int, budget: int) -> int:
 
 
 def group(size: int, n_steps: int, budget: int, objective: str, search: bool) -> Group:
-    """The oracle for ``size`` regimes at ``budget``: none for f1; exact, except in a search whose
+    """The oracle for ``size`` regimes at ``budget``: none for f1 and read_accuracy; exact, except in a search whose
     exact table would exceed EXACT_SEARCH_CELLS (then the relaxed bound ranks the regimes)."""
     cells = value_cells(n_steps, budget)
     if objective != "utility_ratio":
@@ -168,13 +191,16 @@ def relaxed_oracle_half_units(weights, units, budget):
 
 
 def _regime_counts(policy: Policy, setup: Setup, kind: Group, params, meta_len, seeds, keys, knobs, budget) -> dict:
-    """[E] counts of one regime's episodes at its budget."""
+    """[E] counts of one regime's episodes at its budget (with reads: and each run's store history, and the
+    episodes' arrays, for the host)."""
     generated = jax_gen.encoded_arrays(setup.shape, knobs, meta_len, seeds, with_latent=False)
     batch = device_batch(setup.shape, generated, setup.track)
     units = jnp.asarray(HALF_UNITS)[generated["code"]]
+    runner = with_history(policy) if setup.top_k else policy
 
     def one(episode, episode_units, key):
-        kept = retained_mask(rollout(policy, params, episode, budget, key), episode)
+        store = rollout(runner, params, episode, budget, key)
+        kept = retained_mask(store, episode)
         best, capped = jnp.zeros((), jnp.float32), jnp.zeros((), bool)
         if kind.oracle == "exact":
             best, capped = oracle_half_units(episode.write_cost, episode_units, budget, kind.n_values)
@@ -187,9 +213,13 @@ def _regime_counts(policy: Policy, setup: Setup, kind: Group, params, meta_len, 
             hits=jnp.sum(kept & episode.critical, dtype=jnp.int32),
             retained=jnp.sum(kept, dtype=jnp.int32),
             n_critical=jnp.sum(episode.critical, dtype=jnp.int32),
+            **{name: value for name, value in history(store).items() if value is not None},
         )
 
-    return jax.vmap(one)(batch, units, keys)
+    out = jax.vmap(one)(batch, units, keys)
+    if setup.top_k:
+        out.update({f"episode_{name}": generated[name] for name in ENCODED_FIELDS})
+    return out
 
 
 def _evaluate(policy: Policy, setup: Setup, chunk: int, params, meta_len, seeds, knobs, budgets) -> dict:
@@ -224,15 +254,42 @@ def evaluate(policy: Policy, setup: Setup, knobs: dict, budgets, seeds, params=N
     host = {name: np.asarray(value) for name, value in out.items()}
     if host["capped"].any():  # cannot happen with value_cells; a guard against a silent wrong number
         raise ObjectiveError("oracle table too small for these budgets")
+    if setup.top_k:
+        host.update(read_counts(setup, host))
     return host
+
+
+def read_counts(setup: Setup, host: dict) -> dict:
+    """``n_right``, ``n_probes`` ([M, E] int64) of the runs' reads: the episodes (``episode_*`` arrays
+    [M, E, ...]) encoded on the host, their default probes drawn (keyed by mode and episode index, as a
+    sweep of the regime's episodes draws them) and answered from each run's store history at K."""
+    n_regimes, n_episodes = host["policy_units"].shape
+    flat = {name: value.reshape((-1,) + value.shape[2:]) for name, value in host.items()}
+    shape = setup.shape
+    config = jax_gen.JaxGenConfig(
+        mode=shape.mode, steps=shape.steps, api_pool=shape.api_pool, max_params=shape.max_params
+    )
+    encoded = jax_gen.to_encoded(config, {name: flat[f"episode_{name}"] for name in ENCODED_FIELDS})
+    ids = np.tile(np.arange(n_episodes), n_regimes).astype(object)  # episode e of every regime: its draws
+    encoded = probes_lib.with_default_probes(dataclasses.replace(encoded, episode_id=ids))
+    runs = {name: flat[name][:, None] for name in reads_lib.HISTORY_FIELDS if name in flat}  # [n, B=1, T]
+    retriever = reads_lib.Retriever(top_k=(setup.top_k,))
+    counts = reads_lib.read_counts(
+        runs, encoded, np.arange(len(ids)), encoded.track_costs(cost_track(setup.track)), retriever
+    )
+    return {name: counts[name][:, 0, 0].reshape(n_regimes, n_episodes) for name in ("n_right", "n_probes")}
 
 
 def objective_values(counts: dict, objective: str) -> np.ndarray:
     """[M, E] float64 per-run objective: ``utility_ratio`` (retained / oracle utility; 1 where the
-    oracle keeps nothing either) or ``f1`` (retained vs critical steps)."""
+    oracle keeps nothing either), ``f1`` (retained vs critical steps) or ``read_accuracy`` (right
+    answers / probes; 1 for an episode without probes, none of which can be wrong)."""
     if objective == "utility_ratio":
         oracle = counts["oracle_units"].astype(np.float64)
         return np.where(oracle > 0, counts["policy_units"] / np.maximum(oracle, 1), 1.0)
     if objective == "f1":
         return f1_from_counts(counts["hits"], counts["retained"], counts["n_critical"])
+    if objective == "read_accuracy":
+        probes = counts["n_probes"]
+        return np.where(probes > 0, counts["n_right"] / np.maximum(probes, 1), 1.0)
     raise ObjectiveError(f"objective: expected one of {', '.join(OBJECTIVES)}; got {objective!r}")

@@ -127,26 +127,52 @@ def minimise(score, dim: int, n_groups: int, config: Search, progress=None, labe
     return [dict(unit=unit, objective=value, trace=trace) for (value, unit), trace in zip(best, traces)]
 
 
-def search_space(policy, space: Space, budgets, track: str, objective: str, config: Search, progress=None) -> list:
+def search_space(
+    policy,
+    space: Space,
+    budgets,
+    track: str,
+    objective: str,
+    config: Search,
+    progress=None,
+    top_k: int = 0,
+    params: dict | None = None,
+) -> list:
     """Per budget (in order): {"unit": [D] best point, "objective": its search estimate, "trace": [G]
-    best estimate so far after each generation}. ``progress``: an object with ``advance(runs, label)``."""
+    best estimate so far after each generation}. ``progress``: an object with ``advance(runs, label)``;
+    ``top_k``: K of the ``read_accuracy`` objective (0 for the others); ``params``: the policy's param
+    overrides (traced: policies that differ only by them share one compiled program)."""
     budgets = np.asarray(budgets, np.int64)
     groups = tuple(evaluate_lib.group(config.population, space.steps, b, objective, search=True) for b in budgets)
-    setup = evaluate_lib.Setup(jax_gen.Shape(space.mode, space.steps, space.api_pool, space.max_params), track, groups)
+    shape = jax_gen.Shape(space.mode, space.steps, space.api_pool, space.max_params)
+    setup = evaluate_lib.Setup(shape, track, groups, top_k)
     seeds = jax_gen.episode_seeds(config.seed, 0, config.episodes_per_regime)
     regime_budgets = np.repeat(budgets, config.population).astype(np.int32)
 
     def score(points):
-        counts = evaluate_lib.evaluate(policy, setup, space.to_knobs(jnp.asarray(points)), regime_budgets, seeds)
+        knobs = space.to_knobs(jnp.asarray(points))
+        counts = evaluate_lib.evaluate(policy, setup, knobs, regime_budgets, seeds, params)
         return evaluate_lib.objective_values(counts, objective).mean(axis=1)
 
     return minimise(score, space.dim, len(budgets), config, progress, space.mode)
 
 
-def score_regimes(policy, regimes: list, budgets, track: str, objective: str, steps: int, shape: tuple, config: Search):
+def score_regimes(
+    policy,
+    regimes: list,
+    budgets,
+    track: str,
+    objective: str,
+    steps: int,
+    shape: tuple,
+    config: Search,
+    top_k: int = 0,
+    params: dict | None = None,
+):
     """[len(regimes)] of (mean, ci95) of each regime (a knob dict with "mode") at its budget on the
     confirmation episodes (generator seed ``config.seed + 1``, indices 0..confirm_episodes-1).
-    ``shape``: (api_pool, max_params). Regimes of one mode share one compiled call."""
+    ``shape``: (api_pool, max_params); ``top_k``, ``params``: as :func:`search_space`. Regimes of one mode
+    share one compiled call."""
     seeds = jax_gen.episode_seeds(config.seed + 1, 0, config.confirm_episodes)
     out = [None] * len(regimes)
     by_mode: dict = {}
@@ -157,8 +183,9 @@ def score_regimes(policy, regimes: list, budgets, track: str, objective: str, st
         stacked = jax.tree_util.tree_map(lambda *leaves: jnp.asarray(np.stack(leaves)), *[c.knobs() for c in configs])
         budget = np.asarray([budgets[i] for i in indices], np.int32)
         groups = (evaluate_lib.group(len(indices), steps, int(budget.max()), objective, search=False),)
-        setup = evaluate_lib.Setup(configs[0].shape, track, groups)
-        values = evaluate_lib.objective_values(evaluate_lib.evaluate(policy, setup, stacked, budget, seeds), objective)
+        setup = evaluate_lib.Setup(configs[0].shape, track, groups, top_k)
+        counts = evaluate_lib.evaluate(policy, setup, stacked, budget, seeds, params)
+        values = evaluate_lib.objective_values(counts, objective)
         for row, i in enumerate(indices):
             out[i] = (float(values[row].mean()), _ci95(values[row]))
     return out

@@ -26,6 +26,22 @@ class Shape:
     max_params: int = 6
 
 
+def read_k(objective: str, top_k: int | None) -> int:
+    """K of the ``read_accuracy`` objective's retriever (default :data:`evaluate.DEFAULT_TOP_K`); 0 for the
+    objectives that do not read. One-line :class:`KnobError` for a bad objective, a K below 1, or a K given
+    with an objective that does not read."""
+    if objective not in evaluate_lib.OBJECTIVES:
+        raise KnobError(f"{arg('objective')}: expected one of {', '.join(evaluate_lib.OBJECTIVES)}; got {objective!r}")
+    if objective != "read_accuracy":
+        if top_k is not None:
+            raise KnobError(f"{arg('top_k')}: only {arg('objective')} read_accuracy reads; got {objective}")
+        return 0
+    k = evaluate_lib.DEFAULT_TOP_K if top_k is None else top_k
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise KnobError(f"{arg('top_k')}: expected a whole number >= 1; got {k!r}")
+    return int(k)
+
+
 def check(policies, budgets, track, objective, modes, config: Search, shape: Shape) -> list:
     """The policies as :class:`wpbjax.policies.Policy` objects, every argument checked (one-line errors)."""
     from wpbjax.policies import make
@@ -69,17 +85,20 @@ def run_study(
     config: Search | None = None,
     shape: Shape | None = None,
     progress=None,
+    top_k: int | None = None,
 ) -> dict:
     """The ``adv.json`` document (docs/adversarial.md): per (policy, budget) the worst regime over
     ``modes`` (default: every JAX mode), confirmed, beside the worst named regime. ``progress``:
     ``progress(total_runs)`` -> a context manager with ``advance(runs, label)``, opened once every
-    argument has been checked."""
+    argument has been checked. ``top_k``: K of the ``read_accuracy`` objective (default 5; refused with
+    another objective)."""
     import contextlib
 
     from wpbjax.episodes.generators.jax_gen import JAX_MODES
 
     config, shape = config or Search(), shape or Shape()
 
+    k = read_k(objective, top_k)
     modes = list(JAX_MODES if modes is None else modes)
     budgets = [int(b) for b in budgets]
     spaces = [knobs_lib.space(mode, shape.steps, shape.api_pool, shape.max_params, bounds) for mode in modes]
@@ -94,7 +113,7 @@ def run_study(
         results = [
             result
             for policy in policy_objects
-            for result in _study_policy(policy, spaces, named, budgets, track, objective, config, shape, bar)
+            for result in _study_policy(policy, spaces, named, budgets, track, objective, config, shape, bar, k)
         ]
     settings = dict(
         policies=[policy.name for policy in policy_objects],
@@ -104,14 +123,19 @@ def run_study(
         bounds={space.mode: {name: [low, high] for name, low, high in space.bounds} for space in spaces},
         **dataclasses.asdict(shape),
         **dataclasses.asdict(config),
+        **({"top_k": k} if k else {}),
     )
     return dict(objective=objective, settings=settings, results=results)
 
 
-def _study_policy(policy, spaces, named, budgets, track, objective, config: Search, shape: Shape, progress) -> list:
+def _study_policy(
+    policy, spaces, named, budgets, track, objective, config: Search, shape: Shape, progress, top_k: int = 0
+) -> list:
     """One policy's results (one per budget): every mode's search, the worst confirmed, the named regimes scored."""
     results = []
-    found = [search_lib.search_space(policy, space, budgets, track, objective, config, progress) for space in spaces]
+    found = [
+        search_lib.search_space(policy, space, budgets, track, objective, config, progress, top_k) for space in spaces
+    ]
     worst = []
     for b in range(len(budgets)):
         index = int(np.argmin([per_mode[b]["objective"] for per_mode in found]))
@@ -121,7 +145,7 @@ def _study_policy(policy, spaces, named, budgets, track, objective, config: Sear
     regime_budgets = budgets + [budget for _ in named for budget in budgets]
     shape_pair = (shape.api_pool, shape.max_params)
     scored = search_lib.score_regimes(
-        policy, regimes, regime_budgets, track, objective, shape.steps, shape_pair, config
+        policy, regimes, regime_budgets, track, objective, shape.steps, shape_pair, config, top_k
     )
     for b, budget in enumerate(budgets):
         mean, ci95 = scored[b]

@@ -9,7 +9,7 @@ from wpbjax.cli.argtypes import int_list, name_list, positive_int
 
 
 def add_parser(commands) -> None:
-    from wpbjax.adversarial.evaluate import OBJECTIVES
+    from wpbjax.adversarial.evaluate import DEFAULT_TOP_K, OBJECTIVES
     from wpbjax.adversarial.search import METHODS, Search
 
     d = Search()
@@ -20,6 +20,9 @@ def add_parser(commands) -> None:
     adversary.add_argument("--budgets", type=lambda text: int_list(text, minimum=1), required=True, help="bytes")
     adversary.add_argument("--track", default="unprivileged", help="default unprivileged")
     adversary.add_argument("--objective", default="utility_ratio", help=f"one of {', '.join(OBJECTIVES)}")
+    adversary.add_argument(
+        "--top-k", type=int, default=None, help=f"K of read_accuracy's retriever (default {DEFAULT_TOP_K})"
+    )
     adversary.add_argument("--modes", type=name_list, default=None, help="modes searched (default: every JAX mode)")
     adversary.add_argument("--bounds", default=None, help="KNOB=LOW:HIGH[,...] replacing default search bounds")
     adversary.add_argument("--population", type=positive_int, default=d.population, help=f"default {d.population}")
@@ -68,6 +71,7 @@ def cmd_adversary(args) -> int:
         search=args.search,
         seed=args.seed,
         progress=not args.quiet,
+        top_k=args.top_k,
     )
     if not args.quiet:
         for result in document["results"]:
