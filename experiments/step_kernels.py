@@ -80,7 +80,7 @@ def main() -> None:
         policy = make(name)
         index = rollout._episode_index(None, batch.n_episodes)
         lowered = rollout._batch_counts.lower(
-            policy, rollout._mesh_of(batch), per_pass, policy.resolve_params({}), batch, budgets, None, index
+            policy, devices_lib.mesh_of(batch.valid), per_pass, policy.resolve_params({}), batch, budgets, None, index
         )
         counts = summarise(lowered.compile().as_text(), args.steps)
         print(f"| {name} | " + " | ".join(str(value) for value in counts.values()) + " |")

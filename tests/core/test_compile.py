@@ -86,7 +86,7 @@ from wpbjax.testing import max_traces
 assert len(jax.devices()) == 4
 batch = devices.place(_generated_batch(8), jax.devices())
 counts = rollout.batch_counts(make("merge_aggressive"), batch, [300, 1024, 4096], per_pass=1)
-assert rollout._mesh_of(batch) is not None
+assert devices.mesh_of(batch.valid) is not None
 np.savez({out!r}, **{{field: np.asarray(value) for field, value in vars(counts).items() if value is not None}})
 """
 

@@ -5,7 +5,7 @@ params are traced, so a new budget grid or parameter value never recompiles.
 
 One compiled call runs its episodes in *passes* of a few hundred (a ``lax.map``): every step of a
 rollout touches each run's store, so a pass whose runs' stores and episodes fit in the CPU cache
-runs 1.5-2x faster, and far more steadily, than one sweep over a large batch (measured; see
+runs faster, and far more steadily, than one sweep over a large batch (docs/performance.md; see
 :func:`episodes_per_pass`). On several devices each device makes its own passes (``shard_map``).
 
 The public, scored entry point is :func:`wpbjax.api.simulate` (``wj.simulate``); this module is its engine.
@@ -22,7 +22,7 @@ import numpy as np
 
 from wpbjax.common.budgets import check_budgets
 from wpbjax.core import segments
-from wpbjax.core.scan import _initial, _mesh_of, _on_devices, advance, episode_keys, rollout, run_counts, step  # noqa: F401 (re-exported)
+from wpbjax.core.scan import advance, episode_keys, initial_carry, rollout, run_counts, step  # noqa: F401 (re-exported)
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
 from wpbjax.runtime import devices as devices_lib, programs
@@ -88,11 +88,11 @@ def _counts_of_batch(
             lambda batch, keys: over_episodes(policy, params, batch, budgets, keys), per_pass, batch, keys
         )
 
-    return _on_devices(local, mesh, (params, budgets), (batch, keys))
+    return devices_lib.on_devices(local, mesh, (params, budgets), (batch, keys))
 
 
 _batch_counts = programs.jit(_counts_of_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
-# The same rollouts traced faster (see _initial) and compiled with XLA's backend optimisation off: they
+# The same rollouts traced faster (see initial_carry) and compiled with XLA's backend optimisation off: they
 # compile sooner and run several times slower, so they win only where compiling is most of the work (the
 # paper grid; docs/performance.md, "Sweeps at scale").
 _batch_counts_quick = programs.jit(
@@ -159,7 +159,7 @@ def batch_counts(
         return segments.simulate_in_segments(policy, batch, budgets, params, {}, key, episode_index, grid=False)
     compiled = _batch_counts_quick if work < QUICK_COMPILE_BELOW else _batch_counts
     per_pass = per_pass or episodes_per_pass(batch.n_steps, budgets.shape[0])
-    return compiled(policy, _mesh_of(batch), per_pass, params, batch, budgets, key, episode_index)
+    return compiled(policy, devices_lib.mesh_of(batch.valid), per_pass, params, batch, budgets, key, episode_index)
 
 
 # --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
@@ -185,7 +185,7 @@ def _counts_of_grid(
             keys,
         )
 
-    counts = _on_devices(local, mesh, (params, budgets), (run_inputs, batch, keys))
+    counts = devices_lib.on_devices(local, mesh, (params, budgets), (run_inputs, batch, keys))
     return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
 
 
@@ -231,7 +231,9 @@ def grid_counts(
         counts = segments.simulate_in_segments(policy, batch, budgets, resolved, per_run, key, episode_index, grid=True)
         return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
     per_pass = episodes_per_pass(batch.n_steps, n_points * budgets.shape[0])
-    return _grid_counts(policy, _mesh_of(batch), per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
+    return _grid_counts(
+        policy, devices_lib.mesh_of(batch.valid), per_pass, resolved, run_inputs, batch, budgets, key, episode_index
+    )
 
 
 # --- Per-step traces (off by default: only these functions compute them) ---------------------------
@@ -262,7 +264,9 @@ def rollout_trace(policy: Policy, params, episode: EpisodeBatch, budget, key) ->
         )
         return (store, state), trace
 
-    (final, _), trace = jax.lax.scan(traced_step, _initial(policy, params, episode, budget, key), jnp.arange(n_steps))
+    (final, _), trace = jax.lax.scan(
+        traced_step, initial_carry(policy, params, episode, budget, key), jnp.arange(n_steps)
+    )
     return store_lib.finish(final, n_steps, policy.features), trace
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec
 
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
@@ -46,15 +45,14 @@ def step(policy: Policy, params, episode: EpisodeBatch, budget, store, state, po
     return store, state
 
 
-def _initial(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> tuple:
+def initial_carry(policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False) -> tuple:
     """(empty store, policy state): a rollout's first carry.
 
     ``fast_trace`` marks every leaf as varying with the budget and the episode from the start (a
     select XLA removes). vmap's scan rule then traces the step once per vmap level instead of twice
-    (the second pass finds which carried leaves vary): 30-50% less tracing. But leaves that never
-    vary, such as no_mem's empty store, become per-run work: runs up to 4x slower for the cheap
-    policies (measured: no_mem 575M -> 148M, priority_threshold 164M -> 115M episode-steps/s).
-    So only the quick build, for small sweeps, uses it."""
+    (the second pass finds which carried leaves vary), so it traces faster. But leaves that never
+    vary, such as no_mem's empty store, become per-run work and the cheap policies run several times
+    slower (docs/performance.md), so only the quick build, for small sweeps, uses it."""
     initial = (store_lib.empty(episode.valid.shape[0], policy.features), policy.init(params, episode, key))
     if not fast_trace:
         return initial
@@ -77,10 +75,10 @@ def rollout(
     policy: Policy, params, episode: EpisodeBatch, budget, key, fast_trace: bool = False
 ) -> store_lib.StoreState:
     """Final store of one policy on one episode (arrays without the N axis) at one budget
-    (``fast_trace``: see :func:`_initial`; the same store either way)."""
+    (``fast_trace``: see :func:`initial_carry`; the same store either way)."""
     n_steps = episode.valid.shape[0]
     final, _ = advance(
-        policy, params, episode, budget, _initial(policy, params, episode, budget, key, fast_trace), 0, n_steps
+        policy, params, episode, budget, initial_carry(policy, params, episode, budget, key, fast_trace), 0, n_steps
     )
     return store_lib.finish(final, n_steps, policy.features)
 
@@ -94,19 +92,3 @@ def episode_keys(key, episode_index) -> jax.Array:
     Called inside the compiled programs (outside, each key op would compile a small program)."""
     key = jax.random.key(0) if key is None else key
     return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.asarray(episode_index, jnp.uint32))
-
-
-def _on_devices(local, mesh, replicated, sharded):
-    """``local(*replicated, *sharded)`` on each device's share of the episode axis (``shard_map``),
-    or directly when ``mesh`` is None (one device)."""
-    if mesh is None:
-        return local(*replicated, *sharded)
-    episodes = PartitionSpec(mesh.axis_names[0])
-    specs = (PartitionSpec(),) * len(replicated) + (episodes,) * len(sharded)
-    return jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=episodes, check_vma=False)(*replicated, *sharded)
-
-
-def _mesh_of(batch: EpisodeBatch):
-    """The device mesh ``batch`` is sharded over (see ``wpbjax.runtime.devices.place``), or None for one device."""
-    mesh = getattr(batch.valid.sharding, "mesh", None)
-    return mesh if mesh is not None and mesh.devices.size > 1 else None

@@ -8,7 +8,7 @@ bounds are traced, so one compile serves every segment of any episode length.
 
 Why not one program that calls the host every so many steps: a program with a host callback is
 never found in the persistent compilation cache (the callback's address is part of its key), so
-every long sweep compiled every policy again (1-2 s each on 2 cores).
+every long sweep would compile every policy again.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from wpbjax.core.scan import _initial, _mesh_of, _on_devices, advance, episode_keys
+from wpbjax.core.scan import advance, episode_keys, initial_carry
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
 from wpbjax.runtime import devices as devices_lib, programs
@@ -51,13 +51,13 @@ def _start(policy: Policy, mesh, grid: bool, params, run_inputs, batch: EpisodeB
     """Every run's carry before step 0: leaves [N, (P,) B, ...]."""
 
     def first_carry(params, budget, episode, key, run_inputs):
-        return _initial(policy, {**params, **run_inputs}, episode, budget, key)
+        return initial_carry(policy, {**params, **run_inputs}, episode, budget, key)
 
     def local(params, budgets, run_inputs, batch, episode_index):
         keys = episode_keys(key, episode_index)
         return _map_runs(first_carry, grid)(params, budgets, batch, keys, run_inputs)
 
-    return _on_devices(local, mesh, (params, budgets), (run_inputs, batch, episode_index))
+    return devices_lib.on_devices(local, mesh, (params, budgets), (run_inputs, batch, episode_index))
 
 
 def _advance(policy: Policy, mesh, grid: bool, params, run_inputs, batch: EpisodeBatch, budgets, carry, first, stop):
@@ -70,7 +70,7 @@ def _advance(policy: Policy, mesh, grid: bool, params, run_inputs, batch: Episod
     def local(params, budgets, first, stop, run_inputs, batch, carry):
         return _map_runs(run_steps, grid)(params, budgets, batch, None, (run_inputs, carry))
 
-    return _on_devices(local, mesh, (params, budgets, first, stop), (run_inputs, batch, carry))
+    return devices_lib.on_devices(local, mesh, (params, budgets, first, stop), (run_inputs, batch, carry))
 
 
 def _finish(policy: Policy, mesh, grid: bool, params, batch: EpisodeBatch, budgets, carry) -> metrics.Counts:
@@ -83,7 +83,7 @@ def _finish(policy: Policy, mesh, grid: bool, params, batch: EpisodeBatch, budge
     def local(params, budgets, batch, carry):
         return _map_runs(final_counts, grid)(params, budgets, batch, None, carry)
 
-    return _on_devices(local, mesh, (params, budgets), (batch, carry))
+    return devices_lib.on_devices(local, mesh, (params, budgets), (batch, carry))
 
 
 _OPTIONS = {"static_argnums": (0, 1, 2), "compiler_options": devices_lib.COMPILER_OPTIONS}
@@ -115,7 +115,7 @@ def simulate_in_segments(
     lone = n_episodes == 1
     if lone:  # a batch axis of size 1 makes XLA copy the carried stores every step (see simulate._in_passes)
         batch, run_inputs, episode_index = _twice((batch, run_inputs, episode_index), batch.valid)
-    mesh = _mesh_of(batch)
+    mesh = devices_lib.mesh_of(batch.valid)
     carry = _start_program(policy, mesh, grid, params, run_inputs, batch, budgets, key, episode_index)
     if isinstance(batch.valid, jax.Array):  # where later carries will be (else the second call compiles again)
         carry = jax.device_put(carry, batch.valid.sharding)

@@ -121,3 +121,20 @@ def place(tree, devices):
     if len(devices) == 1:
         return jax.device_put(tree, devices[0])
     return jax.device_put(tree, episode_sharding(devices))
+
+
+def on_devices(local, mesh, replicated, sharded):
+    """``local(*replicated, *sharded)`` on each device's share of the episode axis (``shard_map``),
+    or directly when ``mesh`` is None (one device)."""
+    if mesh is None:
+        return local(*replicated, *sharded)
+    episodes = PartitionSpec(mesh.axis_names[0])
+    specs = (PartitionSpec(),) * len(replicated) + (episodes,) * len(sharded)
+    return jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=episodes, check_vma=False)(*replicated, *sharded)
+
+
+def mesh_of(array):
+    """The device mesh ``array`` (an episode batch's leaf) is sharded over (see :func:`place`), or None for one
+    device."""
+    mesh = getattr(array.sharding, "mesh", None)
+    return mesh if mesh is not None and mesh.devices.size > 1 else None
