@@ -123,20 +123,26 @@ _FORKED: dict = {}  # what forked workers inherit instead of receiving it pickle
 
 
 def _drive_forked(n: int) -> list:
-    return _drive_runs(_FORKED["tasks"][n])
+    return _FORKED["drive"](_FORKED["tasks"][n])
 
 
-def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRun = HostRun(), progress=None) -> list:
-    """[N][B] per-step call lists of ``policy`` on every (episode, budget), workers over episodes."""
-    tasks = [
-        (policy, episode, budgets, track, episode.get("labels", {}).get("episode_id", n))
-        for n, episode in enumerate(episodes)
-    ]
+def host_programs(
+    policy, episodes: list[dict], budgets, track: str, run: HostRun = HostRun(), progress=None, tasks=None, drive=None
+) -> list:
+    """[N][B] per-step call lists of ``policy`` on every (episode, budget), workers over episodes. ``tasks``,
+    ``drive``: other per-episode work (``drive(task)`` -> that episode's B runs; a tiered run's,
+    :mod:`wpbjax.host.tiers`)."""
+    if tasks is None:
+        tasks = [
+            (policy, episode, budgets, track, episode.get("labels", {}).get("episode_id", n))
+            for n, episode in enumerate(episodes)
+        ]
+    drive = drive or _drive_runs
     workers = run.workers or min(os.cpu_count() or 1, 8)
     if workers == 1 or len(tasks) < 2 * workers:
         programs = []
         for task in tasks:
-            programs.append(_drive_runs(task))
+            programs.append(drive(task))
             if progress is not None:
                 progress.advance(len(budgets), track)
         return programs
@@ -144,7 +150,7 @@ def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRu
     # exec'd block needs no import by name); they run only plain Python, never JAX, so the parent's JAX
     # threads are not used in them
     context = multiprocessing.get_context("fork")
-    _FORKED["tasks"] = tasks
+    _FORKED["tasks"], _FORKED["drive"] = tasks, drive
     try:
         with warnings.catch_warnings(), concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
             warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)  # JAX's warning, see above
@@ -215,17 +221,12 @@ def prepare(policy, source, encoded, budgets, tracks, name: str | None = None, r
     return prepare_all([HostPolicy(policy, tuple(tracks), name)], source, encoded, budgets, tracks, run)[0]
 
 
-def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostRun()) -> list[str]:
-    """:func:`prepare` for several policies (:class:`HostPolicy`, or plain policies on ``tracks``) of one
-    call: their logs are padded to one shape, so a sweep of them all compiles one replay per track and
-    shape (the replay policies are equal as static arguments, :class:`wpbjax.host.replay.ReplayPolicy`).
-    Returns their sweep names, in order."""
-    entries = [entry if isinstance(entry, HostPolicy) else HostPolicy(entry) for entry in policies]
-    episodes = dict_episodes(source) if not isinstance(source, list) else source
-    if len(episodes) != encoded.n_episodes:
-        raise PolicyError(f"episodes: {len(episodes)} dict episodes but {encoded.n_episodes} encoded")
-    logs = []
-    for entry in entries:
+def resolve_entries(policies, tracks) -> list[tuple[str, object, list]]:
+    """(label, policy object, its tracks) of each of ``policies`` (:class:`HostPolicy`, objects or
+    ``MODULE:NAME`` strings; tracks default to ``tracks``)."""
+    resolved = []
+    for entry in policies:
+        entry = entry if isinstance(entry, HostPolicy) else HostPolicy(entry)
         policy, label = entry.policy, entry.name
         if isinstance(policy, str):
             label = label or policy.removeprefix(f"{PREFIX}:")
@@ -235,6 +236,26 @@ def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostR
         unknown = [track for track in on if track not in TRACKS]
         if unknown:
             raise PolicyError(f"tracks: a Python policy runs on {', '.join(TRACKS)}; got {', '.join(unknown)}")
+        resolved.append((label, policy, on))
+    return resolved
+
+
+def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostRun(), tiers=None) -> list[str]:
+    """:func:`prepare` for several policies (:class:`HostPolicy`, or plain policies on ``tracks``) of one
+    call: their logs are padded to one shape, so a sweep of them all compiles one replay per track and
+    shape (the replay policies are equal as static arguments, :class:`wpbjax.host.replay.ReplayPolicy`).
+    ``tiers``: a :class:`wpbjax.sweeps.config.Tiers` config: tiered runs, ``budgets`` the checkpoint's
+    (:mod:`wpbjax.host.tiers`). Returns their sweep names, in order."""
+    episodes = dict_episodes(source) if not isinstance(source, list) else source
+    if len(episodes) != encoded.n_episodes:
+        raise PolicyError(f"episodes: {len(episodes)} dict episodes but {encoded.n_episodes} encoded")
+    entries = resolve_entries(policies, tracks)
+    if tiers is not None:
+        from wpbjax.host.tiers import prepare_tiered
+
+        return prepare_tiered(entries, episodes, encoded, budgets, tiers, run)
+    logs = []
+    for label, policy, on in entries:
         with Progress(len(episodes) * len(budgets) * len(on), enabled=not run.quiet) as progress:
             programs = [row for track in on for row in host_programs(policy, episodes, budgets, track, run, progress)]
         logs.append((label, on, build_log(programs, encoded.n_steps)))
@@ -254,13 +275,14 @@ def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostR
     return names
 
 
-def prepare_named(policies: str, episodes, grid, quiet: bool = True) -> None:
+def prepare_named(policies: str, episodes, grid, quiet: bool = True, tiers=None) -> None:
     """``wpbjax sweep --policies ...,py:MODULE:NAME,...``: drive each ``py:`` policy over the sweep's
-    ``episodes`` (files or a Generate config) at the budgets and tracks of its ``grid`` (a Grid config)."""
+    ``episodes`` (files or a Generate config) at the budgets and tracks of its ``grid`` (a Grid config);
+    ``tiers``: a tiered sweep's :class:`wpbjax.sweeps.config.Tiers` (the runs are tiered runs)."""
     named = [name for name in policies.split(",") if name.startswith(f"{PREFIX}:")]
     host_episodes, encoded, _ = prepare_episodes(episodes)
     tracks = [track for track in grid.tracks if track in TRACKS]
-    prepare_all(named, host_episodes, encoded, grid.budgets, tracks, run=HostRun(quiet=quiet))
+    prepare_all(named, host_episodes, encoded, grid.budgets, tracks, run=HostRun(quiet=quiet), tiers=tiers)
 
 
 def registered(label: str):

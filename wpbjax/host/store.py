@@ -27,7 +27,7 @@ from typing import Any
 
 from wpbjax.episodes.encode import INDEX_BYTES, json_len, write_cost
 
-KINDS = ("SKIP", "WRITE", "EXPIRE", "MERGE")
+KINDS = ("SKIP", "WRITE", "EXPIRE", "MERGE", "JOURNAL", "DEMOTE")  # the last two: tiered runs only
 
 
 class ActionType(enum.StrEnum):
@@ -35,6 +35,8 @@ class ActionType(enum.StrEnum):
     WRITE = "WRITE"
     EXPIRE = "EXPIRE"
     MERGE = "MERGE"
+    JOURNAL = "JOURNAL"  # tiered runs (wpbjax.host.tiers): append the incoming step's record to the journal
+    DEMOTE = "DEMOTE"  # tiered runs: move checkpoint item ``target_t`` to the journal
 
 
 @dataclasses.dataclass(frozen=True)
