@@ -281,7 +281,12 @@ def prepare_named(policies: str, episodes, grid, quiet: bool = True, tiers=None)
     ``tiers``: a tiered sweep's :class:`wpbjax.sweeps.config.Tiers` (the runs are tiered runs)."""
     named = [name for name in policies.split(",") if name.startswith(f"{PREFIX}:")]
     host_episodes, encoded, _ = prepare_episodes(episodes)
-    tracks = [track for track in grid.tracks if track in TRACKS]
+    tracks = [track for track in grid.tracks if track in TRACKS]  # as a JAX policy: the asked tracks it supports
+    if not tracks:
+        raise PolicyError(
+            f"policy {named[0]}: a Python policy runs on {', '.join(TRACKS)} (its steps carry no utility); "
+            f"got --tracks {','.join(grid.tracks)}"
+        )
     prepare_all(named, host_episodes, encoded, grid.budgets, tracks, run=HostRun(quiet=quiet), tiers=tiers)
 
 
