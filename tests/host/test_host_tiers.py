@@ -29,9 +29,12 @@ def _keyed(table: pd.DataFrame) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def tier_rows() -> dict[str, pd.DataFrame]:
     host = [HostPolicy(policy, name=f"tiers.{name}") for name, policy in TIER_BASELINES.items()]
-    rows = wj.run_python_policy(host, EPISODES, grid=GRID, reads=READS, tiers=TIERS, workers=1)
+    rows = wj.run_python_policy(host, EPISODES, grid=GRID, reads=READS, tiers=TIERS, workers=2)  # forked workers
     engine = wj.sweep(
-        EPISODES, grid=wj.Grid(GRID.budgets, policies=list(TIER_BASELINES), tracks=GRID.tracks), reads=READS, tiers=TIERS
+        EPISODES,
+        grid=wj.Grid(GRID.budgets, policies=list(TIER_BASELINES), tracks=GRID.tracks),
+        reads=READS,
+        tiers=TIERS,
     )
     return {"host": rows.assign(policy=rows.policy.str.removeprefix("py:tiers.")), "jax": engine}
 
@@ -82,8 +85,16 @@ def writes_ahead(step, store):
 @pytest.mark.parametrize(
     "policy, tiers, message",
     [
-        (merges, TIERS, "episode 0, t=3: MERGE in a tiered run: the tier store keeps no deltas (WRITE the step instead)"),
-        (journals, None, "episode 0, t=0: JOURNAL is a tiered run's action (give journal budgets); this run has one tier"),
+        (
+            merges,
+            TIERS,
+            "episode 0, t=3: MERGE in a tiered run: the tier store keeps no deltas (WRITE the step instead)",
+        ),
+        (
+            journals,
+            None,
+            "episode 0, t=0: JOURNAL is a tiered run's action (give journal budgets); this run has one tier",
+        ),
         (writes_ahead, TIERS, "episode 0, t=2: WRITE of step t=3, which has not arrived yet"),
     ],
 )

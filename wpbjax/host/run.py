@@ -251,8 +251,6 @@ def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostR
         raise PolicyError(f"episodes: {len(episodes)} dict episodes but {encoded.n_episodes} encoded")
     entries = resolve_entries(policies, tracks)
     if tiers is not None:
-        from wpbjax.host.tiers import prepare_tiered
-
         return prepare_tiered(entries, episodes, encoded, budgets, tiers, run)
     logs = []
     for label, policy, on in entries:
@@ -271,6 +269,63 @@ def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostR
                 run_inputs = {field: value[number * len(episodes) + n] for field, value in inputs.items()}
                 table.add(episode_key(costs[n], encoded.utility64[n], length), run_inputs, encoded.episode_id[n])
         _POLICIES[label] = replay_policy(f"{PREFIX}:{label}", tuple(on), plan=table)
+        names.append(f"{PREFIX}:{label}")
+    return names
+
+
+def prepare_tiered(entries: list, episodes: list[dict], encoded, budgets, tiers, run) -> list[str]:
+    """Drive each of ``entries`` ((label, policy, tracks), :func:`wpbjax.host.run.resolve_entries`) over
+    ``episodes`` in tiered runs at every (checkpoint budget of ``budgets``, journal budget of ``tiers``) pair,
+    checkpoint-major as a tiered sweep pairs them, and register each replay as a tier policy ``py:LABEL``."""
+    from wpbjax.host.tiers import (
+        TierLogTable,
+        TierRules,
+        build_tier_log,
+        consolidation_period,
+        crash_mask,
+        drive_tiered,
+        replay_tier_policy,
+        tier_log_width,
+    )
+    from wpbjax.sweeps.plan import check_tiers
+    from wpbjax.tiers.engine import compute_budget, labelled_crashes, tier_budgets
+    from wpbjax.tiers.policies import register_tier_policy
+
+    settings = check_tiers(tiers)
+    checkpoint = tier_budgets(budgets, "budgets").tolist()
+    journal = [int(budget) for budget in settings.journal_budgets]
+    pairs = [(c, j) for c in checkpoint for j in journal]
+    fact_key = encoded.arrays.fact_key
+    if fact_key is None:
+        raise PolicyError("episodes: tiered runs need fact tables (episodes with apis or a facts label)")
+    valid = encoded.arrays.valid
+    crashes = crash_mask(encoded.n_steps, settings.crash_rate, settings.crash_seed, np.arange(len(episodes)), valid,
+                         labelled_crashes(encoded.crash_pos, valid.shape))  # fmt: skip
+    rate, burst = (float(value) for value in np.asarray(compute_budget(settings.calls_per_step, settings.call_burst)))
+    names, logs = [], []
+    for label, policy, on in entries:
+        every = consolidation_period(policy, label)
+        rules = [TierRules(c, j, every, rate, burst) for c, j in pairs]
+        runs = []
+        with Progress(len(episodes) * len(pairs) * len(on), enabled=not run.quiet) as progress:
+            for track in on:
+                tasks = [
+                    (policy, episode, rules, track, fact_key[n, :, 0], crashes[n],
+                     episode.get("labels", {}).get("episode_id", n))
+                    for n, episode in enumerate(episodes)
+                ]  # fmt: skip
+                runs.append(host_programs(policy, episodes, pairs, track, run, progress, tasks, drive_tiered))
+        logs.append((label, on, runs, every))
+    width = max(tier_log_width(row) for _, _, runs, _ in logs for row in runs)
+    for label, on, runs, every in logs:
+        table = TierLogTable(pairs, episode_key)
+        for track, programs in zip(on, runs):
+            log = build_tier_log(programs, encoded.n_steps, every, width)
+            costs = encoded.track_costs(cost_track(track))
+            for n in range(len(episodes)):
+                key = episode_key(costs[n], encoded.utility64[n], int(encoded.arrays.length[n]))
+                table.add(key, {name: value[n] for name, value in log.items()}, encoded.episode_id[n])
+        register_tier_policy(replay_tier_policy(f"{PREFIX}:{label}", table))
         names.append(f"{PREFIX}:{label}")
     return names
 

@@ -116,7 +116,9 @@ class DeferredCheckpoint(_Tiered):
             fact = _fact(step.observation)
             if fact is not None:
                 newest_of[fact] = step.t
-        keep = [step for step in steps if _fact(step.observation) is None or newest_of[_fact(step.observation)] == step.t]
+        keep = [
+            step for step in steps if _fact(step.observation) is None or newest_of[_fact(step.observation)] == step.t
+        ]
         superseded = []
         for step in keep:
             fact = _fact(step.observation)

@@ -209,7 +209,9 @@ def crash_mask(n_steps: int, crash_rate: float, seed: int, episode_index, valid,
     keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(jax.random.key(seed), index)
     draw = lambda key, pos: jax.random.uniform(jax.random.fold_in(key, pos))  # noqa: E731
     pos = jnp.arange(n_steps, dtype=jnp.int32)
-    drawn = np.asarray(jax.vmap(jax.vmap(draw, in_axes=(None, 0)), in_axes=(0, None))(keys, pos) < jnp.float32(crash_rate))
+    drawn = np.asarray(
+        jax.vmap(jax.vmap(draw, in_axes=(None, 0)), in_axes=(0, None))(keys, pos) < jnp.float32(crash_rate)
+    )
     return (pos[None, :] > 0) & np.asarray(valid) & (drawn | np.asarray(labelled))
 
 
@@ -363,8 +365,8 @@ def replay_tier_policy(name: str, plan):
 class TierLogTable:
     """Per-run inputs by episode content and (checkpoint, journal) budget pair: a replay's ``plan``."""
 
-    def __init__(self, pairs: list[tuple[int, int]]):
-        self.pairs = pairs
+    def __init__(self, pairs: list[tuple[int, int]], key_of):
+        self.pairs, self.key_of = pairs, key_of  # key_of(write_cost, utility, length): wpbjax.host.run.episode_key
         self.runs: dict[bytes, dict] = {}  # episode key -> name -> [R, ...]
 
     def add(self, key: bytes, inputs: dict, episode_id) -> None:
@@ -377,8 +379,6 @@ class TierLogTable:
         self.runs[key] = inputs
 
     def __call__(self, write_cost, utility, length, pairs) -> dict:
-        from wpbjax.host.run import episode_key
-
         columns = []
         for pair in zip(np.asarray(pairs[0]).tolist(), np.asarray(pairs[1]).tolist()):
             if tuple(pair) not in self.pairs:
@@ -386,7 +386,7 @@ class TierLogTable:
             columns.append(self.pairs.index(tuple(pair)))
         out = {name: [] for name in TIER_LOG_FIELDS}
         for n in range(len(length)):
-            runs = self.runs.get(episode_key(write_cost[n], utility[n], int(length[n])))
+            runs = self.runs.get(self.key_of(write_cost[n], utility[n], int(length[n])))
             if runs is None:
                 raise PolicyError(f"episode {n} of the sweep: the Python policy was not run on it")
             for name in TIER_LOG_FIELDS:
@@ -394,7 +394,8 @@ class TierLogTable:
         return {name: np.stack(value) for name, value in out.items()}
 
 
-def _drive_tiered(task) -> list:
+def drive_tiered(task) -> list:
+    """One episode's tiered runs: ``task`` = (policy, episode, [R] TierRules, track, fact, crashes, episode id)."""
     policy, episode, rules, track, fact, crashes, episode_id = task
     return [drive_tier_episode(policy, episode, rule, track, fact, crashes, episode_id) for rule in rules]
 
@@ -405,53 +406,3 @@ def consolidation_period(policy, label: str) -> int:
     if isinstance(every, bool) or not isinstance(every, int) or every < 0:
         raise PolicyError(f"policy py:{label}: consolidate_every must be a whole number of steps >= 0; got {every!r}")
     return every
-
-
-def prepare_tiered(entries: list, episodes: list[dict], encoded, budgets, tiers, run) -> list[str]:
-    """Drive each of ``entries`` ((label, policy, tracks), :func:`wpbjax.host.run.resolve_entries`) over
-    ``episodes`` in tiered runs at every (checkpoint budget of ``budgets``, journal budget of ``tiers``) pair,
-    checkpoint-major as a tiered sweep pairs them, and register each replay as a tier policy ``py:LABEL``."""
-    from wpbjax.common.tracks import cost_track
-    from wpbjax.host.run import PREFIX, episode_key, host_programs
-    from wpbjax.runtime.progress import Progress
-    from wpbjax.sweeps.plan import check_tiers
-    from wpbjax.tiers.engine import compute_budget, labelled_crashes, tier_budgets
-    from wpbjax.tiers.policies import register_tier_policy
-
-    settings = check_tiers(tiers)
-    checkpoint = tier_budgets(budgets, "budgets").tolist()
-    journal = [int(budget) for budget in settings.journal_budgets]
-    pairs = [(c, j) for c in checkpoint for j in journal]
-    fact_key = encoded.arrays.fact_key
-    if fact_key is None:
-        raise PolicyError("episodes: tiered runs need fact tables (episodes with apis or a facts label)")
-    valid = encoded.arrays.valid
-    crashes = crash_mask(encoded.n_steps, settings.crash_rate, settings.crash_seed, np.arange(len(episodes)), valid,
-                         labelled_crashes(encoded.crash_pos, valid.shape))  # fmt: skip
-    rate, burst = (float(value) for value in np.asarray(compute_budget(settings.calls_per_step, settings.call_burst)))
-    names, logs = [], []
-    for label, policy, on in entries:
-        every = consolidation_period(policy, label)
-        rules = [TierRules(c, j, every, rate, burst) for c, j in pairs]
-        runs = []
-        with Progress(len(episodes) * len(pairs) * len(on), enabled=not run.quiet) as progress:
-            for track in on:
-                tasks = [
-                    (policy, episode, rules, track, fact_key[n, :, 0], crashes[n],
-                     episode.get("labels", {}).get("episode_id", n))
-                    for n, episode in enumerate(episodes)
-                ]  # fmt: skip
-                runs.append(host_programs(policy, episodes, pairs, track, run, progress, tasks, _drive_tiered))
-        logs.append((label, on, runs, every))
-    width = max(tier_log_width(row) for _, _, runs, _ in logs for row in runs)
-    for label, on, runs, every in logs:
-        table = TierLogTable(pairs)
-        for track, programs in zip(on, runs):
-            log = build_tier_log(programs, encoded.n_steps, every, width)
-            costs = encoded.track_costs(cost_track(track))
-            for n in range(len(episodes)):
-                key = episode_key(costs[n], encoded.utility64[n], int(encoded.arrays.length[n]))
-                table.add(key, {name: value[n] for name, value in log.items()}, encoded.episode_id[n])
-        register_tier_policy(replay_tier_policy(f"{PREFIX}:{label}", table))
-        names.append(f"{PREFIX}:{label}")
-    return names

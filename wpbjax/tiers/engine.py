@@ -107,7 +107,9 @@ def _simulate(
     keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(jax.random.key(seed), episode_index)
 
     def one(inputs, episode, checkpoint_budget, journal_budget, key, labelled):  # per-run inputs join the params
-        return run(policy, {**params, **inputs}, episode, checkpoint_budget, journal_budget, crash_rate, key, labelled, calls)
+        return run(
+            policy, {**params, **inputs}, episode, checkpoint_budget, journal_budget, crash_rate, key, labelled, calls
+        )
 
     over_budgets = jax.vmap(one, in_axes=(0, None, 0, 0, None, None))
     over_episodes = jax.vmap(over_budgets, in_axes=(0, 0, None, None, 0, 0))
