@@ -295,7 +295,7 @@ def prepare_tiered(entries: list, episodes: list[dict], encoded, budgets, tiers,
     checkpoint = tier_budgets(budgets, "budgets").tolist()
     journal = [int(budget) for budget in settings.journal_budgets]
     pairs = [(c, j) for c in checkpoint for j in journal]
-    fact_key = encoded.arrays.fact_key
+    fact_key = None if encoded.arrays.fact_key is None else np.asarray(encoded.arrays.fact_key)  # numpy: see crash_mask
     if fact_key is None:
         raise PolicyError("episodes: tiered runs need fact tables (episodes with apis or a facts label)")
     valid = encoded.arrays.valid

@@ -212,7 +212,8 @@ def crash_mask(n_steps: int, crash_rate: float, seed: int, episode_index, valid,
     drawn = np.asarray(
         jax.vmap(jax.vmap(draw, in_axes=(None, 0)), in_axes=(0, None))(keys, pos) < jnp.float32(crash_rate)
     )
-    return (pos[None, :] > 0) & np.asarray(valid) & (drawn | np.asarray(labelled))
+    # numpy throughout: the forked drivers must not touch a JAX array (a forked JAX runtime deadlocks)
+    return (np.arange(n_steps)[None, :] > 0) & np.asarray(valid) & (drawn | np.asarray(labelled))
 
 
 @dataclasses.dataclass(frozen=True)
