@@ -2,6 +2,7 @@
 
     python experiments/host_policies.py triage [--out-dir DIR]   # the text-classifier triage gate's table
     python experiments/host_policies.py speed                    # host loop vs the published harness's time
+    python experiments/host_policies.py scores-speed             # score_steps + 101 x 11 sweep vs the scorer
 
 ``triage``: a scikit-learn TF-IDF + logistic-regression classifier is trained on the stripe-python
 changelog's entries (text: section and entry; label: the entry is breaking) and used, through
@@ -197,13 +198,64 @@ def speed() -> None:
     print(f"the seven in one wj.run_python_policy call: {together:.1f} s ({together / harness:.2f}x)")
 
 
+PAPER_BUDGETS = (1024, 2048, 4096, 8192, 10240, 16384, 32768, 65536, 102400, 262144, 1048576)
+THRESHOLDS = np.round(np.linspace(0.0, 1.0, 101), 2).tolist()
+
+
+def scores_speed(out_dir: str, batch: int = 512) -> None:
+    """The issue's target: ``score_steps`` plus a 101 threshold x 11 budget sweep of ``scored_threshold`` over
+    the paper episodes (4 modes x 10 x 200 steps), against the scorer's calls alone (the triage classifier's
+    ``predict_proba`` over the same steps, in the same batches). Run twice: cold (this process compiles the
+    sweep's program, or loads it from the compilation cache, ``$WPBJAX_CACHE_DIR``) and warm (compiled; the
+    score cache emptied again so the scorer runs again)."""
+    from wpbjax.host.run import dict_episodes
+    from wpbjax.host.store import make_step
+    from wpbjax.runtime.devices import enable_compilation_cache
+
+    enable_compilation_cache()  # as the CLI does: a later process loads the compiled sweep from disk
+    os.makedirs(out_dir, exist_ok=True)
+    texts, labels = training_set()
+    scorer = classifier_scorer(train_classifier(texts, labels))
+    paper = wj.Generate()
+    steps = [make_step(raw, "unprivileged") for episode in dict_episodes(wj.EpisodeSource.generated())
+             for raw in episode["steps"]]  # fmt: skip
+    if batch == 1:  # one step per call, as a model API is called (llm_scorer)
+        batched = scorer
+        scorer = lambda step: batched([step])[0]  # noqa: E731
+    grid = wj.Grid(PAPER_BUDGETS, policies=["scored_threshold_speed"], tracks=["unprivileged"],
+                   params={"threshold": THRESHOLDS})  # fmt: skip
+    for attempt in ("cold", "warm"):
+        started = time.perf_counter()
+        for first in range(0, len(steps), batch):
+            scorer(steps[first] if batch == 1 else steps[first : first + batch])
+        alone = time.perf_counter() - started
+        cache = os.path.join(out_dir, "scores_speed.jsonl")
+        if os.path.exists(cache):
+            os.remove(cache)
+        started = time.perf_counter()
+        scores = wj.score_steps(scorer, paper, cache=cache, batch=None if batch == 1 else batch)
+        scoring = time.perf_counter() - started
+        scores.register("speed")
+        rows = wj.sweep(scores.episodes, grid=grid)  # the episodes score_steps loaded, not loaded again
+        total = time.perf_counter() - started
+        print(
+            f"{attempt}, batch {batch}: {len(steps):,} steps; scorer alone {alone:.2f} s; score_steps {scoring:.2f} s "
+            f"({scores.calls:,} calls); + sweep of {len(THRESHOLDS)} thresholds x {len(PAPER_BUDGETS)} budgets "
+            f"({len(rows):,} rows) {total - scoring:.2f} s; total {total:.2f} s = {total / alone:.2f}x the scorer"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("triage", "speed"))
+    parser.add_argument("what", choices=("triage", "speed", "scores-speed"))
     parser.add_argument("--out-dir", default="host_policies_out")
+    parser.add_argument("--batch", type=int, default=512, help="scores-speed: steps per scorer call (1: one each)")
     args = parser.parse_args()
     if args.what == "speed":
         speed()
+        return
+    if args.what == "scores-speed":
+        scores_speed(args.out_dir, args.batch)
         return
     print(markdown(triage(args.out_dir)))
     np.set_printoptions(precision=3)

@@ -143,6 +143,7 @@ def run_python_policy(
     *,
     grid: Grid = Grid(tracks=("unprivileged",)),
     reads: Reads = Reads(),
+    tiers: Tiers | None = None,
     run: Run = Run(),
     workers: int | None = None,
 ) -> pd.DataFrame:
@@ -152,15 +153,22 @@ def run_python_policy(
     on the host (``workers`` processes) over ``episodes`` (as :func:`sweep`, or a list of dict episodes) at
     ``grid``'s budgets on each of its tracks (a :class:`wpbjax.host.run.HostPolicy` names its own), and its
     logged actions are replayed by the engine, so every column is :func:`sweep`'s (``grid.policies`` is
-    the policy itself)."""
+    the policy itself). ``tiers``: tiered runs (docs/tiers.md): the policy's store is the checkpoint, with a
+    journal beside it (docs/policies.md, "Python policies in tiered runs")."""
     from wpbjax.host.run import HostRun, prepare_all, prepare_episodes
 
     host_episodes, encoded, swept = prepare_episodes(episodes)
     policies = list(policy) if isinstance(policy, (list, tuple)) else [policy]
     names = prepare_all(
-        policies, host_episodes, encoded, grid.budgets, list(grid.tracks), HostRun(workers=workers, quiet=run.quiet)
+        policies,
+        host_episodes,
+        encoded,
+        grid.budgets,
+        list(grid.tracks),
+        HostRun(workers=workers, quiet=run.quiet),
+        tiers=tiers,
     )
-    return sweep(swept, grid=dataclasses.replace(grid, policies=names), reads=reads, run=run)
+    return sweep(swept, grid=dataclasses.replace(grid, policies=names), reads=reads, tiers=tiers, run=run)
 
 
 def score_steps(fn, episodes=None, cache=None, track: str = "unprivileged", batch: int | None = None):

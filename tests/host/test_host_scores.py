@@ -76,3 +76,23 @@ def test_a_threshold_grid_is_one_sweep():
     drifts = wj.episodes.generate(modes=EPISODES.modes, n_episodes=EPISODES.n_episodes).n_critical.sum()
     assert written[0.0] == written[0.1] == 800 and written[0.5] == drifts and written[1.0] == 0
     assert 0 < written[0.9] == (scores.values > 0.9).sum() < drifts  # the burst drifts
+
+
+def test_scores_registered_again_reuse_the_compiled_sweep():
+    from wpbjax.core import rollout
+    from wpbjax.testing import max_traces
+
+    # two scorers' policies (one kind, other scores, other names) sweep as one program: one trace for both,
+    # and scores.episodes is the episodes as score_steps loaded them
+    first = wj.score_steps(priority, track="privileged", episodes=EPISODES)
+    second = wj.score_steps(lambda step: 1.0 - priority(step), track="privileged", episodes=EPISODES)
+    names = [first.register("once")[0], second.register("again")[0]]
+    grid = wj.Grid([1024, 1048576], tracks=["privileged"], params={"threshold": [0.2, 0.6]})
+    with max_traces(rollout, "_simulate_grid", n=1):
+        rows = [wj.sweep(first.episodes, grid=replace(grid, policies=[name])) for name in names]
+    assert [len(table) for table in rows] == [4 * 2 * 2] * 2
+    # at 1 MiB every admitted step is written: each table writes its own scores above 0.6
+    once, again = (
+        table.query("param_threshold == 0.6 and budget_bytes == 1048576").write_actions.sum() for table in rows
+    )
+    assert once == (first.values > 0.6).sum() and again == (second.values > 0.6).sum() and once != again

@@ -263,7 +263,7 @@ def cmd_sweep(args) -> int:
     if any(name.startswith("py:") for name in args.policies.split(",")):  # Python policies run on the host first
         from wpbjax.host.run import prepare_named
 
-        prepare_named(args.policies, configs["episodes"], configs["grid"], args.quiet)
+        prepare_named(args.policies, configs["episodes"], configs["grid"], args.quiet, configs["tiers"])
     done = sweep(**configs, run=run, out=args.out, resume=args.resume)
     if done is None:  # a process other than 0: its share went to process 0
         return 0

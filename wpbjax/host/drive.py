@@ -99,7 +99,11 @@ def _applied(store: ByteMemoryStore, action, position: dict, t, where: str) -> t
     """Apply one emitted action: (kind, target position or NONE, accepted)."""
     kind = action_kind(action)
     if kind is None:
-        raise PolicyError(f"{where}: not a memory action: {action!r} (expected .action SKIP, WRITE, EXPIRE or MERGE)")
+        raise PolicyError(
+            f"{where}: not a memory action: {action!r} (expected .action SKIP, WRITE, EXPIRE, MERGE, JOURNAL or DEMOTE)"
+        )
+    if kind in ("JOURNAL", "DEMOTE"):
+        raise PolicyError(f"{where}: {kind} is a tiered run's action (give journal budgets); this run has one tier")
     target = NONE
     if kind in ("WRITE", "MERGE"):
         acted_on = getattr(action, "step", None)

@@ -123,20 +123,26 @@ _FORKED: dict = {}  # what forked workers inherit instead of receiving it pickle
 
 
 def _drive_forked(n: int) -> list:
-    return _drive_runs(_FORKED["tasks"][n])
+    return _FORKED["drive"](_FORKED["tasks"][n])
 
 
-def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRun = HostRun(), progress=None) -> list:
-    """[N][B] per-step call lists of ``policy`` on every (episode, budget), workers over episodes."""
-    tasks = [
-        (policy, episode, budgets, track, episode.get("labels", {}).get("episode_id", n))
-        for n, episode in enumerate(episodes)
-    ]
+def host_programs(
+    policy, episodes: list[dict], budgets, track: str, run: HostRun = HostRun(), progress=None, tasks=None, drive=None
+) -> list:
+    """[N][B] per-step call lists of ``policy`` on every (episode, budget), workers over episodes. ``tasks``,
+    ``drive``: other per-episode work (``drive(task)`` -> that episode's B runs; a tiered run's,
+    :mod:`wpbjax.host.tiers`)."""
+    if tasks is None:
+        tasks = [
+            (policy, episode, budgets, track, episode.get("labels", {}).get("episode_id", n))
+            for n, episode in enumerate(episodes)
+        ]
+    drive = drive or _drive_runs
     workers = run.workers or min(os.cpu_count() or 1, 8)
     if workers == 1 or len(tasks) < 2 * workers:
         programs = []
         for task in tasks:
-            programs.append(_drive_runs(task))
+            programs.append(drive(task))
             if progress is not None:
                 progress.advance(len(budgets), track)
         return programs
@@ -144,7 +150,7 @@ def host_programs(policy, episodes: list[dict], budgets, track: str, run: HostRu
     # exec'd block needs no import by name); they run only plain Python, never JAX, so the parent's JAX
     # threads are not used in them
     context = multiprocessing.get_context("fork")
-    _FORKED["tasks"] = tasks
+    _FORKED["tasks"], _FORKED["drive"] = tasks, drive
     try:
         with warnings.catch_warnings(), concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
             warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)  # JAX's warning, see above
@@ -215,17 +221,12 @@ def prepare(policy, source, encoded, budgets, tracks, name: str | None = None, r
     return prepare_all([HostPolicy(policy, tuple(tracks), name)], source, encoded, budgets, tracks, run)[0]
 
 
-def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostRun()) -> list[str]:
-    """:func:`prepare` for several policies (:class:`HostPolicy`, or plain policies on ``tracks``) of one
-    call: their logs are padded to one shape, so a sweep of them all compiles one replay per track and
-    shape (the replay policies are equal as static arguments, :class:`wpbjax.host.replay.ReplayPolicy`).
-    Returns their sweep names, in order."""
-    entries = [entry if isinstance(entry, HostPolicy) else HostPolicy(entry) for entry in policies]
-    episodes = dict_episodes(source) if not isinstance(source, list) else source
-    if len(episodes) != encoded.n_episodes:
-        raise PolicyError(f"episodes: {len(episodes)} dict episodes but {encoded.n_episodes} encoded")
-    logs = []
-    for entry in entries:
+def resolve_entries(policies, tracks) -> list[tuple[str, object, list]]:
+    """(label, policy object, its tracks) of each of ``policies`` (:class:`HostPolicy`, objects or
+    ``MODULE:NAME`` strings; tracks default to ``tracks``)."""
+    resolved = []
+    for entry in policies:
+        entry = entry if isinstance(entry, HostPolicy) else HostPolicy(entry)
         policy, label = entry.policy, entry.name
         if isinstance(policy, str):
             label = label or policy.removeprefix(f"{PREFIX}:")
@@ -235,6 +236,24 @@ def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostR
         unknown = [track for track in on if track not in TRACKS]
         if unknown:
             raise PolicyError(f"tracks: a Python policy runs on {', '.join(TRACKS)}; got {', '.join(unknown)}")
+        resolved.append((label, policy, on))
+    return resolved
+
+
+def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostRun(), tiers=None) -> list[str]:
+    """:func:`prepare` for several policies (:class:`HostPolicy`, or plain policies on ``tracks``) of one
+    call: their logs are padded to one shape, so a sweep of them all compiles one replay per track and
+    shape (the replay policies are equal as static arguments, :class:`wpbjax.host.replay.ReplayPolicy`).
+    ``tiers``: a :class:`wpbjax.sweeps.config.Tiers` config: tiered runs, ``budgets`` the checkpoint's
+    (:mod:`wpbjax.host.tiers`). Returns their sweep names, in order."""
+    episodes = dict_episodes(source) if not isinstance(source, list) else source
+    if len(episodes) != encoded.n_episodes:
+        raise PolicyError(f"episodes: {len(episodes)} dict episodes but {encoded.n_episodes} encoded")
+    entries = resolve_entries(policies, tracks)
+    if tiers is not None:
+        return prepare_tiered(entries, episodes, encoded, budgets, tiers, run)
+    logs = []
+    for label, policy, on in entries:
         with Progress(len(episodes) * len(budgets) * len(on), enabled=not run.quiet) as progress:
             programs = [row for track in on for row in host_programs(policy, episodes, budgets, track, run, progress)]
         logs.append((label, on, build_log(programs, encoded.n_steps)))
@@ -254,13 +273,76 @@ def prepare_all(policies, source, encoded, budgets, tracks, run: HostRun = HostR
     return names
 
 
-def prepare_named(policies: str, episodes, grid, quiet: bool = True) -> None:
+def prepare_tiered(entries: list, episodes: list[dict], encoded, budgets, tiers, run) -> list[str]:
+    """Drive each of ``entries`` ((label, policy, tracks), :func:`wpbjax.host.run.resolve_entries`) over
+    ``episodes`` in tiered runs at every (checkpoint budget of ``budgets``, journal budget of ``tiers``) pair,
+    checkpoint-major as a tiered sweep pairs them, and register each replay as a tier policy ``py:LABEL``."""
+    from wpbjax.host.tiers import (
+        TierLogTable,
+        TierRules,
+        build_tier_log,
+        consolidation_period,
+        crash_mask,
+        drive_tiered,
+        replay_tier_policy,
+        tier_log_width,
+    )
+    from wpbjax.sweeps.plan import check_tiers
+    from wpbjax.tiers.engine import compute_budget, labelled_crashes, tier_budgets
+    from wpbjax.tiers.policies import register_tier_policy
+
+    settings = check_tiers(tiers)
+    checkpoint = tier_budgets(budgets, "budgets").tolist()
+    journal = [int(budget) for budget in settings.journal_budgets]
+    pairs = [(c, j) for c in checkpoint for j in journal]
+    fact_key = None if encoded.arrays.fact_key is None else np.asarray(encoded.arrays.fact_key)  # numpy: see crash_mask
+    if fact_key is None:
+        raise PolicyError("episodes: tiered runs need fact tables (episodes with apis or a facts label)")
+    valid = encoded.arrays.valid
+    crashes = crash_mask(encoded.n_steps, settings.crash_rate, settings.crash_seed, np.arange(len(episodes)), valid,
+                         labelled_crashes(encoded.crash_pos, valid.shape))  # fmt: skip
+    rate, burst = (float(value) for value in np.asarray(compute_budget(settings.calls_per_step, settings.call_burst)))
+    names, logs = [], []
+    for label, policy, on in entries:
+        every = consolidation_period(policy, label)
+        rules = [TierRules(c, j, every, rate, burst) for c, j in pairs]
+        runs = []
+        with Progress(len(episodes) * len(pairs) * len(on), enabled=not run.quiet) as progress:
+            for track in on:
+                tasks = [
+                    (policy, episode, rules, track, fact_key[n, :, 0], crashes[n],
+                     episode.get("labels", {}).get("episode_id", n))
+                    for n, episode in enumerate(episodes)
+                ]  # fmt: skip
+                runs.append(host_programs(policy, episodes, pairs, track, run, progress, tasks, drive_tiered))
+        logs.append((label, on, runs, every))
+    width = max(tier_log_width(row) for _, _, runs, _ in logs for row in runs)
+    for label, on, runs, every in logs:
+        table = TierLogTable(pairs, episode_key)
+        for track, programs in zip(on, runs):
+            log = build_tier_log(programs, encoded.n_steps, every, width)
+            costs = encoded.track_costs(cost_track(track))
+            for n in range(len(episodes)):
+                key = episode_key(costs[n], encoded.utility64[n], int(encoded.arrays.length[n]))
+                table.add(key, {name: value[n] for name, value in log.items()}, encoded.episode_id[n])
+        register_tier_policy(replay_tier_policy(f"{PREFIX}:{label}", table))
+        names.append(f"{PREFIX}:{label}")
+    return names
+
+
+def prepare_named(policies: str, episodes, grid, quiet: bool = True, tiers=None) -> None:
     """``wpbjax sweep --policies ...,py:MODULE:NAME,...``: drive each ``py:`` policy over the sweep's
-    ``episodes`` (files or a Generate config) at the budgets and tracks of its ``grid`` (a Grid config)."""
+    ``episodes`` (files or a Generate config) at the budgets and tracks of its ``grid`` (a Grid config);
+    ``tiers``: a tiered sweep's :class:`wpbjax.sweeps.config.Tiers` (the runs are tiered runs)."""
     named = [name for name in policies.split(",") if name.startswith(f"{PREFIX}:")]
     host_episodes, encoded, _ = prepare_episodes(episodes)
-    tracks = [track for track in grid.tracks if track in TRACKS]
-    prepare_all(named, host_episodes, encoded, grid.budgets, tracks, run=HostRun(quiet=quiet))
+    tracks = [track for track in grid.tracks if track in TRACKS]  # as a JAX policy: the asked tracks it supports
+    if not tracks:
+        raise PolicyError(
+            f"policy {named[0]}: a Python policy runs on {', '.join(TRACKS)} (its steps carry no utility); "
+            f"got --tracks {','.join(grid.tracks)}"
+        )
+    prepare_all(named, host_episodes, encoded, grid.budgets, tracks, run=HostRun(quiet=quiet), tiers=tiers)
 
 
 def registered(label: str):

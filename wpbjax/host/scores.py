@@ -55,11 +55,19 @@ class ScoreCache:
                 raise PolicyError(f"{self.path}:{number}: not a score line ({line[:80]!r})") from None
 
     def put(self, episode, t: int, score: float) -> None:
-        self.scores[str(episode), int(t)] = score
+        self.put_many([(episode, t, score)])
+
+    def put_many(self, entries: list[tuple]) -> None:
+        """(episode id, t, score) of each entry, in one append (one system call per scorer batch)."""
+        lines, names = [], {}
+        for episode, t, score in entries:
+            self.scores[str(episode), int(t)] = score
+            name = names.get(episode) or names.setdefault(episode, json.dumps(str(episode)))
+            lines.append(f'{{"episode": {name}, "t": {int(t)}, "score": {float(score)!r}}}\n')
         if self._fd is None:
             return
-        os.write(self._fd, (json.dumps({"episode": str(episode), "t": int(t), "score": score}) + "\n").encode())
-        self._unsynced += 1
+        os.write(self._fd, "".join(lines).encode())
+        self._unsynced += len(lines)
         if self._unsynced >= SYNC_EVERY:
             os.fsync(self._fd)
             self._unsynced = 0
@@ -78,6 +86,7 @@ class Scores:
     values: np.ndarray
     keys: list  # [N] episode_key of each row (on ``track``'s costs)
     calls: int  # calls of ``fn`` this run made (0: every score came from the cache)
+    episodes: object = None  # the episodes scored, encoded: ``wj.sweep(scores.episodes, ...)`` loads them once
 
     def plan(self, write_cost, utility, length, budgets) -> dict:
         """The per-run input ``score`` [n, B, T] of a sweep chunk (looked up by episode content)."""
@@ -120,6 +129,7 @@ def score_steps(
 
     dicts = host_episodes if isinstance(host_episodes, list) else dict_episodes(host_episodes)
     store = ScoreCache(cache)
+    costs = encoded.track_costs(cost_track(track))  # each step's write cost on the track, as the engine's
     values = np.zeros(encoded.arrays.valid.shape, np.float32)
     todo = []  # (n, pos, episode id, step) not in the cache
     ids = [f"{encoded.mode[n]}/{encoded.episode_id[n]}" for n in range(len(dicts))]  # ids repeat across modes
@@ -131,7 +141,7 @@ def score_steps(
         for pos, raw in enumerate(episode["steps"]):
             cached = store.scores.get((str(episode_id), int(raw["t"])))
             if cached is None:
-                todo.append((n, pos, episode_id, make_step(raw, track)))
+                todo.append((n, pos, episode_id, make_step(raw, track, int(costs[n, pos]))))
             else:
                 values[n, pos] = cached
     size = batch or 1
@@ -140,15 +150,14 @@ def score_steps(
             for first in range(0, len(todo), size):
                 part = todo[first : first + size]
                 got = _call(fn, [entry[3] for entry in part], batch is not None, part)
-                for (n, pos, episode_id, step), score in zip(part, got):
+                for (n, pos, _, _), score in zip(part, got):
                     values[n, pos] = score
-                    store.put(episode_id, step.t, score)
+                store.put_many([(entry[2], entry[3].t, score) for entry, score in zip(part, got)])
                 progress.advance(len(part), "scored")
     finally:
         store.close()
-    costs = encoded.track_costs(cost_track(track))
     keys = [episode_key(costs[n], encoded.utility64[n], int(encoded.arrays.length[n])) for n in range(len(dicts))]
-    return Scores(values=values, keys=keys, calls=len(todo))
+    return Scores(values=values, keys=keys, calls=len(todo), episodes=encoded)
 
 
 def _call(fn, steps: list, batched: bool, part: list) -> list[float]:

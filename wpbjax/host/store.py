@@ -27,7 +27,7 @@ from typing import Any
 
 from wpbjax.episodes.encode import INDEX_BYTES, json_len, write_cost
 
-KINDS = ("SKIP", "WRITE", "EXPIRE", "MERGE")
+KINDS = ("SKIP", "WRITE", "EXPIRE", "MERGE", "JOURNAL", "DEMOTE")  # the last two: tiered runs only
 
 
 class ActionType(enum.StrEnum):
@@ -35,6 +35,8 @@ class ActionType(enum.StrEnum):
     WRITE = "WRITE"
     EXPIRE = "EXPIRE"
     MERGE = "MERGE"
+    JOURNAL = "JOURNAL"  # tiered runs (wpbjax.host.tiers): append the incoming step's record to the journal
+    DEMOTE = "DEMOTE"  # tiered runs: move checkpoint item ``target_t`` to the journal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,8 +119,9 @@ def merge_cost(delta: dict) -> int:
     return json_len(delta) + INDEX_BYTES
 
 
-def make_step(step: dict, track: str) -> Step:
-    """The :class:`Step` a policy on ``track`` sees of an episode's step dict."""
+def make_step(step: dict, track: str, byte_cost: int | None = None) -> Step:
+    """The :class:`Step` a policy on ``track`` sees of an episode's step dict; ``byte_cost``: its write cost
+    on the track when known (the encoded episodes' costs), else computed here."""
     from wpbjax.common.tracks import view_metadata
 
     metadata = step.get("metadata") or {}
@@ -126,7 +129,7 @@ def make_step(step: dict, track: str) -> Step:
         t=step["t"],
         observation=step["observation"],
         metadata=view_metadata(metadata, track),
-        byte_cost=write_cost(step["observation"], metadata, track),
+        byte_cost=write_cost(step["observation"], metadata, track) if byte_cost is None else byte_cost,
     )
 
 

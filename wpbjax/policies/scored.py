@@ -63,10 +63,26 @@ def scored_greedy_act(params, state, store, episode, pos, budget):
     return actions.select(admitted, action, actions.skip()), ScoredGreedyState(greedy=greedy, rank=state.rank)
 
 
+class ScoredPolicy(Policy):
+    """A scored policy. Its scores reach it as per-run data and its name is read on the host only, so two
+    of one kind trace to the same program and are equal as a compiled program's static argument: scores
+    registered again (another scorer, another episode set, the same under a new name) reuse the compiled
+    sweep of the first."""
+
+    def _traced(self) -> tuple:
+        return (self.act, self.init, self.multi_action, self.kinds, self.tracks, tuple(sorted(self.params.items())))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ScoredPolicy) and self._traced() == other._traced()
+
+    def __hash__(self) -> int:
+        return hash(self._traced())
+
+
 def scored_policies(plan, suffix: str) -> dict[str, Policy]:
     """The three scored policies reading the scores ``plan`` hands each run, named ``KIND_SUFFIX``."""
     return {
-        kind: Policy(
+        kind: ScoredPolicy(
             f"{kind}_{suffix}", act, TRACKS, dict(THRESHOLD), init=init or no_state, plan=plan, **options, doc=doc
         )
         for kind, act, init, options, doc in (

@@ -157,6 +157,10 @@ def _tier_policy_rows(plan: SweepPlan, chunk: Chunk, name: str, track: str) -> d
     batch = encoded.host_batch(cost_track(track), padded)
     crash_pos = None if encoded.crash_pos is None else encoded.crash_pos[padded]
     order = list(plan.lineup).index(track) * 1000 + plan.lineup[track].index(name)
+    run_inputs = None
+    if policy.plan is not None:  # a Python policy's action log (wpbjax.host.tiers), looked up by episode content
+        costs = encoded.track_costs(cost_track(track))[padded]
+        run_inputs = policy.plan(costs, encoded.utility64[padded], encoded.arrays.length[padded], (checkpoint, journal))
     parts = []
     for point in range(n_grid):
         params = {param: values[point].item() for param, values in (grid or {}).items()}
@@ -172,6 +176,7 @@ def _tier_policy_rows(plan: SweepPlan, chunk: Chunk, name: str, track: str) -> d
             calls_per_step=settings.calls_per_step,
             call_burst=settings.call_burst,
             episode_index=padded + plan.first_episode,  # crash draws keyed by the episode's number in the set
+            run_inputs=run_inputs,
         )
         result = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[:n], result)  # the real episodes
         part = tier_rows.tier_part(

@@ -102,12 +102,18 @@ def run(
 
 @functools.partial(jax.jit, static_argnums=0)
 def _simulate(
-    policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, seed, episode_index, labelled, calls
+    policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, seed, episode_index, labelled, calls, inputs
 ):
     keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(jax.random.key(seed), episode_index)
-    over_budgets = jax.vmap(run, in_axes=(None, None, None, 0, 0, None, None, None, None))
-    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, None, None, 0, 0, None))
-    return over_episodes(policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, keys, labelled, calls)
+
+    def one(inputs, episode, checkpoint_budget, journal_budget, key, labelled):  # per-run inputs join the params
+        return run(
+            policy, {**params, **inputs}, episode, checkpoint_budget, journal_budget, crash_rate, key, labelled, calls
+        )
+
+    over_budgets = jax.vmap(one, in_axes=(0, None, 0, 0, None, None))
+    over_episodes = jax.vmap(over_budgets, in_axes=(0, 0, None, None, 0, 0))
+    return over_episodes(inputs, batch, checkpoint_budgets, journal_budgets, keys, labelled)
 
 
 def tier_budgets(budgets, name: str) -> np.ndarray:
@@ -136,13 +142,15 @@ def simulate_tiers(
     calls_per_step: float = float("inf"),
     call_burst: float | None = None,
     episode_index=None,
+    run_inputs=None,
 ) -> TierRun:
     """Tiered runs of every (episode, budget pair): leaves [N, B, ...]. ``batch``: an EpisodeBatch with fact
     tables; ``checkpoint_budgets``, ``journal_budgets``: [B] bytes each (pairs, zipped); ``crash_rate``: the
     per-step crash probability; ``crash_pos``: [N, C] labelled crash positions, -1 padding; ``calls_per_step``,
     ``call_burst``: the compute budget (module note; the bucket holds ``max(calls_per_step, CALLS_PER_ADD)``
     calls unless ``call_burst`` says); ``episode_index``: [N] each episode's number in its set, which its crash
-    draws are keyed by (default 0 .. N-1)."""
+    draws are keyed by (default 0 .. N-1); ``run_inputs``: name -> [N, B, ...] per-run inputs the policy reads
+    beside its params (a Python policy's action log, :mod:`wpbjax.host.tiers`)."""
     checkpoint = tier_budgets(checkpoint_budgets, "budgets")
     journal = tier_budgets(journal_budgets, "journal_budgets")
     if checkpoint.shape != journal.shape:
@@ -168,6 +176,7 @@ def simulate_tiers(
         index,
         labelled_crashes(crash_pos, batch.valid.shape),
         calls,
+        {} if run_inputs is None else {name: jnp.asarray(value) for name, value in run_inputs.items()},
     )
 
 

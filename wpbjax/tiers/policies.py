@@ -55,6 +55,9 @@ class TierPolicy:
     act: Callable[..., Any]
     params: dict = dataclasses.field(default_factory=dict)
     doc: str = ""
+    # per-run inputs: (write_cost [n, T], utility [n, T], length [n], (checkpoint [R], journal [R])) ->
+    # name -> [n, R, ...] (a Python policy's action log, wpbjax.host.tiers); None: none
+    plan: Callable[..., dict] | None = None
 
     def resolve_params(self, overrides: dict) -> dict:
         unknown = sorted(set(overrides) - set(self.params))
@@ -185,7 +188,22 @@ TIER_POLICIES = {
 }
 
 
+_REGISTERED: dict[str, TierPolicy] = {}  # tier policies made at run time (a Python policy's replay)
+
+
+def register_tier_policy(policy: TierPolicy) -> None:
+    """Make ``policy`` a tier policy a tiered sweep resolves by its name (replacing one of that name)."""
+    _REGISTERED[policy.name] = policy
+
+
 def get_tier_policy(name: str) -> TierPolicy:
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    if name.startswith("py:"):
+        raise ArgumentError(
+            f"{arg('policies')}: tier policy {name}: a Python policy runs through wj.run_python_policy or wpbjax "
+            f"sweep --policies py:MODULE:NAME (it is driven on the host first)"
+        )
     if name not in TIER_POLICIES:
         raise ArgumentError(
             f"{arg('policies')}: a tiered sweep takes tier policies, one of {', '.join(TIER_POLICIES)}; got {name!r}"
