@@ -88,7 +88,7 @@ def test_scores_registered_again_reuse_the_compiled_sweep():
     second = wj.score_steps(lambda step: 1.0 - priority(step), track="privileged", episodes=EPISODES)
     names = [first.register("once")[0], second.register("again")[0]]
     grid = wj.Grid([1024, 1048576], tracks=["privileged"], params={"threshold": [0.2, 0.6]})
-    with max_traces(rollout, "_simulate_grid", n=1):
+    with max_traces(rollout, "_grid_counts", n=1):
         rows = [wj.sweep(first.episodes, grid=replace(grid, policies=[name])) for name in names]
     assert [len(table) for table in rows] == [4 * 2 * 2] * 2
     # at 1 MiB every admitted step is written: each table writes its own scores above 0.6
