@@ -126,7 +126,7 @@ def traced_gate(weights: dict, track: str, afford_threshold: float, name: str = 
         return actions.write_if(write), (features, assembled)
 
     tracks = ("privileged",) if track == "privileged" else ("unprivileged", "privileged")
-    return Policy(name, act, tracks, gate_params(weights, afford_threshold), init=init, kinds=frozenset({"write"}))
+    return Policy(name, act, tracks, gate_params(weights, afford_threshold), init=init, emits={"write"}, layout=())
 
 
 # --- the loop ---------------------------------------------------------------------------------------

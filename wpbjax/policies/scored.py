@@ -70,7 +70,7 @@ class ScoredPolicy(Policy):
     sweep of the first."""
 
     def _traced(self) -> tuple:
-        return (self.act, self.init, self.multi_action, self.kinds, self.tracks, tuple(sorted(self.params.items())))
+        return (self.act, self.init, self.multi_action, self.features, self.tracks, tuple(sorted(self.params.items())))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, ScoredPolicy) and self._traced() == other._traced()
