@@ -436,8 +436,8 @@ def make_plan(
     call_cap = memory_cap // first_chunk_workers
     # A policy runs all its tracks in one call (its episodes once per track, stacked): fewer calls,
     # which is what a small sweep's time is. Where that makes more chunks (a call's runs and memory
-    # grow with its tracks), one call per track: the 100x paper grid in 2 chunks of one-track calls
-    # took 0.99x the wall time and 0.97x the CPU time of 3 chunks of stacked calls (A/B, 6 rounds).
+    # grow with its tracks), one call per track: fewer chunks cost no more than stacked calls on a
+    # large grid (docs/performance.md).
     layouts = [
         _layout(encoded, n_budgets * tracks, n_points, call_cap, len(call_devices), whole)
         for tracks in (most_tracks, 1)
