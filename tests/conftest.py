@@ -5,9 +5,15 @@ import tempfile
 import pandas as pd
 import pytest
 
-from wpbjax.runtime.devices import use_every_core
+import jax
 
-use_every_core()  # as the CLI does, whichever test touches JAX first
+# One XLA CPU device per test process (the CLI would make one per core: wpbjax.runtime.devices.use_every_core).
+# The suite runs as two pytest-xdist workers on two cores, and most of its time is compiling small programs:
+# a program for one device compiles sooner than one sharded over two, and two workers of two devices each would
+# put four devices' threads on two cores. The code paths of several devices keep their tests, in subprocesses
+# that choose their device count (tests/core/test_compile.py, tests/sweeps/test_sweep.py,
+# tests/runtime/test_devices.py, tests/runtime/test_distributed.py).
+jax.config.update("jax_num_cpu_devices", 1)
 # The suite keeps compiled programs in memory only: it never writes into the user's persistent cache
 # (~/.cache/wpbjax/xla, which the CLI's commands turn on), and serializing every program of ~550 tests in
 # one process crashed XLA:CPU (a segfault in Executable.serialize, jax 0.10.2). A test of the cache
