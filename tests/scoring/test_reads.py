@@ -236,6 +236,38 @@ def test_read_accuracy_never_falls_as_k_grows(probed):
         )
 
 
+def test_runs_with_one_history_are_read_once_and_counted_for_each():
+    # Episode 0: runs 0 and 2 hold the same store, run 1 another; episode 1: all three hold one store.
+    # The distinct runs are 2 columns wide (episode 0's two); episode 1 repeats its first run in column 1.
+    left_at = np.array([[[5, 9], [3, 9], [5, 9]], [[1, 2], [1, 2], [1, 2]]])
+    parent = np.full(left_at.shape, -1)
+    distinct, copy_of = reads._distinct_runs({"left_at": left_at, "parent": parent, "written_at": None})
+    np.testing.assert_array_equal(copy_of, [[0, 1, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(distinct["left_at"], [[[5, 9], [3, 9]], [[1, 2], [1, 2]]])
+    assert set(distinct) == {"left_at", "parent"}
+    # parents count: the same departures with another parent are another run
+    parent[0, 2, 1] = 0
+    assert reads._distinct_runs({"left_at": left_at, "parent": parent})[1][0].tolist() == [0, 1, 2]
+
+
+def test_read_counts_of_repeated_runs_equal_reading_every_run(probed):
+    # fifo_store_all at budgets the episodes never fill keeps the same store at each: read once, counted for
+    # each, the counts equal those of reading every run on its own
+    counts = rollout.batch_counts(
+        rollout.with_history(make("fifo_store_all")), probed.batch("unprivileged"), [512, 4096, 10**6, 10**7]
+    )
+    history = {field: np.asarray(getattr(counts, field)) for field in ("left_at", "parent")}
+    assert (history["left_at"][:, 2] == history["left_at"][:, 3]).all()
+    episodes = np.arange(probed.n_episodes)
+    costs = probed.track_costs("unprivileged")
+    retriever = reads.Retriever(top_k=(1, 5, 20))
+    once = reads.read_counts(history, probed, episodes, costs, retriever)
+    every = reads._read_counts(history, probed, episodes, costs, retriever)
+    assert once.keys() == every.keys()
+    for name in once:
+        np.testing.assert_array_equal(once[name], every[name], err_msg=name)
+
+
 def test_a_sweep_adds_read_columns_and_keeps_every_other_column(tmp_path):
     from wpbjax.cli import main
 

@@ -76,6 +76,7 @@ COUNTS = (
 HISTORY_FIELDS = ("left_at", "parent", "written_at")  # what reads take of wpbjax.scoring.metrics.Counts
 RUN_ELEMENTS = 1 << 21  # runs x probes x slots held at once (each element ~40 bytes of temporaries)
 TIE_BREAK = 2.0**-40  # per slot: equal scores go to the newer record
+DEDUPE_ELEMENTS = 1 << 24  # episodes x runs x runs x slots compared at once when finding repeated runs
 PROBE_GROUPS = 4  # probes of a block answered in this many groups by time (each on the steps it can see)
 
 
@@ -539,6 +540,38 @@ def read_counts(
     runs' write costs (``encoded.track_costs(track)``). Returns ``{name: [n, B, nK] int64}``, K as
     ``retriever.top_k``."""
     episodes = np.asarray(episodes)
+    # What a store answers depends on its history alone, and runs of one episode often keep the same
+    # history (budgets the episode never fills; a policy that keeps nothing): each is read once
+    distinct, copy_of = _distinct_runs(history)
+    counts = _read_counts(distinct, encoded, episodes, track_costs, retriever)
+    return {name: np.take_along_axis(value, copy_of[..., None], 1) for name, value in counts.items()}
+
+
+def _distinct_runs(history: dict) -> tuple:
+    """(history with the distinct runs of each episode, [n, D] each; copy_of [n, B] int64: the run of that
+    history holding run b's store). ``history``: HISTORY_FIELDS [n, B, T]. D is the most distinct runs any
+    episode has; an episode with fewer repeats its first run in the columns it does not use."""
+    fields = {name: np.asarray(history[name]) for name in HISTORY_FIELDS if history.get(name) is not None}
+    n, n_runs, n_steps = fields["left_at"].shape
+    first_equal = np.empty((n, n_runs), np.int64)  # the first run with the same history
+    per_chunk = max(DEDUPE_ELEMENTS // max(n_runs * n_runs * n_steps, 1), 1)
+    for lo in range(0, n, per_chunk):
+        part = slice(lo, lo + per_chunk)
+        same = np.ones((min(lo + per_chunk, n) - lo, n_runs, n_runs), bool)
+        for table in fields.values():
+            same &= (table[part, :, None, :] == table[part, None, :, :]).all(-1)
+        first_equal[part] = np.argmax(same, axis=2)
+    is_first = first_equal == np.arange(n_runs)
+    position = np.cumsum(is_first, axis=1) - 1  # a first run's column among its episode's distinct runs
+    width = int(is_first.sum(1).max(initial=1))
+    source = np.argsort(~is_first, axis=1, kind="stable")[:, :width]  # the distinct runs, in run order
+    source = np.where(np.arange(width) < is_first.sum(1, keepdims=True), source, 0)
+    copy_of = np.take_along_axis(position, first_equal, 1)
+    return {name: np.take_along_axis(table, source[..., None], 1) for name, table in fields.items()}, copy_of
+
+
+def _read_counts(history: dict, encoded, episodes: np.ndarray, track_costs: np.ndarray, retriever: Retriever) -> dict:
+    """:func:`read_counts` of every run of ``history`` as given."""
     left_at, parent = history["left_at"], history["parent"]
     written_at = history.get("written_at")
     n, n_budgets, n_steps = left_at.shape
