@@ -2,10 +2,9 @@ import os
 import pathlib
 import tempfile
 
+import jax
 import pandas as pd
 import pytest
-
-import jax
 
 # One XLA CPU device per test process (the CLI would make one per core: wpbjax.runtime.devices.use_every_core).
 # The suite runs as two pytest-xdist workers on two cores, and most of its time is compiling small programs:
