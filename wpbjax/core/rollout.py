@@ -37,8 +37,8 @@ MIN_RUNS_PER_PASS = 256  # fewer, and per-step overheads outweigh the cache (T=2
 
 def episodes_per_pass(n_steps: int, n_runs_per_episode: int) -> int:
     """Episodes one pass holds: about PASS_CACHE_BYTES of working set, at least MIN_RUNS_PER_PASS runs.
-    Measured on a 2-core EPYC (T=200, 3 budgets): passes of 170-680 episodes run merge_aggressive at
-    7-9M episode-steps/s where one 10,000-episode pass varies between 3.5M and 7M."""
+    Why: a pass whose working set stays in cache runs the store-heavy policies steadily faster than one
+    large pass (docs/performance.md, "Sweeps at scale")."""
     runs = max(PASS_CACHE_BYTES // (n_steps * CACHE_BYTES_PER_RUN_STEP), MIN_RUNS_PER_PASS)
     return max(runs // n_runs_per_episode, 1)
 

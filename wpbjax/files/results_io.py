@@ -129,7 +129,7 @@ def csv_rows(table):
 
 class ResultsWriter:
     """Streams result chunks to ``.csv`` or ``.parquet`` (by ``path``'s extension) through pyarrow
-    (~10x faster than pandas for CSV; floats round-trip exactly, an integral float is written
+    (much faster than pandas for CSV; floats round-trip exactly, an integral float is written
     without its ".0"), into ``path``'s temporary file; :meth:`commit` puts table and sidecar in place,
     :meth:`abort` (or leaving a ``with`` block on an error) removes the temporary file.
 

@@ -52,7 +52,7 @@ def solve_package(
     """Package p at every budget from one build: (F of each store [B] float64, chosen [B, G] int32).
 
     Raises MilpFailed where HiGHS does not prove optimality."""
-    # scipy.optimize takes ~0.8 s to import; a sweep of small packages never needs it
+    # scipy.optimize is slow to import; a sweep of small packages never needs it
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import csr_matrix, diags, hstack, vstack
 

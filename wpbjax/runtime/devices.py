@@ -28,8 +28,8 @@ def use_every_core() -> None:
     """One XLA CPU device per core; call it before any JAX operation (the CLI does, first thing).
 
     A rollout step is many small kernels; XLA runs them far better as one device per core, each
-    on its own episodes, than as one device splitting every kernel over threads: measured on
-    2 cores, 1.3-2x more episode-steps/s (merge_aggressive 7.4M -> 15M). Leaves an explicit
+    on its own episodes, than as one device splitting every kernel over threads (docs/performance.md,
+    "Sweeps at scale"). Leaves an explicit
     choice alone (``JAX_NUM_CPU_DEVICES``, ``XLA_FLAGS=--xla_force_host_platform_device_count=N``),
     and does nothing once JAX has started (the library used in-process keeps its devices).
     GPU runs are unaffected: the GPU stays the default device.

@@ -30,7 +30,7 @@ BYTES_PER_EPISODE_STEP = 64  # episode arrays (+ 12 per field slot)
 # a slice of a large param grid, per run-step: sized so a slice's measured peak stays near the cap
 # (docs/performance.md, "Bounded memory and size")
 GRID_BYTES_PER_RUN_STEP = 400
-RUNS_PER_CALL = 16384  # beyond this, bigger calls stop paying on CPU (cache effects), measured
+RUNS_PER_CALL = 16384  # beyond this, bigger calls stop paying on CPU (cache effects; docs/performance.md)
 
 
 def policy_record(name: str, tiered: bool = False):

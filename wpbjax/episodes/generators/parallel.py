@@ -15,7 +15,7 @@ import wpbjax.episodes.generators.published_arrays as published_arrays
 from wpbjax.episodes.encode import EncodedEpisodes, concat_encoded, encode_episodes
 from wpbjax.episodes.generators.published_gen import DriftConfig, generate_episode
 
-# episodes (of 200 steps) above which worker processes pay for their start: per path, measured
+# episodes (of 200 steps) above which worker processes pay for their start, per path (docs/performance.md)
 PARALLEL_THRESHOLD = {"arrays": 8192, "json": 256}
 
 
