@@ -110,6 +110,7 @@ def assert_same_encoding(direct, via_json):
         "t_last",
         "length",
         "version_number",
+        "named_version",
         "fact_pair",
         "fact_key",
         "fact_prev",
@@ -127,6 +128,10 @@ def assert_same_encoding(direct, via_json):
         for name in ("api_id", "endpoint_index"):  # the same equality classes (numbering may differ)
             ours, theirs = getattr(direct.arrays, name)[n], getattr(via_json.arrays, name)[n]
             assert np.array_equal(ours[:, None] == ours[None, :], theirs[:, None] == theirs[None, :]), name
+        # a step names the endpoint of the same api steps in either numbering
+        ours = direct.arrays.named_endpoint[n][:, None] == direct.arrays.endpoint_index[n][None, :]
+        theirs = via_json.arrays.named_endpoint[n][:, None] == via_json.arrays.endpoint_index[n][None, :]
+        assert np.array_equal(ours, theirs), "named_endpoint"
         api_json = via_json.arrays.api_id[n]
         same_api = (api_json[:, None] == api_json[None, :]) & (api_json[:, None] >= 0)
         for k, slot in enumerate(slots):

@@ -12,6 +12,7 @@ from jax.test_util import check_grads
 
 from wpbjax.core import rollout
 from wpbjax.episodes.encode import api_endpoint, encode_episodes
+from wpbjax.episodes.facts import named_api
 from wpbjax.episodes.generators.published_gen import DriftConfig, generate_episodes
 from wpbjax.learn import features as F
 from wpbjax.learn.env import WriteEnv
@@ -98,6 +99,33 @@ def test_features_on_a_hand_built_episode():
         F.init_state(episode), one(hand_episode().batch("unprivileged")), 0, 1000, 1000, 1, privileged=False
     )
     assert float(hidden[F.FEATURE_NAMES.index("priority")]) == 0.0
+
+
+def test_a_step_without_an_api_that_names_a_newer_version():
+    """``names_newer`` on a hand-made docs_migration-like episode: a guide naming the next version of an
+    endpoint seen fires; one naming the version already seen, an endpoint the episode never has, prose
+    that mentions an api, and a page without any api string do not."""
+    assert named_api("api.v3.endpoint_2") == ("api.v*.endpoint_2", 3)
+    for value in ("v7.0.0", "see api.v3.endpoint_2", "api.endpoint_2", "endpoint_2/overview", 3, None):
+        assert named_api(value) is None, value
+    observations = [
+        _obs(0, 1, ["a"]),  # endpoint_0 at v1
+        {"old_api": "api.v1.endpoint_0", "new_api": "api.v2.endpoint_0", "deadline": "2025-01-01"},  # fires
+        {"old_api": "api.v0.endpoint_0", "new_api": "api.v1.endpoint_0", "deadline": "2025-01-01"},  # v1: seen
+        {"new_api": "api.v2.endpoint_9", "deadline": "2025-01-01"},  # endpoint_9 is no api of this episode
+        {"section": "endpoint_0/overview", "content": "moving to api.v2.endpoint_0 soon", "last_updated": "x"},
+        _obs(0, 2, ["a"]),  # the drift the guide announced
+        {"new_api": "api.v2.endpoint_0"},  # v2 is now the version seen
+    ]
+    steps = [{"t": t, "observation": obs, "metadata": {"mode": "docs_migration"}} for t, obs in enumerate(observations)]
+    episode = one(encode_episodes([{"labels": {"episode_id": 0}, "steps": steps}]).batch("unprivileged"))
+    assert episode.named_endpoint.tolist() == [-1, 0, 0, -1, -1, -1, 0]
+    assert episode.named_version.tolist() == [0, 2, 1, 0, 0, 0, 2]
+    state, fired = F.init_state(episode), []
+    for pos in range(len(observations)):
+        features, state = F.step_features(state, episode, pos, 1000, 1000, 1, privileged=False)
+        fired.append(float(features[F.FEATURE_NAMES.index("names_newer")]))
+    assert fired == [0, 1, 0, 0, 0, 0, 0]
 
 
 def test_soft_gradient_matches_finite_differences():

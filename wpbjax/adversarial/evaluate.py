@@ -143,6 +143,7 @@ def device_batch(shape: jax_gen.Shape, generated: dict, track: str) -> EpisodeBa
         length=jnp.full(n_episodes, n_steps, jnp.int32),
         endpoint_index=jnp.where(is_api, api_id % shape.api_pool, NONE),
         version_number=jnp.where(is_api, api_id // shape.api_pool, 0),
+        **jax_gen.named_columns(jnp, generated["named_api"], api_id, shape.api_pool),
     )
 
 

@@ -76,6 +76,10 @@ class EpisodeBatch:
     #   version segment removed (NONE: no string api)
     version_number: jax.Array | None = column(default=None)  # [N, T] int32 k of that segment (else an int
     #   obs["version"], else 0)
+    # A step without an api of its own that names one (a migration guide's "new_api"; see
+    # wpbjax.episodes.encode): the newest version it names, of an endpoint the episode has as an api
+    named_endpoint: jax.Array | None = column(default=None)  # [N, T] int32 endpoint_index of that api (NONE: none)
+    named_version: jax.Array | None = column(default=None)  # [N, T] int32 its version segment's k (0: none)
     # Facts and versions for the integrity metrics (wpbjax.episodes.facts; None: no fact tables). K = the most
     # facts one step carries; a slot (pos, k) is named by k * T + pos, so padding K renames nothing:
     fact_pair: jax.Array | None = column(align="pad", fill=NONE, default=None)  # [N, T, K] int32 slot of this

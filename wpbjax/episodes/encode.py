@@ -22,7 +22,7 @@ import wpbjax.episodes.probes as probes
 from wpbjax.common.constants import NONE
 from wpbjax.common.tracks import TRACK_VIEW_KEYS, TRACKS, view_metadata
 from wpbjax.episodes.batch import NULL_VALUE_ID, EncodedEpisodes, concat, round_up_float32  # noqa: F401
-from wpbjax.episodes.facts import api_endpoint
+from wpbjax.episodes.facts import api_endpoint, named_api
 from wpbjax.episodes.jsonl import EpisodeFormatError, validate_episode
 
 HEADER_BYTES = 32
@@ -112,7 +112,10 @@ def encode_episodes(
     columns = _empty_columns(len(episodes), n_steps, max(len(encoder.field_slot), 1))
     labels = [_encode_episode(encoder, columns, n, episode, source) for n, episode in enumerate(episodes)]
     columns["api_index"], columns["api_ids"] = _api_tables(columns["api_id"])
-    columns["endpoint_index"] = _endpoint_indices(columns.pop("endpoint_key"))
+    columns["endpoint_index"], columns["named_endpoint"] = _endpoint_indices(
+        columns.pop("endpoint_key"), columns.pop("named_key")
+    )
+    columns["named_version"] = np.where(columns["named_endpoint"] >= 0, columns["named_version"], 0)
     columns.update(
         facts.from_episodes(
             episodes, source, columns["valid"], columns["endpoint_index"], columns["version_number"], columns["length"]
@@ -192,6 +195,8 @@ def _empty_columns(n_episodes: int, n_steps: int, n_fields: int) -> dict:
         length=np.zeros(n_episodes, np.int32),
         version_number=np.zeros(shape, np.int32),
         endpoint_key=np.full(shape, None, object),
+        named_key=np.full(shape, None, object),
+        named_version=np.zeros(shape, np.int32),
     )  # endpoint strings, indexed per episode at the end
 
 
@@ -205,6 +210,7 @@ class _StepEncoder:
         self.view_memo: dict = {}
         self.field_memo: dict = {}
         self.endpoint_memo: dict = {}
+        self.named_memo: dict = {}
 
     def view_lens(self, metadata: dict) -> tuple:
         """JSON length of the metadata view per track, memoised by the visible items (type-aware)."""
@@ -247,14 +253,24 @@ class _StepEncoder:
             self.endpoint_memo[api] = api_endpoint(api)
         return self.endpoint_memo[api]
 
+    def named(self, value) -> tuple | None:
+        """:func:`wpbjax.episodes.facts.named_api` of a field's value, memoised."""
+        if type(value) is not str or ".v" not in value:
+            return None
+        if value not in self.named_memo:
+            self.named_memo[value] = named_api(value)
+        return self.named_memo[value]
+
     def observation(self, observation, step: int, fields: list) -> tuple:
-        """(JSON length, api id, api is str, endpoint or None, version) of one observation; appends
-        (step, slot, value id, fragment bytes) to ``fields`` for each field it has."""
+        """(JSON length, api id, api is str, endpoint or None, version, named) of one observation;
+        appends (step, slot, value id, fragment bytes) to ``fields`` for each field it has. ``named``:
+        for an observation without a string api, the (endpoint, version) of the newest api another
+        of its fields names (:func:`wpbjax.episodes.facts.named_api`), else None."""
         if not isinstance(observation, dict):
             observation_len = json_len(observation)
             self.values.canonical(observation)  # rejects non-JSON values early
-            return observation_len, NONE, False, None, 0
-        api, api_str, endpoint, version = NONE, False, None, 0
+            return observation_len, NONE, False, None, 0, None
+        api, api_str, endpoint, version, named = NONE, False, None, 0, None
         # json.dumps(obs, sort_keys=True) is '{' + ', '.join('"key": value') + '}': its
         # length follows from the fragments (all keys are strings; else dumps it)
         fragments = 0
@@ -267,6 +283,9 @@ class _StepEncoder:
                     if api_str:
                         endpoint, version = self.endpoint(value)
                 continue
+            names = self.named(value)
+            if names is not None and (named is None or names[1] > named[1]):
+                named = names
             value_id, value_len = self.field(value)
             fragment = self.key_lengths[key] + 2 + value_len  # '"key": value'
             fields.append((step, self.field_slot[key], value_id, fragment))
@@ -278,7 +297,7 @@ class _StepEncoder:
         obs_version = observation.get("version")
         if version == 0 and type(obs_version) is int and abs(obs_version) < 2**31:
             version = obs_version
-        return observation_len, api, api_str, endpoint, version
+        return observation_len, api, api_str, endpoint, version, None if endpoint is not None else named
 
 
 def _encode_episode(encoder: _StepEncoder, columns: dict, n: int, episode: dict, source: str) -> tuple:
@@ -294,13 +313,15 @@ def _encode_episode(encoder: _StepEncoder, columns: dict, n: int, episode: dict,
     for i, step in enumerate(steps):
         observation, metadata, t = step.get("observation"), step.get("metadata", {}), step["t"]
         try:
-            observation_len, api, api_str, endpoint, version = encoder.observation(observation, i, fields)
+            observation_len, api, api_str, endpoint, version, named = encoder.observation(observation, i, fields)
         except (TypeError, ValueError) as err:
             raise EpisodeFormatError(
                 f"{source}: episode {n}, step {i} (t={t}): observation is not JSON-serialisable ({err})"
             ) from None
         if endpoint is not None:
             columns["endpoint_key"][n, i] = endpoint
+        if named is not None:
+            columns["named_key"][n, i], columns["named_version"][n, i] = named
         priority, utility = metadata.get("priority"), utility_by_step.get(str(t))
         rows.append(
             (
@@ -354,13 +375,17 @@ def _api_tables(api_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return api_index, api_ids
 
 
-def _endpoint_indices(endpoint_key: np.ndarray) -> np.ndarray:
-    """[N, T] int32 per-episode index of each step's endpoint string (NONE where it has none)."""
+def _endpoint_indices(endpoint_key: np.ndarray, named_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """([N, T] int32 per-episode index of each step's endpoint string, [N, T] int32 that of the endpoint
+    it names), NONE where it has none. A named endpoint gets an index only if the episode has it as an
+    api (the tables a gate keeps per endpoint are sized by the episode's apis)."""
     endpoint_index = np.full(endpoint_key.shape, NONE, np.int32)
-    for n, row in enumerate(endpoint_key):
+    named_index = np.full(endpoint_key.shape, NONE, np.int32)
+    for n, (row, named_row) in enumerate(zip(endpoint_key, named_key)):
         lookup: dict = {}
         endpoint_index[n] = [NONE if key is None else lookup.setdefault(key, len(lookup)) for key in row]
-    return endpoint_index
+        named_index[n] = [lookup.get(key, NONE) for key in named_row]
+    return endpoint_index, named_index
 
 
 def concat_encoded(parts: Sequence[EncodedEpisodes]) -> EncodedEpisodes:

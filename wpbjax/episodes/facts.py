@@ -53,6 +53,19 @@ def api_endpoint(api: str) -> tuple[str, int]:
     return api[: match.start()] + "v*" + api[match.end() :], int(match.group(1))
 
 
+def named_api(value) -> tuple[str, int] | None:
+    """(endpoint, version) of a string that names an api as an identifier -- no whitespace, and a
+    ``v<digits>`` segment after at least one other (``"api.v3.endpoint_2"``) -- else None. A step
+    without an api of its own may name one this way (a migration guide's ``"new_api"``); prose
+    (``"see api.v3.endpoint_2"``) and bare release numbers (``"v7.0.0"``) name none."""
+    if type(value) is not str or ".v" not in value or any(char.isspace() for char in value):
+        return None
+    match = _VERSION_SEGMENT.search(value)
+    if match is None or match.start() == 0:
+        return None
+    return api_endpoint(value)
+
+
 def even_probes(length: np.ndarray) -> np.ndarray:
     """[N, 8] int32 probe positions evenly spaced over each episode (the last one at its last step)."""
     fractions = np.arange(1, N_EVEN_PROBES + 1)

@@ -7,8 +7,10 @@ each endpoint's last version and last position, the mean write cost so far) live
 
 Why these features: a step is critical exactly when its endpoint drifted (SEMANTICS §6), and a
 drift shows as a version above the last one seen for that endpoint (v1 for an endpoint not seen yet),
-a new api string and changed params. The cost features let one gate trade budget for cheaper
-critical steps when only a few fit.
+a new api string and changed params. A step can also announce a change without being one: a
+migration guide has no api of its own but names the next version of an endpoint already seen
+(``names_newer``; documentation pages, also without an api, name none). The cost features let one
+gate trade budget for cheaper critical steps when only a few fit.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ FEATURE_NAMES = (
     "version_up",  # version > the endpoint's last seen version (1 for a new endpoint)
     "version_jump",  # that difference, clipped to [-1, 3], / 3
     "fields_changed",  # fraction of the step's fields whose value differs from the endpoint's last step
+    "names_newer",  # a step without an api of its own names a version above its endpoint's last seen one
     "log_cost",  # log(write cost / 200)
     "relative_cost",  # write cost / mean write cost of the steps so far, minus 1
     "remaining_fraction",  # bytes left / budget
@@ -37,7 +40,7 @@ FEATURE_NAMES = (
 )
 N_FEATURES = len(FEATURE_NAMES)
 # What the step is (the gate's detection head) vs what writing it costs now (its budget head)
-DETECT_FEATURES = ("api_new", "endpoint_new", "version_up", "version_jump", "fields_changed", "priority")
+DETECT_FEATURES = ("api_new", "endpoint_new", "version_up", "version_jump", "fields_changed", "names_newer", "priority")
 BUDGET_FEATURES = tuple(name for name in FEATURE_NAMES if name not in DETECT_FEATURES)
 
 
@@ -102,6 +105,15 @@ def step_features(state: FeatureState, episode: EpisodeBatch, pos, budget, remai
     present = episode.field_present[pos]
     changed = present & (episode.field_value[pos] != episode.field_value[last])
     fields_changed = jnp.where(endpoint_seen, changed.sum() / jnp.maximum(present.sum(), 1), 0.0)
+    names_newer = jnp.zeros((), bool)
+    if episode.named_endpoint is not None:  # sources without the column name nothing
+        named = episode.named_endpoint[pos]
+        named_slot = jnp.maximum(named, 0)
+        names_newer = (
+            (named >= 0)
+            & state.endpoint_seen[named_slot]
+            & (episode.named_version[pos] > state.endpoint_version[named_slot])
+        )
 
     cost = episode.write_cost[pos].astype(jnp.float32)
     budget = jnp.asarray(budget, jnp.float32)
@@ -115,6 +127,7 @@ def step_features(state: FeatureState, episode: EpisodeBatch, pos, budget, remai
             (jump > 0).astype(jnp.float32),
             jnp.clip(jump, -1, 3).astype(jnp.float32) / 3.0,
             fields_changed.astype(jnp.float32),
+            names_newer.astype(jnp.float32),
             jnp.log(jnp.maximum(cost, 1.0) / 200.0),
             cost / (cost_sum / n_seen) - 1.0,
             remaining / jnp.maximum(budget, 1.0),

@@ -542,6 +542,19 @@ def labels(xp, shape: Shape, knobs: dict, latent: dict) -> tuple:
     return code.astype(np.int32), drift | guide
 
 
+def named_columns(xp, named_api, api_id, api_pool: int) -> dict:
+    """``named_endpoint`` and ``named_version`` ([N, T]) of the apis steps name (``named_api``, ids as
+    ``api_id``'s), as the JSON encoder reads them: only endpoints the episode has as an api get one."""
+    endpoint = named_api % api_pool
+    endpoints = xp.arange(api_pool, dtype=np.int32)
+    has_api = ((api_id[..., None] >= 0) & (api_id[..., None] % api_pool == endpoints)).any(-2)  # [N, P]
+    named = (named_api >= 0) & xp.take_along_axis(has_api, endpoint, axis=-1)
+    return dict(
+        named_endpoint=xp.where(named, endpoint, NONE).astype(np.int32),
+        named_version=xp.where(named, named_api // api_pool, 0).astype(np.int32),
+    )
+
+
 def _api_len(version, endpoint_digits):
     """len('"api.v{v}.endpoint_{j}"')."""
     return 17 + digits(version) + endpoint_digits
@@ -589,6 +602,8 @@ def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_late
     field_frag = xp.where(is_api[..., None], xp.stack(field_frag, axis=-1), 0)
 
     api_index = xp.where(is_api, latent_arrays["slot"], NONE)
+    # a migration guide names "api.v{v+1}.endpoint_{j}" (new_api, the newer of its two): that api's id
+    named_api = xp.where(latent_arrays["kind"] == GUIDE, (version + 1) * n_apis + endpoint, NONE)
     episode_major = lambda x: xp.swapaxes(x, 0, 1)  # noqa: E731  [T, N, ...] -> [N, T, ...]
     out = dict(
         code=code,
@@ -596,6 +611,7 @@ def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_late
         write_cost=write_cost.astype(np.int32),
         api_id=api_id.astype(np.int32),
         api_index=api_index.astype(np.int32),
+        named_api=named_api.astype(np.int32),
         field_value=field_value.astype(np.int32),
         field_present=xp.broadcast_to(is_api[..., None], field_value.shape),
         field_frag_len=field_frag.astype(np.int32),
@@ -717,6 +733,7 @@ def to_encoded(config: JaxGenConfig, generated: dict, start: int = 0) -> Encoded
         # what an observer reads of "api.v{v}.endpoint_{j}" (api_id = v * P + j): endpoint j, version v
         endpoint_index=np.where(is_api, host["api_id"] % config.api_pool, NONE).astype(np.int32),
         version_number=np.where(is_api, host["api_id"] // config.api_pool, 0).astype(np.int32),
+        **named_columns(np, host["named_api"], host["api_id"], config.api_pool),
     )
     critical = host["critical"].sum(axis=1).astype(np.int32)
     changes = host["n_changes"].astype(np.int32)
