@@ -1,8 +1,10 @@
-"""Regenerate docs/adversarial.md's tables and figure: every published policy's worst regime at 1, 10 and 100 KB
-beside its worst named regime, the minimax and mean rankings, CMA-ES vs random search, and the speed of one
-generation.
+"""Regenerate docs/adversarial.md's tables and figure: every zoo policy's worst regime at 1, 10 and 100 KB
+beside its worst named regime (the published seven with a full search, the rest with a quarter of it), the
+minimax and mean rankings, CMA-ES vs random search, and the speed of one generation.
 
-    PYTHONPATH=. python experiments/adversarial.py            # the study (tens of minutes on 2 CPU cores)
+    PYTHONPATH=. python experiments/adversarial.py            # the study (hours on 2 CPU cores)
+    PYTHONPATH=. python experiments/adversarial.py --only recency,novelty_gate  # some policies, no doc
+    PYTHONPATH=. python experiments/adversarial.py --tables   # the doc from the saved documents
     PYTHONPATH=. python experiments/adversarial.py --speed    # one generation, 256 regimes x 32 x 200 x 3 budgets
     PYTHONPATH=. python experiments/adversarial.py --speed-reads  # read_accuracy vs utility_ratio, 64 x 16 x 200
 
