@@ -64,7 +64,13 @@ def test_bounds_parse_and_refuse_garbage():
 
 
 # --- scoring on device ---------------------------------------------------------------------------
-@pytest.mark.parametrize("mode, track, policy", [("burst_redundancy", "privileged", "priority_greedy")])
+@pytest.mark.parametrize(
+    "mode, track, policy",
+    [
+        ("burst_redundancy", "privileged", "priority_greedy"),
+        ("rollback", "unprivileged", "supersede"),  # reads the fact tables built on device; versions revert
+    ],
+)
 def test_on_device_scores_equal_wj_simulate_on_the_same_episodes(mode, track, policy):
     """Same regimes, same seeds: each run's utility ratio and F1 equal what wj.simulate scores on the
     host-encoded episodes (exact oracle), at two budgets."""
@@ -85,6 +91,23 @@ def test_on_device_scores_equal_wj_simulate_on_the_same_episodes(mode, track, po
         np.testing.assert_array_equal(ratio[row], expected)
         np.testing.assert_array_equal(f1[row], table["f1"][:, 0])
     assert 0 < ratio.mean() < 1
+
+
+@pytest.mark.parametrize("mode", ["rollback", "docs_migration"])
+def test_fact_slots_built_on_device_equal_the_hosts(mode):
+    """The history policies' fact tables (first position of each step's endpoint and of its version), built
+    in the program from the generated arrays, equal the host encoder's (wpbjax.episodes.facts.from_api):
+    with versions that revert (rollback) and steps without an api (docs_migration's pages and guides)."""
+    config = jax_gen.JaxGenConfig(mode=mode, seed=4, steps=80)
+    generated = jax_gen.generate_arrays(config, 6, with_latent=False)
+    encoded = jax_gen.to_encoded(config, generated)
+    arrays = encoded.arrays
+    built = jax.jit(ev.api_fact_slots, static_argnums=(2, 3))(
+        jnp.asarray(arrays.endpoint_index), jnp.asarray(arrays.version_number), config.api_pool, 82
+    )
+    assert (arrays.fact_pair != arrays.fact_key).any() and (arrays.endpoint_index < 0).any() == (mode != "rollback")
+    np.testing.assert_array_equal(np.asarray(built["fact_key"]), arrays.fact_key)
+    np.testing.assert_array_equal(np.asarray(built["fact_pair"]), arrays.fact_pair)
 
 
 def test_the_relaxed_oracle_bounds_the_exact_one_within_one_step():

@@ -104,10 +104,37 @@ def group(size: int, n_steps: int, budget: int, objective: str, search: bool) ->
     return Group(size, cells, "relaxed" if search and cells > EXACT_SEARCH_CELLS else "exact")
 
 
+def api_fact_slots(endpoint_index, version_number, n_endpoints: int, n_versions: int) -> dict:
+    """``fact_key`` and ``fact_pair`` ([E, T, 1] int32) of generated episodes under the api rule, as
+    :func:`wpbjax.episodes.facts.from_api` computes them on the host: the first position of each step's
+    endpoint, and of its (endpoint, version) pair (-1 where the step has no endpoint). What the history
+    policies read (the other fact tables serve only the host's integrity metrics). ``endpoint_index``,
+    ``version_number``: [E, T] int32 in [0, n_endpoints) and [0, n_versions). A scan over the steps with
+    a per-episode table of first positions: O(T) tables, not a [T, T] comparison."""
+
+    def first_positions(endpoint, version):  # [T] each
+        def step(first, pos):
+            first_endpoint, first_pair = first
+            has = endpoint[pos] >= 0
+            e, v = jnp.maximum(endpoint[pos], 0), version[pos]
+            key = jnp.where(first_endpoint[e] >= 0, first_endpoint[e], pos)
+            pair = jnp.where(first_pair[e, v] >= 0, first_pair[e, v], pos)
+            first_endpoint = first_endpoint.at[e].set(jnp.where(has, key, first_endpoint[e]))
+            first_pair = first_pair.at[e, v].set(jnp.where(has, pair, first_pair[e, v]))
+            return (first_endpoint, first_pair), (jnp.where(has, key, NONE), jnp.where(has, pair, NONE))
+
+        empty = (jnp.full(n_endpoints, NONE, jnp.int32), jnp.full((n_endpoints, n_versions), NONE, jnp.int32))
+        _, (key, pair) = jax.lax.scan(step, empty, jnp.arange(endpoint.shape[0]))
+        return key, pair
+
+    key, pair = jax.vmap(first_positions)(endpoint_index, version_number)
+    return dict(fact_key=key[..., None].astype(jnp.int32), fact_pair=pair[..., None].astype(jnp.int32))
+
+
 def device_batch(shape: jax_gen.Shape, generated: dict, track: str) -> EpisodeBatch:
     """What the engine sees ([E, T] leaves) of generated episodes (:func:`jax_gen.encoded_arrays`) on
-    ``track``: the fields ``jax_gen.to_encoded`` fills, computed on device (no fact tables: policies
-    that read them are refused by :func:`check_policy`)."""
+    ``track``: the fields ``jax_gen.to_encoded`` fills, computed on device, and of the fact tables those
+    the history policies read (:func:`api_fact_slots`)."""
     code = generated["code"]
     n_episodes, n_steps = code.shape
     api_id = generated["api_id"]
@@ -120,6 +147,8 @@ def device_batch(shape: jax_gen.Shape, generated: dict, track: str) -> EpisodeBa
     if not sees_utility(track):
         utility = jnp.zeros_like(utility)
     steps = jnp.broadcast_to(jnp.arange(n_steps, dtype=jnp.int32), code.shape)
+    endpoint_index = jnp.where(is_api, api_id % shape.api_pool, NONE)
+    version_number = jnp.where(is_api, api_id // shape.api_pool, 0)
     return EpisodeBatch(
         valid=jnp.ones(code.shape, bool),
         step_t=steps,
@@ -141,14 +170,16 @@ def device_batch(shape: jax_gen.Shape, generated: dict, track: str) -> EpisodeBa
         critical=generated["critical"],
         t_last=jnp.full(n_episodes, n_steps - 1, jnp.int32),
         length=jnp.full(n_episodes, n_steps, jnp.int32),
-        endpoint_index=jnp.where(is_api, api_id % shape.api_pool, NONE),
-        version_number=jnp.where(is_api, api_id // shape.api_pool, 0),
+        endpoint_index=endpoint_index,
+        version_number=version_number,
         **jax_gen.named_columns(jnp, generated["named_api"], api_id, shape.api_pool),
+        # versions stay below steps + 2 (the generator's version digits, jax_gen.Shape)
+        **api_fact_slots(endpoint_index, version_number, shape.api_pool, n_steps + 2),
     )
 
 
 def check_policy(policy: Policy, track: str) -> None:
-    """Refuse what one compiled call cannot run: hindsight plans (host planning) and policies reading fact tables."""
+    """Refuse what one compiled call cannot run: hindsight plans (host planning)."""
     if track not in policy.tracks:
         raise ObjectiveError(f"track: policy {policy.name!r} runs on tracks {', '.join(policy.tracks)}; got {track!r}")
     if policy.plan is not None:
