@@ -165,8 +165,8 @@ def _tables(documents: dict) -> str:
         "",
     ]
     lines += ["| rank | minimax: policy (worst case) | mean: policy (mean named) |", "|---|---|---|"]
-    by_worst = sorted(minimax, key=minimax.get, reverse=True)
-    by_mean = sorted(means, key=means.get, reverse=True)
+    by_worst = sorted(minimax, key=lambda name: (-minimax[name], name))  # ties by name: any order of documents
+    by_mean = sorted(means, key=lambda name: (-means[name], name))
     for rank, (a, b) in enumerate(zip(by_worst, by_mean), 1):
         lines.append(f"| {rank} | {a} ({minimax[a]:.3f}) | {b} ({means[b]:.3f}) |")
     return "\n".join(lines)

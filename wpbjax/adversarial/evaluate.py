@@ -45,6 +45,7 @@ ENCODED_FIELDS = (
     "api_id",
     "api_index",
     "api_ids",
+    "named_api",
     "field_value",
     "field_present",
     "field_frag_len",
