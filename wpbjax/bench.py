@@ -55,7 +55,7 @@ def run_bench(
             started = time.perf_counter()
             jax.block_until_ready(run())
             best = min(best, time.perf_counter() - started)
-        # run_s to 4 significant digits: a tiny run (0.2 ms) rounded to 5 decimals lost 1-2% of itself
+        # run_s to 4 significant digits: rounding to fixed decimals loses a tiny run's precision (docs/performance.md)
         results.append(
             {
                 "policy": name,

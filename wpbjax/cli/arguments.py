@@ -10,7 +10,7 @@ from collections.abc import Callable
 from wpbjax.episodes.batch import ENCODED_BYTES_PER_STEP
 from wpbjax.files.output_size import human_size as _size  # 1,234.5 MiB
 
-# Host bytes per episode-step of episodes as Python dicts (measured with tracemalloc: ~800). A
+# Host bytes per episode-step of episodes as Python dicts (tracemalloc; docs/performance.md). A
 # command that holds its whole set (generate; a sweep of episode files or of the jax engine's
 # episodes) refuses a set past the machine's memory up front rather than failing on an allocation
 # (or the kernel's OOM killer) minutes later; a sweep of the python engine's episodes makes them a

@@ -23,8 +23,8 @@ import numpy as np
 from wpbjax.common.constants import NONE
 from wpbjax.common.tracks import TRACKS, check_track, sees_priority
 
-# Host bytes per episode-step of an encoded episode set (measured: 87 for the published modes with
-# their 3 observation fields): what a sweep holds in memory for its episodes.
+# Host bytes per episode-step of an encoded episode set with the published modes' 3 observation fields
+# (docs/performance.md): what a sweep holds in memory for its episodes.
 ENCODED_BYTES_PER_STEP = 87
 NULL_VALUE_ID = 0  # id of JSON null: the value ``old.get(key)`` compares with when the key is absent
 

@@ -308,7 +308,7 @@ def _encode_episode(encoder: _StepEncoder, columns: dict, n: int, episode: dict,
     utility_by_step = {str(key): value for key, value in labels.get("utility_by_step", {}).items()}
     rows = []  # per step: (t, cost per track..., api id, api is str, priority, utility, critical, version)
     # per field present: (step, slot, value id, fragment bytes), written to the arrays in one go
-    # per episode (numpy item assignment costs ~100 ns each, a third of encoding before)
+    # per episode (numpy item assignment per element is slow: docs/performance.md)
     fields: list = []
     for i, step in enumerate(steps):
         observation, metadata, t = step.get("observation"), step.get("metadata", {}), step["t"]

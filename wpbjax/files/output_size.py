@@ -9,10 +9,9 @@ import shutil
 
 from wpbjax.common.argument_errors import ArgumentError, arg
 
-# Bytes per row of the results table, measured on our sweeps. CSV: 227 on the paper grid with the
-# integrity, confusion and (blank) read columns, 317 with generated probes filling the read columns (the
-# larger, so that a grid passed as fitting fits); each param_NAME column adds up to ~20. Parquet compresses
-# to a fifth or so (68 a row with probes on a small grid). tests/files/test_output_size.py writes real tables.
+# Bytes per row of the results table: upper bounds of what our sweeps write with every read column filled
+# (the larger, so that a grid passed as fitting fits), per param_NAME column, and in parquet
+# (docs/performance.md, "Figures behind choices in the code"). tests/files/test_output_size.py writes real tables.
 CSV_BYTES_PER_ROW = 320
 PARQUET_BYTES_PER_ROW = 80
 PARAM_COLUMN_BYTES = 20

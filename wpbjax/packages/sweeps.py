@@ -42,10 +42,9 @@ COLUMNS = [
     "invalidation_covered",
     "opt_certified_by",
 ]
-# Bytes per row of a sweep's table (one row per package x budget x method), measured on memaudit_small
-# (6,000 to 16,000 seeds x 5 budgets x 8 methods): ~100 in CSV (stress distributions' longer names
-# and values: up to ~130), a few in parquet, and ~470 more of peak host memory per row while the
-# table is built and written (beyond a chunk's fixed ~350 MB). Size checks use these up front.
+# Bytes per row of a sweep's table (one row per package x budget x method), on disk and of peak host memory
+# while the table is built and written: upper bounds of what memaudit_small's sweeps measured
+# (docs/performance.md, "Figures behind choices in the code"). Size checks use these up front.
 ROW_BYTES = (130, 30)  # (CSV, parquet) on disk
 ROW_MEMORY_BYTES = 500  # host memory
 

@@ -172,7 +172,7 @@ def _evict_oldest_quirk(store, episode, cost, room, deltas: bool):
     short, nonempty = cost > room, oldest >= 0
     evict = short & nonempty
     # ceil((cost - room) / oldest cost) with lax.div: both are positive here, and jnp's floor
-    # division (with its sign fix-ups) is several times slower on CPU.
+    # division adds sign fix-ups, slower on CPU (docs/performance.md).
     oldest_cost = jnp.maximum(store_lib.cost_of(store, episode, oldest, deltas), 1)
     n_expire = jnp.where(evict, jax.lax.div(jnp.maximum(cost - room, 0) + oldest_cost - 1, oldest_cost), 0)
     return jnp.where(evict, oldest, NONE), n_expire, ~short | nonempty

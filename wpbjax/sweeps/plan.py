@@ -25,7 +25,7 @@ from wpbjax.scoring.reads import ReadPlan
 from wpbjax.scoring.rows import COLUMNS
 from wpbjax.sweeps.config import DEFAULT_MEMORY_CAP, DEFAULT_TRACKS, PUBLISHED_LINEUP
 
-BYTES_PER_RUN_STEP = 160  # store + policy state + XLA temporaries, per (run, step); measured peaks
+BYTES_PER_RUN_STEP = 160  # store + policy state + XLA temporaries, per (run, step) (docs/performance.md)
 BYTES_PER_EPISODE_STEP = 64  # episode arrays (+ 12 per field slot)
 # a slice of a large param grid, per run-step: sized so a slice's measured peak stays near the cap
 # (docs/performance.md, "Bounded memory and size")

@@ -62,7 +62,7 @@ def draw_episode(config: DriftConfig, episode_id: int) -> tuple[list[int], list[
         in_burst = burst_interval > 0 and (t % burst_interval) < burst_len
         if not (redundant and t > 0 and uniform() < redundancy_prob):  # else: the previous step's endpoint again
             # rng.randrange(n_apis), inlined (its draws exactly: CPython's getrandbits rejection loop);
-            # the generator is Python-bound, and this call was a third of it
+            # the generator is Python-bound, and this call is a large share of it
             endpoint = bits(width)
             while endpoint >= n_apis:
                 endpoint = bits(width)
