@@ -1,10 +1,12 @@
-"""What one rollout step compiles to, per policy: kernels, scatter loops, whole-store copies, split kernels.
+"""What one rollout step compiles to, per policy: kernels, their instructions, scatter loops, whole-store copies, split kernels.
 
     PYTHONPATH=. python experiments/step_kernels.py [--episodes 1396] [--steps 200] [--policies a,b]
 
 Reads the compiled HLO of ``wpbjax.core.rollout._batch_counts`` (the fully optimised build ``wpbjax bench``
 times; one XLA device per core) and reports, for the step loop's body: its kernels (instructions other
-than parameters, tuples, bitcasts and constants), the scatters XLA:CPU turned into loops over the runs
+than parameters, tuples, bitcasts and constants), the instructions inside them (a fused computation's,
+the computations it calls included: XLA:CPU fuses a cheap computation into every kernel that reads it,
+so a value read by several kernels is computed once by each, work a kernel count does not show), the scatters XLA:CPU turned into loops over the runs
 (``xla_cpu_small_call`` calls; a multi-action policy's CONTINUE loop counts too), copies of a whole [episodes, budgets, T] store array (what an update
 not made in place costs), and kernels XLA splits over threads (``outer_dimension_partitions``).
 Exact and load-independent, unlike timings on a shared machine.
@@ -46,11 +48,22 @@ def step_body(hlo: str) -> list:
     return max(loops, key=lambda lines: sum(own(line) for line in lines))
 
 
+def instructions(line: str, found: dict, depth: int = 0) -> int:
+    """Instructions a kernel runs: 1, or those of the computations it calls (recursively, a few levels)."""
+    called = re.search(r"(?:calls|to_apply|body|condition)=%([\w.\-]+)", line)
+    if called is None or depth > 3:
+        return 1
+    inner = [entry for entry in found.get(called.group(1), []) if not any(skip in entry for skip in SKIPPED)]
+    return sum(instructions(entry, found, depth + 1) for entry in inner) or 1
+
+
 def summarise(hlo: str, n_steps: int) -> dict:
     kernels = [line for line in step_body(hlo) if not any(skip in line for skip in SKIPPED)]
     whole_copies = [line for line in kernels if re.search(rf"= s32\[\d+,\d+,{n_steps}\]\S* copy\(", line)]
+    found = computations(hlo)
     return {
         "kernels": len(kernels),
+        "instructions": sum(instructions(line, found) for line in kernels),
         "loops": sum("xla_cpu_small_call" in line or " while(" in line for line in kernels),
         "whole_store_copies": len(whole_copies),
         "split_kernels": sum("outer_dimension_partitions" in line for line in kernels),
@@ -74,8 +87,10 @@ def main() -> None:
     batch = bench_batch(args.episodes, args.steps, devices=jax.local_devices())
     budgets = np.asarray(DEFAULT_BUDGETS, np.int32)
     per_pass = rollout.episodes_per_pass(args.steps, len(budgets))
-    print("| policy | step kernels | loops (scatters; a CONTINUE loop) | whole-store copies | split kernels |")
-    print("| --- | --- | --- | --- | --- |")
+    print(
+        "| policy | step kernels | their instructions | loops (scatters; a CONTINUE loop) | whole-store copies | split kernels |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
     for name in args.policies.split(",") if args.policies else lineup("privileged"):
         policy = make(name)
         index = rollout._episode_index(None, batch.n_episodes)

@@ -114,7 +114,7 @@ class WriteEnv:
         pos, budget = state.pos, params.budget
         wants = (action == WRITE) & ~state.done
         store = store_lib.apply(state.store, actions.write_if(wants), episode, pos, budget, frozenset({"write"}))
-        stored = store.newest == pos
+        stored = store_lib.added(store)
         hits = state.hits + (stored & episode.critical[pos])
         retained = state.retained + stored
         n_critical = episode.critical.sum()

@@ -5,7 +5,8 @@ ascend with ``t``, so slot order is insertion order. ``oldest`` / ``newest`` and
 the present items keep every query and update O(1) per step. One array, ``held``, says per slot
 whether an item is present, whether it is a delta, and what a delta costs, so each check is one
 read. An item added at step p enters ``held`` and the links at the start of step p+1 (:func:`flush`;
-until then it lives in the ``pending`` scalars), which lets XLA update those arrays in place.
+until then it lives in the ``pending`` scalars and is not counted in ``used``, ``oldest`` or ``newest``),
+which lets XLA update those arrays in place and compute the store's decision once.
 SEMANTICS §3:
 
 * WRITE is accepted iff ``used + write_cost <= budget`` (and the step has no item yet).
@@ -52,9 +53,10 @@ class StoreState:
     oldest: jax.Array  # []  int32 oldest present item, -1 when empty
     newest: jax.Array  # []  int32 newest present item, -1 when empty
     used: jax.Array  # []  int32 bytes in use (sum of the present items' costs)
-    # The item added at the last step, not yet in ``held`` and the links (see ``flush``):
-    pending: jax.Array  # []  int32 ``held`` of the item added at step pos-1 (0: none)
-    pending_older: jax.Array  # []  int32 ... the newest item before it
+    # The item added at the last step, not yet in ``held``, the links, ``used``, ``oldest`` and ``newest``
+    # (see ``flush``):
+    pending: jax.Array  # []  int32 0 none, > 0 a delta of that many bytes, < 0 a base item of -1 - pending bytes
+    pending_parent: jax.Array  # []  int32 ... a delta's parent slot
     write_actions: jax.Array  # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
     merge_actions: jax.Array  # []  int32 MERGE actions emitted
@@ -97,7 +99,7 @@ def empty(n_steps: int, features=ALL_FEATURES) -> StoreState:
         expire_actions=zero,
         merge_actions=zero,
         pending=zero,
-        pending_older=none,
+        pending_parent=none,
         **history,
     )
 
@@ -128,6 +130,11 @@ def remaining(store: StoreState, budget) -> jax.Array:
 
 def is_empty(store: StoreState) -> jax.Array:
     return store.oldest < 0
+
+
+def added(store: StoreState) -> jax.Array:
+    """[] bool: the last :func:`apply` added an item (it joins ``used`` and the links at the next :func:`flush`)."""
+    return store.pending != 0
 
 
 def holds(store: StoreState, slot) -> jax.Array:
@@ -204,26 +211,39 @@ def _put_at(array, pos, value, condition):
 
 
 def flush(store: StoreState, pos, features=ALL_FEATURES) -> StoreState:
-    """Put the item added at step ``pos - 1`` into ``held`` and the links. Call at the start of
-    step ``pos`` (and once after the last step), before anything reads the store.
+    """Add the item added at step ``pos - 1`` to the store: ``held``, the links, ``used``, ``oldest`` and
+    ``newest``. Call at the start of step ``pos`` (and once after the last step), before anything reads
+    the store.
 
     Why deferred: XLA updates a carried [runs, T] array in place only if every read of it in the
     iteration is an ancestor of its update; otherwise it copies the whole array every step (O(T)
     per step). Policies read ``held`` and the links before they decide, so these writes come
     first. ``pos - 1`` is the same for every run of a batch: the writes are dynamic-update-slices.
+    And the whole decision (the policy's, then the store's checks) ends in one carried value,
+    ``pending``: XLA:CPU fuses a cheap computation into each of its consumers, so every scalar that
+    the add updated at once would recompute the decision from the start (docs/performance.md).
     """
-    slot, added = jnp.maximum(pos - 1, 0), store.pending != 0
+    slot, pending = jnp.maximum(pos - 1, 0), store.pending
+    added = pending != 0
+    newest = store.newest
     store = dataclasses.replace(
-        store, held=_put_at(store.held, slot, store.pending, added), pending=jnp.zeros((), jnp.int32)
+        store,
+        held=_put_at(store.held, slot, jnp.where(pending < 0, HELD_BASE, pending), added),
+        used=store.used + jnp.where(pending < 0, -1 - pending, pending),
+        oldest=jnp.where(added & (store.oldest < 0), slot, store.oldest),
+        newest=jnp.where(added, slot, newest),
+        pending=jnp.zeros((), jnp.int32),
     )
+    if "merge" in features:
+        store = dataclasses.replace(store, parent=_put_at(store.parent, slot, store.pending_parent, pending > 0))
     if "expire" in features and "order" in features:  # chain the item after the previous newest
         store = dataclasses.replace(
             store,
-            older=_put_at(store.older, slot, store.pending_older, added),
-            newer=set_where(store.newer, store.pending_older, slot, added),
+            older=_put_at(store.older, slot, newest, added),
+            newer=set_where(store.newer, newest, slot, added),
         )
     elif "fifo" in features or OLDEST_ONLY in features:  # oldest-first only: the forward chain is enough
-        store = dataclasses.replace(store, newer=set_where(store.newer, store.pending_older, slot, added))
+        store = dataclasses.replace(store, newer=set_where(store.newer, newest, slot, added))
     return store
 
 
@@ -350,7 +370,8 @@ def _write_past(store: StoreState, action: Action, episode: EpisodeBatch, pos, b
 
 def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget, features=ALL_FEATURES) -> StoreState:
     """Apply one action (its EXPIREs, then its main action) at step position ``pos``. An added item
-    is recorded in the ``pending`` scalars and reaches the [T] arrays at the next :func:`flush`.
+    is recorded in the ``pending`` scalars and joins the store at the next :func:`flush` (so a policy
+    that acts again at this step sees ``used`` and ``newest`` without it: none does after a WRITE or MERGE).
 
     ``features`` (static, a policy's ``features``: what it emits plus its layout): among the actions
     "write", "expire", "merge", "write_past", code for the others is left out of the compiled step, and
@@ -383,7 +404,7 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
         return store
 
     write_cost = episode.write_cost[pos]
-    vacant = store.newest != pos  # at most one item per step, even if a policy acts twice
+    vacant = (store.newest != pos) & (store.pending == 0)  # at most one item per step, even if a policy acts twice
     write_ok = ("write" in features) & (action.kind == WRITE) & vacant & fits(store.used, write_cost, budget)
     merge_ok, merge_cost = jnp.zeros((), bool), action.merge_cost
     if merges:
@@ -398,16 +419,6 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
         )
         if _lazy(features):  # a slot before the oldest item was expired (not cleared: see settle)
             merge_ok = merge_ok & _at_or_after_oldest(store, target)
-        # A delta's parent goes in at once (not deferred like ``held``): every read of it in this step
-        # is an ancestor of ``merge_ok``, so XLA still updates it in place.
-        store = dataclasses.replace(store, parent=_put_at(store.parent, pos, target, merge_ok))
+        store = dataclasses.replace(store, pending_parent=action.target)  # kept by flush for a delta only
 
-    added = write_ok | merge_ok
-    return dataclasses.replace(
-        store,
-        oldest=jnp.where(added & (store.oldest < 0), pos, store.oldest),
-        newest=jnp.where(added, pos, store.newest),
-        used=store.used + jnp.where(write_ok, write_cost, 0) + jnp.where(merge_ok, merge_cost, 0),
-        pending=jnp.where(write_ok, HELD_BASE, jnp.where(merge_ok, merge_cost, 0)),
-        pending_older=store.newest,
-    )
+    return dataclasses.replace(store, pending=jnp.where(write_ok, -1 - write_cost, jnp.where(merge_ok, merge_cost, 0)))
