@@ -60,6 +60,22 @@ SCRIPTED = Policy(
 )
 
 
+def scripted_once_act(params, state, store, episode, pos, budget):
+    """Emit step ``pos``'s scripted EXPIREs and its main action as one action (K = the script's
+    ``max_expires``): a policy that acts once per step."""
+    slots, n_expire = params["expire"][pos], params["n_expire"][pos]
+    kind, target = params["kind"][pos], params["target"][pos]
+    action = actions.select(
+        kind == actions.MERGE,
+        actions.merge(store_lib.quote_merge(episode, pos, target), slots, n_expire),
+        actions.Action(expire_slots=slots, n_expire=n_expire, kind=kind, target=target, merge_cost=jnp.int32(0)),
+    )
+    return action, state
+
+
+SCRIPTED_ONCE = Policy("scripted_once", scripted_once_act, doc="params' per-step actions, one call a step (tests only)")
+
+
 def script(n_steps, plan, max_expires=4):
     """Params for SCRIPTED. ``plan``: {pos: (kind, target, [expire positions, in order])}."""
     kind = np.zeros(n_steps, np.int32)

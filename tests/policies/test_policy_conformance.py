@@ -21,6 +21,7 @@ def _write_if_fits(params, state, store, episode, pos, budget):
         (dict(emits={"write_past"}), "needs multi_action"),
         (dict(layout={"fifo", "ordr"}), "unknown layout 'ordr'"),
         (dict(emits={"fifo"}), "unknown emits 'fifo'"),  # a layout is not an action
+        (dict(emits={"write", "expire"}, layout={"oldest_only"}, multi_action=True), "acts once per step"),
     ],
 )
 def test_emits_and_layout_are_checked_when_a_policy_is_made(declared, message):

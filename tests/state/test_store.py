@@ -3,7 +3,8 @@
 import dataclasses
 
 import numpy as np
-from helpers import SCRIPTED, make_episode, run_one, script
+import pytest
+from helpers import SCRIPTED, SCRIPTED_ONCE, make_episode, run_one, script
 
 from wpbjax.state.actions import MERGE, SKIP, WRITE
 
@@ -130,24 +131,33 @@ def test_fifo_stores_expire_only_the_oldest_item():
     assert int(counts.expire_actions[0]) == 3
 
 
-def test_oldest_only_stores_match_fifo_stores():
-    """ "oldest_only" leaves expired slots in `held` during the rollout: the final store (settled) is the
-    fifo store's, and a MERGE into an expired (not yet cleared) slot is still rejected."""
+@pytest.mark.parametrize("max_expires", [1, 2])
+def test_oldest_only_stores_match_fifo_stores(max_expires):
+    """ "oldest_only" leaves expired slots in `held` during the rollout, and with one EXPIRE per action
+    (max_expires 1) the expired item leaves `used` and the links at the next step: the final store
+    (settled) is the fifo store's, and a MERGE into the item an EXPIRE just removed is still rejected."""
     obs = [{"api": "a", "x": 1}, {"api": "b"}, {"api": "a", "x": 2}, {"api": "b", "y": 1}, {"api": "a", "x": 3}]
+    obs += [{"api": "c"}] * 4
     # step 2 expires slot 0 then merges into it (rejected: gone); step 3 merges into slot 1 (present);
-    # step 4 expires slot 2 (not the oldest: rejected) then slot 1 (the oldest), and writes
-    plan = {0: (WRITE, -1, []), 1: (WRITE, -1, []), 2: (MERGE, 0, [0]), 3: (MERGE, 1, []), 4: (WRITE, -1, [2, 1])}
+    # step 4 expires slot 2 (not the oldest: rejected); step 5 expires slot 1 (the oldest) and writes;
+    # steps 6-7 expire 3 then 4 (the store holds only 5) and skip; step 8 expires 5 (the store empties) and
+    # writes (the written item is then the oldest and the newest)
+    plan = {0: (WRITE, -1, []), 1: (WRITE, -1, []), 2: (MERGE, 0, [0]), 3: (MERGE, 1, []), 4: (WRITE, -1, [2])}
+    plan.update({5: (WRITE, -1, [1]), 6: (SKIP, -1, [3]), 7: (SKIP, -1, [4]), 8: (WRITE, -1, [5])})
     rows = {}
     for layout in ("fifo", "oldest_only"):
         policy = dataclasses.replace(
-            SCRIPTED, name=f"scripted_{layout}", emits={"write", "expire", "merge"}, layout={layout}
+            SCRIPTED_ONCE, name=f"scripted_{layout}", emits={"write", "expire", "merge"}, layout={layout}
         )
-        _, stores, counts = run_one(policy, [make_episode(obs)], budget=10_000, params=script(5, plan))
+        params = script(9, plan, max_expires=max_expires)
+        _, stores, counts = run_one(policy, [make_episode(obs)], budget=10_000, params=params)
         rows[layout] = stores, counts
-        assert stores.present[0].tolist() == [False, False, False, True, True]
-        assert int(stores.oldest[0]) == 3 and int(stores.newest[0]) == 4
+        assert stores.present[0].tolist() == [False] * 8 + [True]
+        assert int(stores.oldest[0]) == 8 and int(stores.newest[0]) == 8
+        assert int(counts.merge_actions[0]) == 2 and int(counts.expire_actions[0]) == 6
     (fifo, fifo_counts), (lazy, lazy_counts) = rows["fifo"], rows["oldest_only"]
     assert np.array_equal(fifo.held, lazy.held) and int(fifo.used[0]) == int(lazy.used[0])
+    assert np.array_equal(fifo.parent, lazy.parent)
     for name in ("retained", "n_present", "bytes_used", "expire_actions", "merge_actions"):
         assert np.array_equal(getattr(fifo_counts, name), getattr(lazy_counts, name)), name
 

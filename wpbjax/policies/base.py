@@ -24,6 +24,7 @@ from wpbjax.state.actions import (  # noqa: F401 (re-exported)
     EMITS,
     FIFO,
     LAYOUTS,
+    OLDEST_ONLY,
     ORDER,
     check_names,
 )
@@ -66,6 +67,11 @@ class Policy:
         if EMIT_WRITE_PAST in self.emits and not self.multi_action:
             raise ValueError(
                 f"{where}: emits 'write_past', which needs multi_action=True (the policy acts again after it)"
+            )
+        if OLDEST_ONLY in self.layout and self.multi_action:
+            raise ValueError(
+                f"{where}: layout 'oldest_only' is for a policy that acts once per step (its EXPIRE takes effect "
+                "at the next step's flush); a multi_action policy may declare 'fifo'"
             )
         tracks = (self.tracks,) if isinstance(self.tracks, str) else tuple(self.tracks)
         unknown = [track for track in tracks if track not in ALL_TRACKS]

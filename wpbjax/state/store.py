@@ -57,6 +57,9 @@ class StoreState:
     # (see ``flush``):
     pending: jax.Array  # []  int32 0 none, > 0 a delta of that many bytes, < 0 a base item of -1 - pending bytes
     pending_parent: jax.Array  # []  int32 ... a delta's parent slot
+    # "oldest_only", one EXPIRE per action: the oldest item an EXPIRE removed at the last step leaves at the
+    # next ``flush`` too (see ``_expire_oldest_at_flush``):
+    pending_freed: jax.Array  # []  int32 its bytes (-1: none)
     write_actions: jax.Array  # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
     merge_actions: jax.Array  # []  int32 MERGE actions emitted
@@ -100,6 +103,7 @@ def empty(n_steps: int, features=ALL_FEATURES) -> StoreState:
         merge_actions=zero,
         pending=zero,
         pending_parent=none,
+        pending_freed=none,
         **history,
     )
 
@@ -244,7 +248,36 @@ def flush(store: StoreState, pos, features=ALL_FEATURES) -> StoreState:
         )
     elif "fifo" in features or OLDEST_ONLY in features:  # oldest-first only: the forward chain is enough
         store = dataclasses.replace(store, newer=set_where(store.newer, newest, slot, added))
+    if _lazy(features):
+        # The oldest item an EXPIRE removed at step pos - 1 leaves, after the add: its forward link is then
+        # read after the add wrote it (a read XLA must order after the update, so no copy), and it names
+        # the added item where the store held only the leaving one.
+        left, oldest, newest = store.pending_freed >= 0, store.oldest, store.newest
+        emptied = oldest == newest
+        next_oldest = jnp.where(emptied, NONE, store.newer[jnp.maximum(oldest, 0)])
+        store = _record_expiry(store, oldest, pos - 1, left)
+        store = dataclasses.replace(
+            store,
+            used=store.used - jnp.where(left, store.pending_freed, 0),
+            oldest=jnp.where(left, next_oldest, oldest),
+            newest=jnp.where(left & emptied, NONE, newest),
+            pending_freed=jnp.full((), NONE, jnp.int32),
+        )
     return store
+
+
+def _expire_oldest_at_flush(store: StoreState, episode: EpisodeBatch, slot, pos, deltas: bool) -> tuple:
+    """An action's one EXPIRE under "oldest_only": accepted iff ``slot`` is the oldest item, which then
+    leaves at the next :func:`flush` (``pending_freed``), like an added item; the store carries one value
+    for it instead of three (``used``, ``oldest``, ``newest``), each of which would recompute the
+    decision (see flush). Returns ``(store, the store as the action's main part must see it)``: its bytes
+    free, and a slot at or after the leaving one still counted as before the oldest item (a slot between
+    it and the next item holds nothing, so "after it" is "at or after the next")."""
+    oldest = store.oldest
+    ok = (slot >= 0) & (slot == oldest) & (slot < pos)
+    freed = jnp.where(ok, cost_of(store, episode, oldest, deltas), 0)
+    after = dataclasses.replace(store, used=store.used - freed, oldest=jnp.where(ok, oldest + 1, oldest))
+    return dataclasses.replace(store, pending_freed=jnp.where(ok, freed, NONE)), after
 
 
 def _expire_oldest(store: StoreState, episode: EpisodeBatch, slot, pos, deltas: bool) -> StoreState:
@@ -380,11 +413,15 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     item expires; "fifo" (instead) declares that the policy only ever expires the oldest item —
     the store then rejects any other EXPIRE and keeps ``oldest`` with a cheaper forward chain. A
     policy that never reads ``oldest`` may leave both out. "oldest_only" (instead of "fifo") declares
-    that it also reads ``held`` only at ``oldest`` or newer items (never ``present`` or ``holds``):
-    expired slots then stay in ``held`` until :func:`settle`.
+    that it also reads ``held`` only at ``oldest`` or newer items (never ``present`` or ``holds``), and that
+    it acts once per step: expired slots then stay in ``held`` until :func:`settle`, and an action's one
+    EXPIRE takes effect at the next :func:`flush`, like its added item.
     """
     expires, merges, ordered = "expire" in features, "merge" in features, "order" in features
-    if expires:
+    after = None  # the store after the EXPIREs, where they leave at the next flush
+    if expires and _lazy(features) and action.expire_slots.shape[0] == 1:
+        store, after = _expire_oldest_at_flush(store, episode, action.expire_slots[0], pos, deltas=merges)
+    elif expires:
         for slot in action.expire_slots:  # K is static and small
             if _lazy(features):
                 store = _expire_oldest_lazily(store, episode, slot, pos, deltas=merges)
@@ -403,9 +440,10 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     if not features & {"write", "merge"}:
         return store
 
+    seen = store if after is None else after  # what the main action finds
     write_cost = episode.write_cost[pos]
     vacant = (store.newest != pos) & (store.pending == 0)  # at most one item per step, even if a policy acts twice
-    write_ok = ("write" in features) & (action.kind == WRITE) & vacant & fits(store.used, write_cost, budget)
+    write_ok = ("write" in features) & (action.kind == WRITE) & vacant & fits(seen.used, write_cost, budget)
     merge_ok, merge_cost = jnp.zeros((), bool), action.merge_cost
     if merges:
         # the quote (action.merge_cost > 0) covered the episode's conditions; these are the store's
@@ -415,10 +453,10 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
             & vacant
             & (merge_cost > 0)
             & (store.held[target] == HELD_BASE)
-            & fits(store.used, merge_cost, budget)
+            & fits(seen.used, merge_cost, budget)
         )
         if _lazy(features):  # a slot before the oldest item was expired (not cleared: see settle)
-            merge_ok = merge_ok & _at_or_after_oldest(store, target)
+            merge_ok = merge_ok & _at_or_after_oldest(seen, target)
         store = dataclasses.replace(store, pending_parent=action.target)  # kept by flush for a delta only
 
     return dataclasses.replace(store, pending=jnp.where(write_ok, -1 - write_cost, jnp.where(merge_ok, merge_cost, 0)))
