@@ -131,11 +131,10 @@ def test_fifo_stores_expire_only_the_oldest_item():
     assert int(counts.expire_actions[0]) == 3
 
 
-@pytest.mark.parametrize("max_expires", [1, 2])
-def test_oldest_only_stores_match_fifo_stores(max_expires):
-    """ "oldest_only" leaves expired slots in `held` during the rollout, and with one EXPIRE per action
-    (max_expires 1) the expired item leaves `used` and the links at the next step: the final store
-    (settled) is the fifo store's, and a MERGE into the item an EXPIRE just removed is still rejected."""
+def test_oldest_only_stores_match_fifo_stores():
+    """ "oldest_only" leaves expired slots in `held` during the rollout, and its one EXPIRE per action takes
+    the item out of `used` and the links at the next step: the final store (settled) is the fifo store's,
+    and a MERGE into the item an EXPIRE just removed is still rejected."""
     obs = [{"api": "a", "x": 1}, {"api": "b"}, {"api": "a", "x": 2}, {"api": "b", "y": 1}, {"api": "a", "x": 3}]
     obs += [{"api": "c"}] * 4
     # step 2 expires slot 0 then merges into it (rejected: gone); step 3 merges into slot 1 (present);
@@ -149,7 +148,7 @@ def test_oldest_only_stores_match_fifo_stores(max_expires):
         policy = dataclasses.replace(
             SCRIPTED_ONCE, name=f"scripted_{layout}", emits={"write", "expire", "merge"}, layout={layout}
         )
-        params = script(9, plan, max_expires=max_expires)
+        params = script(9, plan, max_expires=1)
         _, stores, counts = run_one(policy, [make_episode(obs)], budget=10_000, params=params)
         rows[layout] = stores, counts
         assert stores.present[0].tolist() == [False] * 8 + [True]
@@ -160,6 +159,15 @@ def test_oldest_only_stores_match_fifo_stores(max_expires):
     assert np.array_equal(fifo.parent, lazy.parent)
     for name in ("retained", "n_present", "bytes_used", "expire_actions", "merge_actions"):
         assert np.array_equal(getattr(fifo_counts, name), getattr(lazy_counts, name)), name
+
+
+def test_oldest_only_takes_one_expire_per_action():
+    policy = dataclasses.replace(
+        SCRIPTED_ONCE, name="scripted_two_expires", emits={"write", "expire"}, layout={"oldest_only"}
+    )
+    obs = [{"api": "a"}] * 3
+    with pytest.raises(ValueError, match="one EXPIRE per action, not 2"):
+        run_one(policy, [make_episode(obs)], budget=10_000, params=script(3, {2: (WRITE, -1, [0, 1])}, max_expires=2))
 
 
 def test_settle_clears_the_slots_before_the_oldest_item():

@@ -32,7 +32,7 @@ from wpbjax.state import actions, store as store_lib
 # --- Passes: cache-sized groups of episodes -------------------------------------------------------
 PASS_CACHE_BYTES = 8 << 20  # working set of one pass: well inside a 32 MiB L3 shared with others
 CACHE_BYTES_PER_RUN_STEP = 40  # store links and costs (16), policy state, the run's share of its episode
-MIN_RUNS_PER_PASS = 256  # fewer, and per-step overheads outweigh the cache (T=2000: 256 beat 128 and 512)
+MIN_RUNS_PER_PASS = 256  # fewer, and per-step overheads outweigh the cache (docs/performance.md)
 
 
 def episodes_per_pass(n_steps: int, n_runs_per_episode: int) -> int:

@@ -20,7 +20,7 @@ from wpbjax.state import actions, store as store_lib
 def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, store, state):
     action, state = policy.act(params, state, store, episode, pos, budget)
     # Make every read the policy made an ancestor of the store update (through action.kind), so
-    # XLA can update carried arrays in place instead of copying them (faster for evicting policies).
+    # XLA can update carried arrays in place instead of copying them (docs/performance.md).
     action, state = jax.lax.optimization_barrier((action, state))
     # Padding steps do nothing: mask the action rather than select over the whole store.
     real = episode.valid[pos]

@@ -90,7 +90,7 @@ def greedy_init(params, episode, key):
     )
 
 
-GREEDY_EXPIRES_PER_CALL = 2  # walks of 1-2 items cover the paper grid; longer walks CONTINUE
+GREEDY_EXPIRES_PER_CALL = 2  # most walks are this short; longer walks CONTINUE (docs/performance.md)
 
 
 def priority_greedy_act(params, state, store, episode, pos, budget):
@@ -258,7 +258,6 @@ PUBLISHED_POLICIES = (
     LAST_KB,
     MERGE_AGGRESSIVE,
 )
-REFERENCE_POLICIES = PUBLISHED_POLICIES  # old name
 
 # The published line-up per track, in the published order.
 TRACK_LINEUP = {

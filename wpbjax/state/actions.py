@@ -35,8 +35,8 @@ FIFO = "fifo"  # instead of ORDER: it only ever expires the oldest item (a cheap
 # ``present`` or ``holds``: the store then leaves an expired slot in ``held`` until the rollout ends
 # (wpbjax.state.store.settle; a slot before ``oldest`` holds nothing), so an EXPIRE writes no [T] array at
 # a position that differs from run to run (under vmap a scatter, which XLA:CPU runs as a loop over runs).
-# It also acts once per step (not multi_action): an action's one EXPIRE takes effect at the next step's
-# flush, like its added item. With ORDER (wpbjax.testing.check_policy's every-feature store), ORDER's
+# It also acts once per step (not multi_action) with at most one EXPIRE (K = 1), which takes effect at the
+# next step's flush, like its added item. With ORDER (wpbjax.testing.check_policy's every-feature store), ORDER's
 # exact store is kept.
 OLDEST_ONLY = "oldest_only"
 # Not a policy's own: a caller adds it (wpbjax.simulate, history=True) to have the store record when

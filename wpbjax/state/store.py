@@ -57,8 +57,8 @@ class StoreState:
     # (see ``flush``):
     pending: jax.Array  # []  int32 0 none, > 0 a delta of that many bytes, < 0 a base item of -1 - pending bytes
     pending_parent: jax.Array  # []  int32 ... a delta's parent slot
-    # "oldest_only", one EXPIRE per action: the oldest item an EXPIRE removed at the last step leaves at the
-    # next ``flush`` too (see ``_expire_oldest_at_flush``):
+    # "oldest_only": the oldest item an EXPIRE removed at the last step leaves at the next ``flush`` too
+    # (see ``_expire_oldest_at_flush``):
     pending_freed: jax.Array  # []  int32 its bytes (-1: none)
     write_actions: jax.Array  # []  int32 WRITE actions emitted (accepted or not)
     expire_actions: jax.Array  # []  int32 EXPIRE actions emitted
@@ -267,7 +267,7 @@ def flush(store: StoreState, pos, features=ALL_FEATURES) -> StoreState:
 
 
 def _expire_oldest_at_flush(store: StoreState, episode: EpisodeBatch, slot, pos, deltas: bool) -> tuple:
-    """An action's one EXPIRE under "oldest_only": accepted iff ``slot`` is the oldest item, which then
+    """An action's EXPIRE under "oldest_only" (one per action): accepted iff ``slot`` is the oldest item, which then
     leaves at the next :func:`flush` (``pending_freed``), like an added item; the store carries one value
     for it instead of three (``used``, ``oldest``, ``newest``), each of which would recompute the
     decision (see flush). Returns ``(store, the store as the action's main part must see it)``: its bytes
@@ -295,22 +295,6 @@ def _expire_oldest(store: StoreState, episode: EpisodeBatch, slot, pos, deltas: 
         used=store.used - jnp.where(ok, cost_of(store, episode, oldest, deltas), 0),
         oldest=jnp.where(ok, next_oldest, store.oldest),
         newest=jnp.where(ok & (next_oldest < 0), NONE, store.newest),
-    )
-
-
-def _expire_oldest_lazily(store: StoreState, episode: EpisodeBatch, slot, pos, deltas: bool) -> StoreState:
-    """EXPIRE under "oldest_only": :func:`_expire_oldest`, except that the slot stays in ``held`` until
-    :func:`settle` (a slot before ``oldest`` holds nothing): no scatter into ``held``."""
-    oldest, newest = store.oldest, store.newest
-    ok = (slot >= 0) & (slot == oldest) & (slot < pos)
-    emptied = oldest == newest
-    next_oldest = jnp.where(emptied, NONE, store.newer[jnp.maximum(oldest, 0)])
-    store = _record_expiry(store, oldest, pos, ok)
-    return dataclasses.replace(
-        store,
-        used=store.used - jnp.where(ok, cost_of(store, episode, oldest, deltas), 0),
-        oldest=jnp.where(ok, next_oldest, oldest),
-        newest=jnp.where(ok & emptied, NONE, newest),
     )
 
 
@@ -414,18 +398,21 @@ def apply(store: StoreState, action: Action, episode: EpisodeBatch, pos, budget,
     the store then rejects any other EXPIRE and keeps ``oldest`` with a cheaper forward chain. A
     policy that never reads ``oldest`` may leave both out. "oldest_only" (instead of "fifo") declares
     that it also reads ``held`` only at ``oldest`` or newer items (never ``present`` or ``holds``), and that
-    it acts once per step: expired slots then stay in ``held`` until :func:`settle`, and an action's one
-    EXPIRE takes effect at the next :func:`flush`, like its added item.
+    it acts once per step with at most one EXPIRE: expired slots then stay in ``held`` until :func:`settle`,
+    and the EXPIRE takes effect at the next :func:`flush`, like the added item.
     """
     expires, merges, ordered = "expire" in features, "merge" in features, "order" in features
     after = None  # the store after the EXPIREs, where they leave at the next flush
-    if expires and _lazy(features) and action.expire_slots.shape[0] == 1:
+    if expires and _lazy(features):
+        if action.expire_slots.shape[0] != 1:
+            raise ValueError(
+                f"layout 'oldest_only' takes one EXPIRE per action, not {action.expire_slots.shape[0]}; "
+                "a policy that emits more declares 'fifo'"
+            )
         store, after = _expire_oldest_at_flush(store, episode, action.expire_slots[0], pos, deltas=merges)
     elif expires:
         for slot in action.expire_slots:  # K is static and small
-            if _lazy(features):
-                store = _expire_oldest_lazily(store, episode, slot, pos, deltas=merges)
-            elif "fifo" in features and not ordered:
+            if "fifo" in features and not ordered:
                 store = _expire_oldest(store, episode, slot, pos, deltas=merges)
             else:
                 store = _expire(store, episode, slot, pos, ordered)
