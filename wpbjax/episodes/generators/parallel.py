@@ -1,8 +1,9 @@
 """Generate and encode large episode sets, on every core (worker processes) when that pays, then join them.
 
 Configs the JAX generator can express (every published one) go straight to arrays
-(:mod:`wpbjax.episodes.generators.published_arrays`, ~0.35 ms per 200-step episode); others are generated as
-JSON and encoded (~3 ms). Worker processes cost ~1 s to start, so only large sets use them.
+(:mod:`wpbjax.episodes.generators.published_arrays`); others are generated as JSON and encoded, about ten
+times slower. Worker processes take about a second to start, so only large sets use them (the thresholds'
+figures: docs/performance.md).
 """
 
 from __future__ import annotations
