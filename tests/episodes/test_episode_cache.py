@@ -95,3 +95,41 @@ def test_windows_beside_longer_episodes_are_padded_to_their_length(folder, tmp_p
     n = alone.n_episodes
     np.testing.assert_array_equal(both.arrays.write_cost[:n, :100], alone.arrays.write_cost)
     assert not both.arrays.valid[:n, 100:].any()
+
+
+def test_the_code_key_reads_the_generators_and_importers(folder):
+    """Every module that builds an encoded set is in the code key, subpackages included: a changed
+    generator or importer is a new key."""
+    names = {os.path.relpath(path, os.path.dirname(cache.__file__)) for path in cache.digested_paths()}
+    for module in (
+        "encode.py",
+        "generators/published_arrays.py",
+        "generators/python_random.py",
+        "importers/real_drift.py",
+    ):
+        assert module in names, module
+
+
+def test_a_generated_set_is_kept_and_read_back(folder, monkeypatch):
+    from wpbjax.episodes.generators import parallel
+
+    source = EpisodeSource.generated(["default", "redundancy"], n_episodes=3, steps=40, seed=5)
+    first, sets = source.load_sets()
+    assert len(os.listdir(folder)) == 1 and list(sets) == [0, 0, 0, 1, 1, 1]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the set was generated again")
+
+    monkeypatch.setattr(parallel, "generate_encoded", refuse)
+    again, _ = EpisodeSource.generated(["default", "redundancy"], n_episodes=3, steps=40, seed=5).load_sets()
+    assert list(again.episode_id) == list(first.episode_id) and list(again.mode) == list(first.mode)
+    for name in ("write_cost", "utility", "priority", "critical", "field_value", "fact_pair", "api_index"):
+        np.testing.assert_array_equal(getattr(again.arrays, name), getattr(first.arrays, name), err_msg=name)
+    with pytest.raises(AssertionError, match="generated again"):  # another seed is another set
+        EpisodeSource.generated(["default", "redundancy"], n_episodes=3, steps=40, seed=6).load_sets()
+
+
+def test_a_large_generated_set_is_not_kept(folder, monkeypatch):
+    monkeypatch.setattr(cache, "MAX_GENERATED_EPISODE_STEPS", 3 * 40 - 1)
+    EpisodeSource.generated(["default"], n_episodes=3, steps=40).load_sets()
+    assert not os.path.exists(folder) or os.listdir(folder) == []

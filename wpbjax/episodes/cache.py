@@ -1,12 +1,14 @@
-"""An on-disk cache of encoded episode sets that are slow to rebuild from their input (a real API history's
-windows: reading, streaming and encoding tens of thousands of surfaces), so that a second sweep of the same
-set starts at once.
+"""An on-disk cache of encoded episode sets that take a while to rebuild, so that a second sweep of the same
+set starts at once: a real API history's windows (reading, streaming and encoding tens of thousands of
+surfaces) and the published generator's sets of up to MAX_GENERATED_EPISODE_STEPS (larger ones would fill
+the disk faster than they save time; they are generated on every core instead).
 
-An entry is keyed by everything its arrays depend on: the input file's SHA-256, the set's parameters (the
-caller's ``key``), and the source of the code that builds it (every module of :mod:`wpbjax.episodes`, and
-:mod:`wpbjax.common.tracks` and :mod:`wpbjax.common.constants`): a changed input or a changed encoder is a
-new key, never a stale entry. Entries live in ``$WPBJAX_EPISODE_CACHE`` (default ``~/.cache/wpbjax/episodes``;
-set it empty to turn the cache off), written to a temporary file and renamed into place, so a killed run
+An entry is keyed by everything its arrays depend on: the input file's SHA-256 or the generator's configs,
+the set's parameters (the caller's ``key``), and the source of the code that builds it (every module of
+:mod:`wpbjax.episodes` and its subpackages, and :mod:`wpbjax.common.tracks` and
+:mod:`wpbjax.common.constants`): a changed input or a changed encoder is a new key, never a stale entry.
+Entries live in ``$WPBJAX_EPISODE_CACHE`` (default ``~/.cache/wpbjax/episodes``; set it empty to turn the
+cache off), written to a temporary file and renamed into place, so a killed run
 leaves no partial entry; an entry that cannot be read is rebuilt, and one that cannot be written is skipped.
 """
 
@@ -22,6 +24,9 @@ from collections.abc import Callable
 
 ENV = "WPBJAX_EPISODE_CACHE"
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A generated set is kept when it has at most this many episode-steps: about 100 bytes each on disk,
+# so ~200 MB for the largest entry (the 100x grid's 4,000 x 200 steps: ~90 MB).
+MAX_GENERATED_EPISODE_STEPS = 2_000_000
 
 
 def cache_dir() -> str | None:
@@ -30,18 +35,22 @@ def cache_dir() -> str | None:
     return path or None
 
 
+def digested_paths() -> list[str]:
+    """The source files an encoded set depends on: every module under wpbjax/episodes, and two of common/."""
+    episodes = os.path.join(_PACKAGE, "episodes")
+    paths = sorted(
+        os.path.join(folder, name) for folder, _, names in os.walk(episodes) for name in names if name.endswith(".py")
+    )
+    return paths + [os.path.join(_PACKAGE, "common", "tracks.py"), os.path.join(_PACKAGE, "common", "constants.py")]
+
+
 @functools.lru_cache(maxsize=1)
 def code_digest() -> str:
-    """SHA-256 of the source of every module an encoded set depends on."""
+    """SHA-256 of the source of every module an encoded set depends on (:func:`digested_paths`)."""
     digest = hashlib.sha256()
-    episodes = os.path.join(_PACKAGE, "episodes")
-    paths = [os.path.join(episodes, name) for name in sorted(os.listdir(episodes)) if name.endswith(".py")]
-    for path in paths + [
-        os.path.join(_PACKAGE, "common", "tracks.py"),
-        os.path.join(_PACKAGE, "common", "constants.py"),
-    ]:
+    for path in digested_paths():
         with open(path, "rb") as handle:
-            digest.update(os.path.basename(path).encode() + b"\0" + handle.read())
+            digest.update(os.path.relpath(path, _PACKAGE).encode() + b"\0" + handle.read())
     return digest.hexdigest()
 
 

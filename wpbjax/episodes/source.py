@@ -110,15 +110,26 @@ class EpisodeSource:
         """(encoded episodes, [N] int64 episode set of each episode: its file's or config's number)."""
         if self.files:
             return self._load_files()
+        from wpbjax.episodes import cache
+
+        episode_steps = len(self.configs) * self.n_episodes * max(config.steps for config in self.configs)
+        # the python engine's sets are kept on disk for the next sweep of the set (the jax engine's are
+        # made on device in a fraction of the time)
+        if self.engine == "python" and episode_steps <= cache.MAX_GENERATED_EPISODE_STEPS:
+            encoded = cache.cached({"kind": "generated", **self.to_dict()}, self._generate)
+        else:
+            encoded = self._generate()
+        return encoded, np.repeat(np.arange(len(self.configs), dtype=np.int64), self.n_episodes)
+
+    def _generate(self):
+        """The generated episodes, encoded (config-major)."""
         if self.engine == "jax":  # generated on device, never through JSON
             import wpbjax.episodes.generators.jax_gen as jax_gen
 
-            encoded = jax_gen.generate_encoded(list(self.configs), self.n_episodes)
-        else:
-            from wpbjax.episodes.generators.parallel import generate_encoded
+            return jax_gen.generate_encoded(list(self.configs), self.n_episodes)
+        from wpbjax.episodes.generators.parallel import generate_encoded
 
-            encoded = generate_encoded(list(self.configs), self.n_episodes)
-        return encoded, np.repeat(np.arange(len(self.configs), dtype=np.int64), self.n_episodes)
+        return generate_encoded(list(self.configs), self.n_episodes)
 
     @property
     def n_total(self) -> int | None:
