@@ -25,7 +25,7 @@ from wpbjax.core import segments
 from wpbjax.core.scan import advance, episode_keys, initial_carry, rollout, run_counts, step  # noqa: F401 (re-exported)
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
-from wpbjax.runtime import devices as devices_lib, programs
+from wpbjax.runtime import devices as devices_lib, programs, traced
 from wpbjax.scoring import metrics
 from wpbjax.state import actions, store as store_lib
 
@@ -159,7 +159,8 @@ def batch_counts(
         return segments.simulate_in_segments(policy, batch, budgets, params, {}, key, episode_index, grid=False)
     compiled = _batch_counts_quick if work < QUICK_COMPILE_BELOW else _batch_counts
     per_pass = per_pass or episodes_per_pass(batch.n_steps, budgets.shape[0])
-    return compiled(policy, devices_lib.mesh_of(batch.valid), per_pass, params, batch, budgets, key, episode_index)
+    mesh = devices_lib.mesh_of(batch.valid)
+    return traced.call(compiled, policy, mesh, per_pass, params, batch, budgets, key, episode_index)
 
 
 # --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
@@ -231,9 +232,8 @@ def grid_counts(
         counts = segments.simulate_in_segments(policy, batch, budgets, resolved, per_run, key, episode_index, grid=True)
         return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
     per_pass = episodes_per_pass(batch.n_steps, n_points * budgets.shape[0])
-    return _grid_counts(
-        policy, devices_lib.mesh_of(batch.valid), per_pass, resolved, run_inputs, batch, budgets, key, episode_index
-    )
+    mesh = devices_lib.mesh_of(batch.valid)
+    return traced.call(_grid_counts, policy, mesh, per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
 
 
 # --- Per-step traces (off by default: only these functions compute them) ---------------------------
