@@ -58,7 +58,7 @@ def call(program, *args):
     if key is None:
         return program(*args)
     if key not in _LOADED:
-        _LOADED[key] = _read(folder, key, options) or _export(folder, key, program, args, static, in_tree, options)
+        _LOADED[key] = _read(folder, key, options) or _export(folder, key, function, options, args, static, leaves)
     if _LOADED[key] is None:
         return program(*args)
     run, out_tree = _LOADED[key]
@@ -165,9 +165,10 @@ def _read(folder: str, key: str, options) -> tuple | None:
     return jax.jit(exported.call, compiler_options=options.get("compiler_options")), stored["out_tree"]
 
 
-def _export(folder: str, key: str, program, args, static, in_tree, options) -> tuple | None:
-    """Trace and export the program for these arguments, write the entry; None if that fails."""
-    function, _ = programs.source(program)
+def _export(folder: str, key: str, function, options, args, static, leaves) -> tuple | None:
+    """Trace and export ``function`` (a program's) for these arguments, write the entry; None if that fails.
+    The program is exported over its dynamic arguments' leaves (``leaves``), the static ones fixed."""
+    in_tree = jax.tree_util.tree_structure(tuple(arg for number, arg in enumerate(args) if number not in static))
     out_tree = []
 
     def flat(*leaves):
@@ -177,7 +178,6 @@ def _export(folder: str, key: str, program, args, static, in_tree, options) -> t
         out_tree.append(tree)
         return leaves_out
 
-    leaves = jax.tree_util.tree_leaves(tuple(arg for number, arg in enumerate(args) if number not in static))
     try:
         exported = jax.export.export(jax.jit(flat, compiler_options=options.get("compiler_options")))(*leaves)
         blob = {"exported": bytes(exported.serialize()), "out_tree": out_tree[-1]}
