@@ -92,8 +92,9 @@ def _prog() -> str:
 
 def run() -> None:
     """The console entry point: :func:`main`, then exit at once. Finalising the interpreter after a
-    sweep (XLA's clients and executables, thousands of module objects) takes ~0.3 s, a tenth of the
-    paper grid; by then every output file is closed and JAX's exit hook only clears its caches."""
+    sweep (XLA's clients and executables, thousands of module objects) is a noticeable share of a small
+    grid's time (docs/performance.md); by then every output file is closed and JAX's exit hook only clears
+    its caches."""
     exit_promptly_on_interrupt(_prog)
     try:
         code = main()

@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 ENV = "WPBJAX_EPISODE_CACHE"
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# A generated set is kept when it has at most this many episode-steps: about 100 bytes each on disk,
-# so ~200 MB for the largest entry (the 100x grid's 4,000 x 200 steps: ~90 MB).
+# A generated set is kept when it has at most this many episode-steps: larger sets would fill the disk
+# faster than reading them back saves time (entry sizes: docs/performance.md, "Episode cache").
 MAX_GENERATED_EPISODE_STEPS = 2_000_000
 
 

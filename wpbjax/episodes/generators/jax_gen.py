@@ -13,8 +13,8 @@ Design notes:
 
 * **Random stream.** One ``jax.random.key`` per episode (``fold_in(key(seed), episode index)``, so an
   episode never depends on how a set is chunked) gives two threefry words; the per-step words are
-  a counter hash of them (two rounds of a 32-bit avalanche mix). Threefry for every step's words
-  alone took ~8 s per million 200-step episodes on our 2-core CPU; the hash takes ~0.7 s.
+  a counter hash of them (two rounds of a 32-bit avalanche mix): threefry for every step's words was
+  an order of magnitude slower (docs/performance.md).
 * **Params without a stack.** A param list changes by push (``p{j}_{version}``) or pop. Its JSON
   length needs its length ``L`` and the digits of its elements. Pushed versions grow up the
   list, so the elements' digit classes are non-decreasing bottom to top, and the number of
