@@ -98,9 +98,9 @@ _batch_counts = programs.jit(_counts_of_batch, static_argnums=(0, 1, 2), compile
 _batch_counts_quick = programs.jit(
     functools.partial(_counts_of_batch, fast_trace=True),
     static_argnums=(0, 1, 2),
-    compiler_options={**devices_lib.COMPILER_OPTIONS, "xla_backend_optimization_level": 0},
+    compiler_options=devices_lib.QUICK_COMPILER_OPTIONS,
 )
-QUICK_COMPILE_BELOW = 1_000_000  # run-steps
+QUICK_COMPILE_BELOW = devices_lib.QUICK_COMPILE_BELOW
 # (Long episodes run in segments, always fully optimised: the quick build's slower steps run one
 # after another, so a long episode would pay them in full.)
 

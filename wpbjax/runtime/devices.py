@@ -22,6 +22,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 # rollout step's many small fusions more slowly and run them no faster (docs/performance.md, "Sweeps at
 # scale"). GPU backends ignore xla_cpu_* options.
 COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+# The same with XLA's backend optimisation off: a program compiles several times sooner and runs several times
+# slower, so this build wins only where compiling is most of the work, below QUICK_COMPILE_BELOW run-steps in one
+# call (docs/performance.md, "Sweeps at scale"). Both builds give identical results.
+QUICK_COMPILER_OPTIONS = {**COMPILER_OPTIONS, "xla_backend_optimization_level": 0}
+QUICK_COMPILE_BELOW = 1_000_000  # run-steps
 
 
 def use_every_core() -> None:

@@ -25,7 +25,6 @@ Rows (history, reads, costs) are :mod:`wpbjax.tiers.rows`; the cost model :mod:`
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +32,7 @@ import numpy as np
 
 from wpbjax.common.argument_errors import ArgumentError, arg
 from wpbjax.common.constants import NONE
+from wpbjax.runtime import devices as devices_lib, programs
 from wpbjax.tiers import actions as tier_actions, store as tier_store
 from wpbjax.tiers.policies import TierPolicy, init as tier_init
 
@@ -100,7 +100,6 @@ def run(
     return TierRun(store=store, crashes=crashes, lost_at_crash=lost, throttled=throttled)
 
 
-@functools.partial(jax.jit, static_argnums=0)
 def _simulate(
     policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, seed, episode_index, labelled, calls, inputs
 ):
@@ -114,6 +113,11 @@ def _simulate(
     over_budgets = jax.vmap(one, in_axes=(0, None, 0, 0, None, None))
     over_episodes = jax.vmap(over_budgets, in_axes=(0, 0, None, None, 0, 0))
     return over_episodes(inputs, batch, checkpoint_budgets, journal_budgets, keys, labelled)
+
+
+_simulate_full = programs.jit(_simulate, static_argnums=0)
+# Small tiered sweeps (a test's, a quick look) are mostly compiling: they take the quick build (identical runs).
+_simulate_quick = programs.jit(_simulate, static_argnums=0, compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
 
 
 def tier_budgets(budgets, name: str) -> np.ndarray:
@@ -165,7 +169,9 @@ def simulate_tiers(
     index = np.arange(batch.valid.shape[0]) if episode_index is None else np.asarray(episode_index)
     index = index.astype(np.uint32)
     calls = compute_budget(calls_per_step, call_burst)
-    return _simulate(
+    work = batch.valid.shape[0] * checkpoint.shape[0] * batch.valid.shape[1]  # run-steps
+    program = _simulate_quick if work < devices_lib.QUICK_COMPILE_BELOW else _simulate_full
+    return program(
         policy,
         policy.resolve_params(params or {}),
         batch,
