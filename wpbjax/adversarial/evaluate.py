@@ -269,6 +269,8 @@ def _evaluate(policy: Policy, setup: Setup, chunk: int, params, meta_len, seeds,
 
 
 _evaluate_jit = jax.jit(_evaluate, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
+# A small search (a quick look, a test) is mostly compiling: it takes the quick build (identical counts).
+_evaluate_quick = jax.jit(_evaluate, static_argnums=(0, 1, 2), compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
 
 
 def evaluate(policy: Policy, setup: Setup, knobs: dict, budgets, seeds, params=None) -> dict:
@@ -283,7 +285,9 @@ def evaluate(policy: Policy, setup: Setup, knobs: dict, budgets, seeds, params=N
     chunk = max(1, RUNS_PER_CHUNK // n_episodes)
     meta_len = jnp.asarray(jax_gen.metadata_lengths(setup.shape.mode))
     params = policy.resolve_params(params or {})
-    out = _evaluate_jit(policy, setup, chunk, params, meta_len, seeds, knobs, jnp.asarray(budgets, jnp.int32))
+    work = len(budgets) * n_episodes * setup.shape.steps  # run-steps
+    program = _evaluate_quick if work < devices_lib.QUICK_COMPILE_BELOW else _evaluate_jit
+    out = program(policy, setup, chunk, params, meta_len, seeds, knobs, jnp.asarray(budgets, jnp.int32))
     host = {name: np.asarray(value) for name, value in out.items()}
     if host["capped"].any():  # cannot happen with value_cells; a guard against a silent wrong number
         raise ObjectiveError("oracle table too small for these budgets")
