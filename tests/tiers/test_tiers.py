@@ -421,18 +421,20 @@ def test_cli_tier_params(tmp_path, capsys):
     assert "--param" in capsys.readouterr().err
 
 
-def test_quick_and_full_builds_give_the_same_runs(monkeypatch):
-    # A sweep below QUICK_COMPILE_BELOW run-steps takes the build with XLA's backend optimisation off; with the
-    # threshold at 0 the same call takes the full build. Every leaf equal, with drawn crashes and a compute
-    # budget that throttles, for the policy with consolidation passes and the one with a deferred buffer.
+def test_quick_and_full_builds_give_the_same_runs():
+    # A call below QUICK_COMPILE_BELOW run-steps takes the build with XLA's backend optimisation off; told that
+    # its program will run that much work, the same call takes the full build. Every leaf equal, with drawn
+    # crashes and a compute budget that throttles, for the policy with consolidation passes and the one with
+    # a deferred buffer.
     batch = encode_episodes(generate_episodes(DriftConfig(mode="burst_drift", seed=3, steps=60), 2)).host_batch(
         "unprivileged"
     )
     kw = dict(crash_rate=0.1, calls_per_step=0.5, call_burst=6)
     for policy in (tier_policies.JOURNAL_AND_CHECKPOINT, tier_policies.DEFERRED_CHECKPOINT):
         quick = tier_engine.simulate_tiers(policy, batch, [600, 3000], [0, 2000], **kw)
-        with monkeypatch.context() as patch:
-            patch.setattr(devices_lib, "QUICK_COMPILE_BELOW", 0)
-            full = tier_engine.simulate_tiers(policy, batch, [600, 3000], [0, 2000], **kw)
+        full = tier_engine.simulate_tiers(
+            policy, batch, [600, 3000], [0, 2000], work=devices_lib.QUICK_COMPILE_BELOW, **kw
+        )
         assert np.asarray(quick.crashes).sum() > 0 and np.asarray(quick.throttled).sum() > 0
+        assert tier_engine._simulate_quick._cache_size() and tier_engine._simulate_full._cache_size()  # both ran
         jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(np.asarray(a), np.asarray(b)), quick, full)

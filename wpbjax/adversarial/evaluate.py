@@ -273,19 +273,22 @@ _evaluate_jit = jax.jit(_evaluate, static_argnums=(0, 1, 2), compiler_options=de
 _evaluate_quick = jax.jit(_evaluate, static_argnums=(0, 1, 2), compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
 
 
-def evaluate(policy: Policy, setup: Setup, knobs: dict, budgets, seeds, params=None) -> dict:
+def evaluate(policy: Policy, setup: Setup, knobs: dict, budgets, seeds, params=None, work: int | None = None) -> dict:
     """Counts of every (regime, episode) run: name -> [M, E] numpy arrays (``oracle_units``: float,
     exact integers under an exact oracle).
 
     ``knobs``: the generator's knob pytree with leaves [M] (:meth:`Space.to_knobs`); ``budgets``: [M]
     int32, each regime's budget, each within its group's (``setup.groups``); ``seeds``: [E, 2] uint32
     (:func:`jax_gen.episode_seeds`), the same episodes' randomness for every regime. Compiles once per
-    (policy, setup, M, E)."""
+    (policy, setup, M, E). ``work``: run-steps the caller will run with this compiled program (default:
+    this call's, M·E·T; a search's is every generation's); below ``QUICK_COMPILE_BELOW``
+    (wpbjax.runtime.devices) a quicker-compiling, slower-running build is used, with identical counts."""
     n_episodes = seeds.shape[0]
     chunk = max(1, RUNS_PER_CHUNK // n_episodes)
     meta_len = jnp.asarray(jax_gen.metadata_lengths(setup.shape.mode))
     params = policy.resolve_params(params or {})
-    work = len(budgets) * n_episodes * setup.shape.steps  # run-steps
+    if work is None:
+        work = len(budgets) * n_episodes * setup.shape.steps  # run-steps
     program = _evaluate_quick if work < devices_lib.QUICK_COMPILE_BELOW else _evaluate_jit
     out = program(policy, setup, chunk, params, meta_len, seeds, knobs, jnp.asarray(budgets, jnp.int32))
     host = {name: np.asarray(value) for name, value in out.items()}

@@ -148,10 +148,11 @@ def search_space(
     setup = evaluate_lib.Setup(shape, track, groups, top_k)
     seeds = jax_gen.episode_seeds(config.seed, 0, config.episodes_per_regime)
     regime_budgets = np.repeat(budgets, config.population).astype(np.int32)
+    work = regime_budgets.size * config.episodes_per_regime * space.steps * config.generations  # one call a generation
 
     def score(points):
         knobs = space.to_knobs(jnp.asarray(points))
-        counts = evaluate_lib.evaluate(policy, setup, knobs, regime_budgets, seeds, params)
+        counts = evaluate_lib.evaluate(policy, setup, knobs, regime_budgets, seeds, params, work=work)
         return evaluate_lib.objective_values(counts, objective).mean(axis=1)
 
     return minimise(score, space.dim, len(budgets), config, progress, space.mode)

@@ -177,6 +177,7 @@ def _tier_policy_rows(plan: SweepPlan, chunk: Chunk, name: str, track: str) -> d
             call_burst=settings.call_burst,
             episode_index=padded + plan.first_episode,  # crash draws keyed by the episode's number in the set
             run_inputs=run_inputs,
+            work=plan.layout.work[name],  # the sweep's, so a large sweep's small chunks take the full build
         )
         result = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[:n], result)  # the real episodes
         part = tier_rows.tier_part(

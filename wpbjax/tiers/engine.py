@@ -147,6 +147,7 @@ def simulate_tiers(
     call_burst: float | None = None,
     episode_index=None,
     run_inputs=None,
+    work: int | None = None,
 ) -> TierRun:
     """Tiered runs of every (episode, budget pair): leaves [N, B, ...]. ``batch``: an EpisodeBatch with fact
     tables; ``checkpoint_budgets``, ``journal_budgets``: [B] bytes each (pairs, zipped); ``crash_rate``: the
@@ -154,7 +155,9 @@ def simulate_tiers(
     ``call_burst``: the compute budget (module note; the bucket holds ``max(calls_per_step, CALLS_PER_ADD)``
     calls unless ``call_burst`` says); ``episode_index``: [N] each episode's number in its set, which its crash
     draws are keyed by (default 0 .. N-1); ``run_inputs``: name -> [N, B, ...] per-run inputs the policy reads
-    beside its params (a Python policy's action log, :mod:`wpbjax.host.tiers`)."""
+    beside its params (a Python policy's action log, :mod:`wpbjax.host.tiers`); ``work``: run-steps the caller
+    will run with this compiled program (default: this call's, N·B·T); below ``QUICK_COMPILE_BELOW``
+    (wpbjax.runtime.devices) a quicker-compiling, slower-running build is used, with identical runs."""
     checkpoint = tier_budgets(checkpoint_budgets, "budgets")
     journal = tier_budgets(journal_budgets, "journal_budgets")
     if checkpoint.shape != journal.shape:
@@ -169,7 +172,8 @@ def simulate_tiers(
     index = np.arange(batch.valid.shape[0]) if episode_index is None else np.asarray(episode_index)
     index = index.astype(np.uint32)
     calls = compute_budget(calls_per_step, call_burst)
-    work = batch.valid.shape[0] * checkpoint.shape[0] * batch.valid.shape[1]  # run-steps
+    if work is None:
+        work = batch.valid.shape[0] * checkpoint.shape[0] * batch.valid.shape[1]  # run-steps
     program = _simulate_quick if work < devices_lib.QUICK_COMPILE_BELOW else _simulate_full
     return program(
         policy,
