@@ -15,6 +15,7 @@ from wpbjax.adversarial.knobs import KnobError
 from wpbjax.cli import main
 from wpbjax.episodes.generators import jax_gen
 from wpbjax.policies import make
+from wpbjax.runtime import devices as devices_lib
 
 
 # --- the knob space ------------------------------------------------------------------------------
@@ -73,7 +74,8 @@ def test_bounds_parse_and_refuse_garbage():
 )
 def test_on_device_scores_equal_wj_simulate_on_the_same_episodes(mode, track, policy):
     """Same regimes, same seeds: each run's utility ratio and F1 equal what wj.simulate scores on the
-    host-encoded episodes (exact oracle), at two budgets."""
+    host-encoded episodes (exact oracle), at two budgets; and the full build a large search runs counts
+    exactly what this small call's quick build counts."""
     space = knobs_lib.space(mode)
     unit = np.array([[0.3] * space.dim, [0.8] * space.dim], np.float32)
     budgets = np.array([1024, 6000], np.int32)
@@ -81,6 +83,12 @@ def test_on_device_scores_equal_wj_simulate_on_the_same_episodes(mode, track, po
     shape = jax_gen.Shape(mode, 120, 8, 6)
     setup = ev.Setup(shape, track, (ev.Group(2, ev.value_cells(120, 6000), "exact"),))
     counts = ev.evaluate(make(policy), setup, space.to_knobs(jnp.asarray(unit)), budgets, seeds)
+    full = ev.evaluate(
+        make(policy), setup, space.to_knobs(jnp.asarray(unit)), budgets, seeds, work=devices_lib.QUICK_COMPILE_BELOW
+    )
+    assert full.keys() == counts.keys()
+    for name, value in counts.items():
+        np.testing.assert_array_equal(full[name], value, err_msg=name)
     ratio, f1 = ev.objective_values(counts, "utility_ratio"), ev.objective_values(counts, "f1")
     for row in range(2):
         config = knobs_lib.regime_config(space.regime(unit[row]), 120, 8, 6, seed=5)
