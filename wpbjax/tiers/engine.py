@@ -25,6 +25,7 @@ Rows (history, reads, costs) are :mod:`wpbjax.tiers.rows`; the cost model :mod:`
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -65,11 +66,22 @@ def _within_compute_budget(action, tokens, calls_per_step, call_burst):
 
 
 def run(
-    policy: TierPolicy, params, episode, checkpoint_budget, journal_budget, crash_rate, key, labelled, calls
+    policy: TierPolicy,
+    params,
+    episode,
+    checkpoint_budget,
+    journal_budget,
+    crash_rate,
+    key,
+    labelled,
+    calls,
+    fast_trace: bool = False,
 ) -> TierRun:
     """One tiered run (one episode's arrays, one budget pair): its final store and crash counts.
     ``labelled``: [T] bool a labelled crash just before the step; ``calls``: [2] float32 the compute budget,
-    (calls per step, bucket size) (module note)."""
+    (calls per step, bucket size) (module note); ``fast_trace``: the first carry marked as varying with the
+    budget and the episode, so that vmap traces the step once per level, not twice (the quick build's:
+    see wpbjax.core.scan.initial_carry)."""
     fact = episode.fact_key[:, 0]
     every = params.get("consolidate_every", jnp.zeros((), jnp.int32))
 
@@ -96,18 +108,41 @@ def run(
 
     zero = jnp.zeros((), jnp.int32)
     carry = (tier_store.tier_empty(episode.valid.shape[0]), tier_init(episode), zero, zero, calls[1], zero)
+    if fast_trace:
+        varies = (checkpoint_budget >= 0) | episode.valid[0]
+        carry = jax.tree_util.tree_map(lambda leaf: jnp.where(varies, leaf, leaf), carry)
     store, _, crashes, lost, _, throttled = jax.lax.fori_loop(0, episode.valid.shape[0], body, carry)
     return TierRun(store=store, crashes=crashes, lost_at_crash=lost, throttled=throttled)
 
 
 def _simulate(
-    policy, params, batch, checkpoint_budgets, journal_budgets, crash_rate, seed, episode_index, labelled, calls, inputs
+    policy,
+    params,
+    batch,
+    checkpoint_budgets,
+    journal_budgets,
+    crash_rate,
+    seed,
+    episode_index,
+    labelled,
+    calls,
+    inputs,
+    fast_trace: bool = False,
 ):
     keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(jax.random.key(seed), episode_index)
 
     def one(inputs, episode, checkpoint_budget, journal_budget, key, labelled):  # per-run inputs join the params
         return run(
-            policy, {**params, **inputs}, episode, checkpoint_budget, journal_budget, crash_rate, key, labelled, calls
+            policy,
+            {**params, **inputs},
+            episode,
+            checkpoint_budget,
+            journal_budget,
+            crash_rate,
+            key,
+            labelled,
+            calls,
+            fast_trace,
         )
 
     over_budgets = jax.vmap(one, in_axes=(0, None, 0, 0, None, None))
@@ -117,7 +152,11 @@ def _simulate(
 
 _simulate_full = programs.jit(_simulate, static_argnums=0)
 # Small tiered sweeps (a test's, a quick look) are mostly compiling: they take the quick build (identical runs).
-_simulate_quick = programs.jit(_simulate, static_argnums=0, compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
+_simulate_quick = programs.jit(
+    functools.partial(_simulate, fast_trace=True),
+    static_argnums=0,
+    compiler_options=devices_lib.QUICK_COMPILER_OPTIONS,
+)
 
 
 def tier_budgets(budgets, name: str) -> np.ndarray:
