@@ -223,16 +223,18 @@ def relaxed_oracle_half_units(weights, units, budget):
     return jnp.sum(units * taken)
 
 
-def _regime_counts(policy: Policy, setup: Setup, kind: Group, params, meta_len, seeds, keys, knobs, budget) -> dict:
+def _regime_counts(
+    policy: Policy, setup: Setup, kind: Group, fast_trace: bool, params, meta_len, seeds, keys, knobs, budget
+) -> dict:
     """[E] counts of one regime's episodes at its budget (with reads: and each run's store history, and the
-    episodes' arrays, for the host)."""
+    episodes' arrays, for the host). ``fast_trace``: see wpbjax.core.scan.initial_carry (the quick build's)."""
     generated = jax_gen.encoded_arrays(setup.shape, knobs, meta_len, seeds, with_latent=False)
     batch = device_batch(setup.shape, generated, setup.track)
     units = jnp.asarray(HALF_UNITS)[generated["code"]]
     runner = with_history(policy) if setup.top_k else policy
 
     def one(episode, episode_units, key):
-        store = rollout(runner, params, episode, budget, key)
+        store = rollout(runner, params, episode, budget, key, fast_trace)
         kept = retained_mask(store, episode)
         best, capped = jnp.zeros((), jnp.float32), jnp.zeros((), bool)
         if kind.oracle == "exact":
@@ -255,11 +257,13 @@ def _regime_counts(policy: Policy, setup: Setup, kind: Group, params, meta_len, 
     return out
 
 
-def _evaluate(policy: Policy, setup: Setup, chunk: int, params, meta_len, seeds, knobs, budgets) -> dict:
+def _evaluate(
+    policy: Policy, setup: Setup, chunk: int, params, meta_len, seeds, knobs, budgets, fast_trace: bool = False
+) -> dict:
     keys = episode_keys(None, jnp.arange(seeds.shape[0]))
     parts, start = [], 0
     for kind in setup.groups:  # each group its own oracle table size (static), all in one program
-        per_regime = functools.partial(_regime_counts, policy, setup, kind, params, meta_len, seeds, keys)
+        per_regime = functools.partial(_regime_counts, policy, setup, kind, fast_trace, params, meta_len, seeds, keys)
         part = jax.tree_util.tree_map(
             lambda leaf, start=start, kind=kind: leaf[start : start + kind.size], (knobs, budgets)
         )
@@ -270,7 +274,11 @@ def _evaluate(policy: Policy, setup: Setup, chunk: int, params, meta_len, seeds,
 
 _evaluate_jit = jax.jit(_evaluate, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
 # A small search (a quick look, a test) is mostly compiling: it takes the quick build (identical counts).
-_evaluate_quick = jax.jit(_evaluate, static_argnums=(0, 1, 2), compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
+_evaluate_quick = jax.jit(
+    functools.partial(_evaluate, fast_trace=True),
+    static_argnums=(0, 1, 2),
+    compiler_options=devices_lib.QUICK_COMPILER_OPTIONS,
+)
 
 
 def evaluate(policy: Policy, setup: Setup, knobs: dict, budgets, seeds, params=None, work: int | None = None) -> dict:
