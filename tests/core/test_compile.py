@@ -48,6 +48,11 @@ def test_quick_and_full_builds_agree():
             np.testing.assert_array_equal(
                 np.asarray(value), np.asarray(getattr(full, field)), err_msg=f"{name} {field}"
             )
+    # param grids and per-run inputs (a hindsight policy's plan) have their own programs, in both builds
+    for name, params in (("uniform_sample", {"every_n": [2, 5]}), ("oracle_optimal", None)):
+        quick = rollout.grid_counts(make(name), batch, budgets, params=params, work=0)
+        full = rollout.grid_counts(make(name), batch, budgets, params=params, work=rollout.QUICK_COMPILE_BELOW)
+        _assert_same_counts(quick, full, name)
 
 
 def _generated_batch(n_episodes, track="privileged"):

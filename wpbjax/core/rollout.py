@@ -149,7 +149,7 @@ def batch_counts(
     if policy.plan is not None:  # hindsight policies need per-run inputs (policy zoo)
         return jax.tree_util.tree_map(
             lambda leaf: leaf[0],
-            grid_counts(policy, batch, budgets, params=params, key=key, episode_index=episode_index),
+            grid_counts(policy, batch, budgets, params=params, key=key, episode_index=episode_index, work=work),
         )
     params = policy.resolve_params(params or {})
     episode_index = _episode_index(episode_index, batch.n_episodes)
@@ -164,16 +164,29 @@ def batch_counts(
 
 
 # --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
-def run_counts_with_inputs(policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key) -> metrics.Counts:
-    return run_counts(policy, {**params, **run_inputs}, episode, budget, key)
+def run_counts_with_inputs(
+    policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key, fast_trace: bool = False
+) -> metrics.Counts:
+    return run_counts(policy, {**params, **run_inputs}, episode, budget, key, fast_trace)
 
 
 def _counts_of_grid(
-    policy: Policy, mesh, per_pass: int, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index
+    policy: Policy,
+    mesh,
+    per_pass: int,
+    params,
+    run_inputs,
+    batch: EpisodeBatch,
+    budgets,
+    key,
+    episode_index,
+    fast_trace: bool = False,
 ) -> metrics.Counts:
     """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
     keys = episode_keys(key, episode_index)
-    over_budgets = jax.vmap(run_counts_with_inputs, in_axes=(None, None, 0, None, 0, None))
+    over_budgets = jax.vmap(
+        functools.partial(run_counts_with_inputs, fast_trace=fast_trace), in_axes=(None, None, 0, None, 0, None)
+    )
     over_params = jax.vmap(over_budgets, in_axes=(None, 0, None, None, None, None))
     over_episodes = jax.vmap(over_params, in_axes=(None, None, 0, 0, None, 0))  # [N, P, B]: episodes lead
 
@@ -191,10 +204,22 @@ def _counts_of_grid(
 
 
 _grid_counts = programs.jit(_counts_of_grid, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
+_grid_counts_quick = programs.jit(  # as _batch_counts_quick: for small grids, which are mostly compiling
+    functools.partial(_counts_of_grid, fast_trace=True),
+    static_argnums=(0, 1, 2),
+    compiler_options=devices_lib.QUICK_COMPILER_OPTIONS,
+)
 
 
 def grid_counts(
-    policy: Policy, batch: EpisodeBatch, budgets, params=None, run_inputs=None, key=None, episode_index=None
+    policy: Policy,
+    batch: EpisodeBatch,
+    budgets,
+    params=None,
+    run_inputs=None,
+    key=None,
+    episode_index=None,
+    work: int | None = None,
 ) -> metrics.Counts:
     """Counts for every (param point, episode, budget): leaves shaped ``[P, N, B, ...]``, in one compiled call.
 
@@ -202,7 +227,8 @@ def grid_counts(
     have the same P; unswept params keep their defaults). The grid is vmapped like the other axes, so
     any P values of the same length reuse one compile. ``run_inputs``: name -> [N, B, ...] arrays handed
     to each run as extra params (a hindsight plan); for a policy with a ``plan`` they default to
-    ``policy.plan`` computed from the batch's write costs and (float32) utilities.
+    ``policy.plan`` computed from the batch's write costs and (float32) utilities. ``work``: as
+    :func:`batch_counts` (default: this call's, P·N·B·T).
     """
     budgets = _as_budgets(budgets)
     overrides = {name: np.atleast_1d(np.asarray(value)) for name, value in (params or {}).items()}
@@ -233,7 +259,10 @@ def grid_counts(
         return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
     per_pass = episodes_per_pass(batch.n_steps, n_points * budgets.shape[0])
     mesh = devices_lib.mesh_of(batch.valid)
-    return traced.call(_grid_counts, policy, mesh, per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
+    if work is None:
+        work = n_points * batch.n_episodes * budgets.shape[0] * batch.n_steps
+    compiled = _grid_counts_quick if work < QUICK_COMPILE_BELOW else _grid_counts
+    return traced.call(compiled, policy, mesh, per_pass, resolved, run_inputs, batch, budgets, key, episode_index)
 
 
 # --- Per-step traces (off by default: only these functions compute them) ---------------------------

@@ -102,7 +102,14 @@ def _policy_rows(
             ]
             run_inputs = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
         counts = rollout.grid_counts(
-            policy, batch, plan.budgets, params=grid, run_inputs=run_inputs, episode_index=index
+            policy,
+            batch,
+            plan.budgets,
+            params=grid,
+            run_inputs=run_inputs,
+            episode_index=index,
+            # every call runs the slice's points (padded): a plan counts one point per call
+            work=plan.layout.work[name] * (1 if grid is None else chunk.end_point - chunk.first_point),
         )
     counts = {
         field: np.asarray(value) for field, value in vars(counts).items() if value is not None
