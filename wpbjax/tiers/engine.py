@@ -131,19 +131,10 @@ def _simulate(
 ):
     keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(jax.random.key(seed), episode_index)
 
+    run_one = functools.partial(run, policy, crash_rate=crash_rate, calls=calls, fast_trace=fast_trace)
+
     def one(inputs, episode, checkpoint_budget, journal_budget, key, labelled):  # per-run inputs join the params
-        return run(
-            policy,
-            {**params, **inputs},
-            episode,
-            checkpoint_budget,
-            journal_budget,
-            crash_rate,
-            key,
-            labelled,
-            calls,
-            fast_trace,
-        )
+        return run_one({**params, **inputs}, episode, checkpoint_budget, journal_budget, key=key, labelled=labelled)
 
     over_budgets = jax.vmap(one, in_axes=(0, None, 0, 0, None, None))
     over_episodes = jax.vmap(over_budgets, in_axes=(0, 0, None, None, 0, 0))
