@@ -98,7 +98,7 @@ def use_jemalloc() -> bool:
     """Make Arrow's jemalloc pool this process's default where pyarrow has it (True if so). A sweep
     makes each chunk's CSV text and tables anew: Arrow's default pool (mimalloc) hands freed pages
     back to the system at once, so every chunk clears fresh ones again, where jemalloc keeps them a
-    while for reuse (the 100x paper grid on 2 cores: 0.6 s less kernel time, 0.25 s less wall time).
+    while for reuse, which saves kernel and wall time on large sweeps (docs/performance.md).
     A process-wide setting: the CLI makes it, a library caller may."""
     import pyarrow as pa
 

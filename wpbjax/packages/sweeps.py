@@ -97,7 +97,7 @@ def stores(
     """Every method's stores: {method: (batch it chose from, chosen [P, B, G], certified_by or None)}.
 
     Methods run on a thread per core: XLA compiles and runs, and numpy enumerates, without the
-    GIL, so the exact optima overlap the writers' compilation (a cold 500-seed sweep ~1.6x sooner)."""
+    GIL, so the exact optima overlap the writers' compilation (docs/performance.md)."""
     todo = [m for m in dict.fromkeys(["opt", *methods]) if not (m == "opt" and opt_result is not None)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
         futures = {m: pool.submit(_store, m, pset, budgets, h, verify) for m in todo}

@@ -89,7 +89,7 @@ def _names(spec: str | Sequence[str]) -> list[str]:
 
 def parse_param_values(text: str) -> np.ndarray:
     """``start:stop:count`` (inclusive linspace) or ``v1,v2,...`` as a [P] float64 array (an array,
-    not a list: a 100-million-point range is 800 MB here, not 3 GB of Python floats)."""
+    not a list: 8 bytes a point, where Python floats in a list cost several times that; docs/performance.md)."""
     try:
         if ":" in text:
             start, stop, count = text.split(":")
