@@ -68,6 +68,12 @@ def _in_passes(fn, per_pass: int, *episode_trees):
     return jax.tree_util.tree_map(lambda leaf: leaf.reshape((n_passes * size,) + leaf.shape[2:])[:n], out)
 
 
+# The vmapped axes of a pass's runs, named so that a multi-action policy's CONTINUE loop can ask whether any
+# run of the pass acts again (wpbjax.core.scan.step).
+RUN_AXES = ("run_episodes", "run_budgets")
+GRID_RUN_AXES = ("run_episodes", "run_points", "run_budgets")
+
+
 def _counts_of_batch(
     policy: Policy,
     mesh,
@@ -80,8 +86,9 @@ def _counts_of_batch(
     fast_trace: bool = False,
 ) -> metrics.Counts:
     keys = episode_keys(key, episode_index)
-    over_budgets = jax.vmap(functools.partial(run_counts, fast_trace=fast_trace), in_axes=(None, None, None, 0, None))
-    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0))
+    one_run = functools.partial(run_counts, fast_trace=fast_trace, batch_axes=RUN_AXES)
+    over_budgets = jax.vmap(one_run, in_axes=(None, None, None, 0, None), axis_name=RUN_AXES[1])
+    over_episodes = jax.vmap(over_budgets, in_axes=(None, None, 0, None, 0), axis_name=RUN_AXES[0])
 
     def local(params, budgets, batch, keys):
         return _in_passes(
@@ -165,9 +172,9 @@ def batch_counts(
 
 # --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
 def run_counts_with_inputs(
-    policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key, fast_trace: bool = False
+    policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key, fast_trace: bool = False, batch_axes=()
 ) -> metrics.Counts:
-    return run_counts(policy, {**params, **run_inputs}, episode, budget, key, fast_trace)
+    return run_counts(policy, {**params, **run_inputs}, episode, budget, key, fast_trace, batch_axes)
 
 
 def _counts_of_grid(
@@ -184,11 +191,12 @@ def _counts_of_grid(
 ) -> metrics.Counts:
     """[P, N, B] counts: params leaves [P] (one value per grid point), run_inputs leaves [N, B, ...]."""
     keys = episode_keys(key, episode_index)
-    over_budgets = jax.vmap(
-        functools.partial(run_counts_with_inputs, fast_trace=fast_trace), in_axes=(None, None, 0, None, 0, None)
+    one_run = functools.partial(run_counts_with_inputs, fast_trace=fast_trace, batch_axes=GRID_RUN_AXES)
+    over_budgets = jax.vmap(one_run, in_axes=(None, None, 0, None, 0, None), axis_name=GRID_RUN_AXES[2])
+    over_params = jax.vmap(over_budgets, in_axes=(None, 0, None, None, None, None), axis_name=GRID_RUN_AXES[1])
+    over_episodes = jax.vmap(  # [N, P, B]: episodes lead
+        over_params, in_axes=(None, None, 0, 0, None, 0), axis_name=GRID_RUN_AXES[0]
     )
-    over_params = jax.vmap(over_budgets, in_axes=(None, 0, None, None, None, None))
-    over_episodes = jax.vmap(over_params, in_axes=(None, None, 0, 0, None, 0))  # [N, P, B]: episodes lead
 
     def local(params, budgets, run_inputs, batch, keys):
         return _in_passes(
