@@ -17,14 +17,14 @@ from wpbjax.scoring import metrics
 from wpbjax.state import actions, store as store_lib
 
 
-def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, store, state):
+def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, store, state, active=True):
+    """The policy acts and the store applies its action; where ``active`` is False, a masked action."""
     action, state = policy.act(params, state, store, episode, pos, budget)
     # Make every read the policy made an ancestor of the store update (through action.kind), so
     # XLA can update carried arrays in place instead of copying them (docs/performance.md).
     action, state = jax.lax.optimization_barrier((action, state))
     # Padding steps do nothing: mask the action rather than select over the whole store.
-    real = episode.valid[pos]
-    action = actions.mask(action, real)
+    action = actions.mask(action, episode.valid[pos] & active)
     return action, store_lib.apply(store, action, episode, pos, budget, policy.features), state
 
 
@@ -69,10 +69,7 @@ def _act_again_masked(policy: Policy, params, episode: EpisodeBatch, pos, budget
     def act_again(loop):
         previous, store, state = loop
         go = acting(previous)
-        action, new_state = policy.act(params, state, store, episode, pos, budget)
-        action, new_state = jax.lax.optimization_barrier((action, new_state))  # see _act_and_apply
-        action = actions.mask(action, go & episode.valid[pos])
-        new_store = store_lib.apply(store, action, episode, pos, budget, policy.features)
+        action, new_store, new_state = _act_and_apply(policy, params, episode, pos, budget, store, state, go)
         new_store = jax.tree_util.tree_map(
             lambda new, old: new if new.ndim else jnp.where(go, new, old), new_store, store
         )
