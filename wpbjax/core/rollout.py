@@ -22,7 +22,16 @@ import numpy as np
 
 from wpbjax.common.budgets import check_budgets
 from wpbjax.core import segments
-from wpbjax.core.scan import advance, episode_keys, initial_carry, rollout, run_counts, step  # noqa: F401 (re-exported)
+from wpbjax.core.scan import (  # noqa: F401 (re-exported)
+    GRID_RUN_AXES,
+    RUN_AXES,
+    advance,
+    episode_keys,
+    initial_carry,
+    rollout,
+    run_counts,
+    step,
+)
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
 from wpbjax.runtime import devices as devices_lib, programs, traced
@@ -66,12 +75,6 @@ def _in_passes(fn, per_pass: int, *episode_trees):
 
     out = jax.lax.map(lambda trees: fn(*trees), jax.tree_util.tree_map(split, episode_trees))
     return jax.tree_util.tree_map(lambda leaf: leaf.reshape((n_passes * size,) + leaf.shape[2:])[:n], out)
-
-
-# The vmapped axes of a pass's runs, named so that a multi-action policy's CONTINUE loop can ask whether any
-# run of the pass acts again (wpbjax.core.scan.step).
-RUN_AXES = ("run_episodes", "run_budgets")
-GRID_RUN_AXES = ("run_episodes", "run_points", "run_budgets")
 
 
 def _counts_of_batch(

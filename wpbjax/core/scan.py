@@ -16,6 +16,12 @@ from wpbjax.policies.base import Policy
 from wpbjax.scoring import metrics
 from wpbjax.state import actions, store as store_lib
 
+# The names of the vmapped axes of a call's runs (episodes, budgets; a param grid's points between them),
+# which the rollout's programs give so that a multi-action policy's CONTINUE loop can ask whether any run
+# acts again (see step).
+RUN_AXES = ("run_episodes", "run_budgets")
+GRID_RUN_AXES = ("run_episodes", "run_points", "run_budgets")
+
 
 def _act_and_apply(policy: Policy, params, episode: EpisodeBatch, pos, budget, store, state, active=True):
     """The policy acts and the store applies its action; where ``active`` is False, a masked action."""

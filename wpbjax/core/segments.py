@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from wpbjax.core.scan import advance, episode_keys, initial_carry
+from wpbjax.core.scan import GRID_RUN_AXES, RUN_AXES, advance, episode_keys, initial_carry
 from wpbjax.episodes.batch import EpisodeBatch
 from wpbjax.policies.base import Policy
 from wpbjax.runtime import devices as devices_lib, programs
@@ -41,10 +41,11 @@ def _map_runs(fn, grid: bool):
     """``fn(params, budget, episode, key, run)`` of one run, mapped over a call's runs: ``episode``
     and ``key`` leaves [N, ...], budgets [B], ``run`` leaves [N, (P,) B, ...] (per-run inputs, a
     carry); params shared, or with ``grid`` leaves [P] (one value per grid point). Out: [N, (P,) B, ...]."""
-    over = jax.vmap(fn, in_axes=(None, 0, None, None, 0))
+    axes = GRID_RUN_AXES if grid else RUN_AXES  # named for the CONTINUE loop (scan.step)
+    over = jax.vmap(fn, in_axes=(None, 0, None, None, 0), axis_name=axes[-1])
     if grid:
-        over = jax.vmap(over, in_axes=(0, None, None, None, 0))
-    return jax.vmap(over, in_axes=(None, None, 0, 0, 0))
+        over = jax.vmap(over, in_axes=(0, None, None, None, 0), axis_name=axes[1])
+    return jax.vmap(over, in_axes=(None, None, 0, 0, 0), axis_name=axes[0])
 
 
 def _start(policy: Policy, mesh, grid: bool, params, run_inputs, batch: EpisodeBatch, budgets, key, episode_index):
@@ -65,7 +66,9 @@ def _advance(policy: Policy, mesh, grid: bool, params, run_inputs, batch: Episod
 
     def run_steps(params, budget, episode, _, run):
         run_inputs, carry = run
-        return advance(policy, {**params, **run_inputs}, episode, budget, carry, first, stop)
+        return advance(
+            policy, {**params, **run_inputs}, episode, budget, carry, first, stop, GRID_RUN_AXES if grid else RUN_AXES
+        )
 
     def local(params, budgets, first, stop, run_inputs, batch, carry):
         return _map_runs(run_steps, grid)(params, budgets, batch, None, (run_inputs, carry))
