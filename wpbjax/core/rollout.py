@@ -175,7 +175,14 @@ def batch_counts(
 
 # --- Parameter grids and per-run inputs (policy zoo, docs/policies.md) -----------------------------
 def run_counts_with_inputs(
-    policy: Policy, params, run_inputs, episode: EpisodeBatch, budget, key, fast_trace: bool = False, batch_axes=()
+    policy: Policy,
+    params,
+    run_inputs,
+    episode: EpisodeBatch,
+    budget,
+    key,
+    fast_trace: bool = False,
+    batch_axes: tuple = (),
 ) -> metrics.Counts:
     return run_counts(policy, {**params, **run_inputs}, episode, budget, key, fast_trace, batch_axes)
 

@@ -37,11 +37,16 @@ def stop_listening(listener) -> None:
         _step_listeners.remove(listener)
 
 
+def _run_axes(grid: bool) -> tuple:
+    """The names of a call's vmapped run axes (named for the CONTINUE loop, see scan.step)."""
+    return GRID_RUN_AXES if grid else RUN_AXES
+
+
 def _map_runs(fn, grid: bool):
     """``fn(params, budget, episode, key, run)`` of one run, mapped over a call's runs: ``episode``
     and ``key`` leaves [N, ...], budgets [B], ``run`` leaves [N, (P,) B, ...] (per-run inputs, a
     carry); params shared, or with ``grid`` leaves [P] (one value per grid point). Out: [N, (P,) B, ...]."""
-    axes = GRID_RUN_AXES if grid else RUN_AXES  # named for the CONTINUE loop (scan.step)
+    axes = _run_axes(grid)
     over = jax.vmap(fn, in_axes=(None, 0, None, None, 0), axis_name=axes[-1])
     if grid:
         over = jax.vmap(over, in_axes=(0, None, None, None, 0), axis_name=axes[1])
@@ -66,9 +71,7 @@ def _advance(policy: Policy, mesh, grid: bool, params, run_inputs, batch: Episod
 
     def run_steps(params, budget, episode, _, run):
         run_inputs, carry = run
-        return advance(
-            policy, {**params, **run_inputs}, episode, budget, carry, first, stop, GRID_RUN_AXES if grid else RUN_AXES
-        )
+        return advance(policy, {**params, **run_inputs}, episode, budget, carry, first, stop, _run_axes(grid))
 
     def local(params, budgets, first, stop, run_inputs, batch, carry):
         return _map_runs(run_steps, grid)(params, budgets, batch, None, (run_inputs, carry))
