@@ -223,9 +223,9 @@ def merge_aggressive_act(params, state, store, episode, pos, budget):
     """
     last = pos - 1
     accepted = (state.wrote_api >= 0) & (store.newest == last)
-    # A is small: a one-hot select, not a scatter (which XLA:CPU runs as a loop over the runs)
-    apis = jnp.arange(state.latest_base.shape[0], dtype=jnp.int32)
-    latest_base = jnp.where((apis == state.wrote_api) & accepted, last, state.latest_base)
+    # One entry changes: a scatter (one element per run) costs less than a select over the whole [A] table,
+    # which grows with the batch's distinct apis (docs/performance.md, "merge_aggressive's table")
+    latest_base = store_lib.set_where(state.latest_base, state.wrote_api, last, accepted)
     api = episode.api_index[pos]
     target = jnp.where(api >= 0, latest_base[jnp.maximum(api, 0)], NONE)
     has_target = (target >= 0) & (target >= store.oldest) & (store.oldest >= 0)
