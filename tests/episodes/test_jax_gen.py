@@ -19,7 +19,7 @@ from wpbjax.episodes.generators import decode, jax_gen
 from wpbjax.episodes.generators.published_gen import MODES, DriftConfig, generate_episodes
 from wpbjax.episodes.jsonl import load_jsonl
 from wpbjax.sweeps import run_sweep
-from wpbjax.testing import max_traces
+from wpbjax.testing import count_compiles, max_traces
 
 BUDGETS = (700, 2048, 8192)  # tight, medium and roomy for ~60-step episodes
 
@@ -140,13 +140,33 @@ def test_knobs_are_traced_and_chunks_do_not_matter():
         redundancy_prob=0.1,
         seed=4,
     )
-    with max_traces(jax_gen, "_latent_jit"), max_traces(jax_gen, "_post_jit"):  # knobs are traced: one compile
+    # Knobs are traced: one compile of each part, in the quick build (a small batch)
+    with max_traces(jax_gen, "_latent_quick"), max_traces(jax_gen, "_post_quick"), count_compiles() as compiles:
         first = jax_gen.generate_arrays(config, 8, with_latent=False)
         other = jax_gen.generate_arrays(changed, 8, with_latent=False)
+    assert sorted(name.split("_quick")[0] for name in compiles.elements() if "_quick" in name) == [
+        "jit(_latent",
+        "jit(_post",
+    ]
     assert other["critical"].sum() > first["critical"].sum()
     tail = jax_gen.generate_arrays(config, 3, start=5, with_latent=False)
     for name in ("write_cost", "api_id", "field_value", "critical", "code"):
         assert np.array_equal(np.asarray(first[name])[5:], np.asarray(tail[name])), name
+
+
+@pytest.mark.parametrize("mode", jax_gen.JAX_MODES)
+def test_the_quick_and_full_builds_give_the_same_arrays(mode):
+    """A small batch takes the quick build (see encoded_arrays); the full build, which large batches take, must
+    give the same arrays."""
+    config = jax_gen.JaxGenConfig(mode=mode, steps=60)
+    shape, knobs, seeds = config.shape, config.knobs(), jax_gen.episode_seeds(config.seed, 0, 6)
+    meta_len = jax.numpy.asarray(jax_gen.metadata_lengths(mode))
+    full = jax_gen._post_jit(shape, knobs, meta_len, jax_gen._latent_jit(shape, knobs, seeds, True), True)
+    quick = jax_gen.generate_arrays(config, 6)
+    leaves = jax.tree_util.tree_leaves_with_path(full)
+    assert jax.tree_util.tree_structure(full) == jax.tree_util.tree_structure(quick) and len(leaves) > 10
+    for (path, leaf), other in zip(leaves, jax.tree_util.tree_leaves(quick), strict=True):
+        np.testing.assert_array_equal(np.asarray(leaf), np.asarray(other), err_msg=jax.tree_util.keystr(path))
 
 
 def test_bad_config_is_a_clear_error():

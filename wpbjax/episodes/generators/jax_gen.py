@@ -45,7 +45,7 @@ from wpbjax.common.tracks import TRACKS, view_metadata
 from wpbjax.episodes.batch import EncodedEpisodes, concat
 from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES, json_len
 from wpbjax.episodes.generators.published_gen import MODES as PUBLISHED_MODES, DriftConfig
-from wpbjax.runtime import programs
+from wpbjax.runtime import devices as devices_lib, programs
 
 NEW_MODES = ("delayed_relevance", "rollback", "decoy", "docs_migration")
 # Fitted to a real drift stream (docs/real_drift.md): the decoy process (cosmetic changes that are not
@@ -565,14 +565,19 @@ def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool
     the episodes' JSON), leaves [N, T, ...], and with ``with_latent`` the step-major latent.
     ``meta_len``: [codes, 2] int32 view-metadata JSON length per utility code and track;
     ``seeds``: [N, 2] uint32."""
-    latent_arrays = _latent_jit(shape, knobs, seeds, with_latent)  # compiled on its own: XLA fuses the two parts worse
-    return _post_jit(shape, knobs, meta_len, latent_arrays, with_latent)
+    # A small batch takes the build that compiles sooner and runs slower (identical arrays; see QUICK_COMPILE_BELOW).
+    # Inside another program (the adversary's) both are inlined and compiled with it.
+    quick = seeds.shape[0] * shape.steps < devices_lib.QUICK_COMPILE_BELOW
+    latent_jit, post_jit = (_latent_quick, _post_quick) if quick else (_latent_jit, _post_jit)
+    latent_arrays = latent_jit(shape, knobs, seeds, with_latent)  # compiled on its own: XLA fuses the two parts worse
+    return post_jit(shape, knobs, meta_len, latent_arrays, with_latent)
 
 
 _COUNTERS = ("version", "length", "initial_left", "below", "slot")
 
 
-_latent_jit = programs.jit(latent, static_argnums=(0, 3))
+_latent_jit = programs.jit(latent, static_argnums=(0, 3), compiler_options=devices_lib.COMPILER_OPTIONS)
+_latent_quick = programs.jit(latent, static_argnums=(0, 3), compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
 
 
 def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_latent: bool) -> dict:
@@ -671,7 +676,12 @@ def _api_ids(xp, shape: Shape, is_api, api_index, api_id):
     return api_ids.reshape(n_episodes, shape.api_slots)
 
 
-_post_jit = programs.jit(functools.partial(post, jnp), static_argnums=(0, 4))
+_post_jit = programs.jit(
+    functools.partial(post, jnp), static_argnums=(0, 4), compiler_options=devices_lib.COMPILER_OPTIONS
+)
+_post_quick = programs.jit(
+    functools.partial(post, jnp), static_argnums=(0, 4), compiler_options=devices_lib.QUICK_COMPILER_OPTIONS
+)
 
 
 @functools.cache
