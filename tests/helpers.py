@@ -11,6 +11,7 @@ import numpy as np
 from wpbjax.core import rollout
 from wpbjax.episodes.encode import encode_episodes
 from wpbjax.policies.base import Policy
+from wpbjax.runtime import devices as devices_lib
 from wpbjax.scoring import metrics
 from wpbjax.state import actions, store as store_lib
 
@@ -94,10 +95,14 @@ def script(n_steps, plan, max_expires=4):
     }
 
 
-@functools.partial(jax.jit, static_argnums=0)
+# The rollouts' quick build (tests run few steps: compiling is most of their time; both builds give the same
+# stores, tests/core/test_compile.py)
+@functools.partial(jax.jit, static_argnums=0, compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
 def _rollouts(policy, params, batch, budget):
     keys = jax.random.split(jax.random.key(0), batch.n_episodes)
-    stores = jax.vmap(lambda episode, key: rollout.rollout(policy, params, episode, budget, key))(batch, keys)
+    stores = jax.vmap(lambda episode, key: rollout.rollout(policy, params, episode, budget, key, fast_trace=True))(
+        batch, keys
+    )
     return stores, jax.vmap(metrics.count)(stores, batch)
 
 
