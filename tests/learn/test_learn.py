@@ -198,6 +198,11 @@ def test_training_is_deterministic_given_the_seed(tiny_pool):
     assert all(np.array_equal(a, b) for a, b in zip(leaves(first), leaves(second)))
     assert not all(np.array_equal(a, b) for a, b in zip(leaves(first), leaves(other)))
     assert [h["step"] for h in history] == [2, 4] and all(np.isfinite(h["soft_loss"]) for h in history)
+    # the build is the config's: this tiny run takes the quick one, the default config the full one
+    from wpbjax.learn import train as train_lib
+
+    assert train_lib._update_program(tiny_config()) is train_lib._update_quick
+    assert train_lib._update_program(TrainConfig()) is train_lib._update_full
 
 
 def test_learned_gate_runs_in_a_sweep_and_bad_files_fail_clearly(tmp_path, tiny_pool):

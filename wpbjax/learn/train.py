@@ -29,6 +29,7 @@ from wpbjax.learn.gate import init_gate
 from wpbjax.learn.hindsight import afford_loss
 from wpbjax.learn.reinforce import self_critical_loss
 from wpbjax.learn.soft import soft_f1_loss
+from wpbjax.runtime import devices as devices_lib
 
 TRAIN_SEED_BASE = 100_000  # training episode seeds start here (evaluation: 0..9 and 10_000..)
 
@@ -124,7 +125,6 @@ def _total_loss(config: TrainConfig, weights, batch, budgets, key, probes=None):
     return total, (soft, 1.0 - greedy_f1)
 
 
-@functools.partial(jax.jit, static_argnums=0)
 def _update(config: TrainConfig, weights, opt_state, key, batch_all, probes_all=None):
     """One optimisation step on a batch drawn from the pool ``batch_all`` ([P, T] arrays; ``probes_all``: the
     pool's probe tables for the read term, or None)."""
@@ -137,6 +137,20 @@ def _update(config: TrainConfig, weights, opt_state, key, batch_all, probes_all=
     (_, (soft, exact)), grads = grad_fn(weights, batch, budgets, key_sample, probes)
     updates, opt_state = optimizer(config).update(grads, opt_state, weights)
     return optax.apply_updates(weights, updates), opt_state, jnp.stack([soft, exact])
+
+
+_update_full = jax.jit(_update, static_argnums=0, compiler_options=devices_lib.COMPILER_OPTIONS)
+# A short run (under QUICK_TRAINING_BELOW episode-steps: optimisation steps x batch x episode steps) compiles its step
+# with XLA's backend optimisation off: sooner, and each step runs slower (docs/performance.md, "Compiling for small
+# work"). Its float rounding differs from the full build's, so the build is a function of the config alone: a config
+# always trains the same weights (runs of different lengths differ anyway: the learning rate follows the length).
+_update_quick = jax.jit(_update, static_argnums=0, compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
+QUICK_TRAINING_BELOW = 100_000
+
+
+def _update_program(config: TrainConfig):
+    work = config.steps * config.batch * config.episode_steps
+    return _update_quick if work < QUICK_TRAINING_BELOW else _update_full
 
 
 def train(
@@ -163,10 +177,10 @@ def train(
     weights = init_gate(init_key, config.hidden)
     opt_state = tx.init(weights)
 
-    history, recent = [], []
+    history, recent, update = [], [], _update_program(config)
     for step in range(1, config.steps + 1):
         key, step_key = jax.random.split(key)
-        weights, opt_state, losses = _update(_static(config), weights, opt_state, step_key, batch_all, probes_all)
+        weights, opt_state, losses = update(_static(config), weights, opt_state, step_key, batch_all, probes_all)
         recent.append(losses)
         if step % config.log_every == 0 or step == config.steps:
             soft, hard = np.mean(jax.device_get(recent), axis=0).tolist()

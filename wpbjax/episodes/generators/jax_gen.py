@@ -564,13 +564,9 @@ def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool
     """A batch's encoded arrays (what :func:`wpbjax.episodes.encode.encode_episodes` computes from
     the episodes' JSON), leaves [N, T, ...], and with ``with_latent`` the step-major latent.
     ``meta_len``: [codes, 2] int32 view-metadata JSON length per utility code and track;
-    ``seeds``: [N, 2] uint32."""
-    # A small batch takes the build that compiles sooner and runs slower (identical arrays; see QUICK_COMPILE_BELOW).
-    # Inside another program (the adversary's) both are inlined and compiled with it.
-    quick = seeds.shape[0] * shape.steps < devices_lib.QUICK_COMPILE_BELOW
-    latent_jit, post_jit = (_latent_quick, _post_quick) if quick else (_latent_jit, _post_jit)
-    latent_arrays = latent_jit(shape, knobs, seeds, with_latent)  # compiled on its own: XLA fuses the two parts worse
-    return post_jit(shape, knobs, meta_len, latent_arrays, with_latent)
+    ``seeds``: [N, 2] uint32. Traceable: a program that generates its own episodes (the adversary's) calls
+    it; on its own it runs as two compiled programs (:func:`generate_arrays`)."""
+    return post(jnp, shape, knobs, meta_len, latent(shape, knobs, seeds, with_latent), with_latent)
 
 
 _COUNTERS = ("version", "length", "initial_left", "below", "slot")
@@ -697,7 +693,11 @@ def metadata_lengths(mode: str) -> np.ndarray:
 
 
 def _generate(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool):
-    return encoded_arrays(shape, knobs, meta_len, seeds, with_latent)
+    """:func:`encoded_arrays` as two compiled programs (one would fuse the two parts worse). A small batch takes
+    the build that compiles sooner and runs slower (identical arrays; see devices_lib.QUICK_COMPILE_BELOW)."""
+    quick = seeds.shape[0] * shape.steps < devices_lib.QUICK_COMPILE_BELOW
+    latent_jit, post_jit = (_latent_quick, _post_quick) if quick else (_latent_jit, _post_jit)
+    return post_jit(shape, knobs, meta_len, latent_jit(shape, knobs, seeds, with_latent), with_latent)
 
 
 def generate_arrays(
