@@ -224,7 +224,7 @@ def merge_aggressive_act(params, state, store, episode, pos, budget):
     last = pos - 1
     accepted = (state.wrote_api >= 0) & (store.newest == last)
     # One entry changes: a scatter (one element per run) costs less than a select over the whole [A] table,
-    # which grows with the batch's distinct apis (docs/performance.md, "merge_aggressive's table")
+    # which grows with the batch's distinct apis (docs/performance.md, "Slow policies, round seven")
     latest_base = store_lib.set_where(state.latest_base, state.wrote_api, last, accepted)
     api = episode.api_index[pos]
     target = jnp.where(api >= 0, latest_base[jnp.maximum(api, 0)], NONE)
