@@ -31,7 +31,7 @@ from wpbjax.episodes.batch import EpisodeBatch, round_up_float32
 from wpbjax.episodes.encode import HEADER_BYTES, INDEX_BYTES
 from wpbjax.episodes.generators import jax_gen
 from wpbjax.policies.base import Policy
-from wpbjax.runtime import devices as devices_lib
+from wpbjax.runtime import devices as devices_lib, programs
 from wpbjax.scoring import reads as reads_lib
 from wpbjax.scoring.metrics import f1_from_counts, history, retained_mask
 
@@ -272,12 +272,9 @@ def _evaluate(
     return jax.tree_util.tree_map(lambda *leaves: jnp.concatenate(leaves), *parts)
 
 
-_evaluate_jit = jax.jit(_evaluate, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
 # A small search (a quick look, a test) is mostly compiling: it takes the quick build (identical counts).
-_evaluate_quick = jax.jit(
-    functools.partial(_evaluate, fast_trace=True),
-    static_argnums=(0, 1, 2),
-    compiler_options=devices_lib.QUICK_COMPILER_OPTIONS,
+_evaluate_jit, _evaluate_quick = programs.full_and_quick(
+    _evaluate, functools.partial(_evaluate, fast_trace=True), static_argnums=(0, 1, 2)
 )
 
 

@@ -101,14 +101,10 @@ def _counts_of_batch(
     return devices_lib.on_devices(local, mesh, (params, budgets), (batch, keys))
 
 
-_batch_counts = programs.jit(_counts_of_batch, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
-# The same rollouts traced faster (see initial_carry) and compiled with XLA's backend optimisation off: they
-# compile sooner and run several times slower, so they win only where compiling is most of the work (the
-# paper grid; docs/performance.md, "Sweeps at scale").
-_batch_counts_quick = programs.jit(
-    functools.partial(_counts_of_batch, fast_trace=True),
-    static_argnums=(0, 1, 2),
-    compiler_options=devices_lib.QUICK_COMPILER_OPTIONS,
+# The quick build's rollouts are also traced faster (see initial_carry); it wins only where compiling is most of
+# the work (the paper grid; docs/performance.md, "Sweeps at scale").
+_batch_counts, _batch_counts_quick = programs.full_and_quick(
+    _counts_of_batch, functools.partial(_counts_of_batch, fast_trace=True), static_argnums=(0, 1, 2)
 )
 QUICK_COMPILE_BELOW = devices_lib.QUICK_COMPILE_BELOW
 # (Long episodes run in segments, always fully optimised: the quick build's slower steps run one
@@ -221,11 +217,8 @@ def _counts_of_grid(
     return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, 1, 0), counts)
 
 
-_grid_counts = programs.jit(_counts_of_grid, static_argnums=(0, 1, 2), compiler_options=devices_lib.COMPILER_OPTIONS)
-_grid_counts_quick = programs.jit(  # as _batch_counts_quick: for small grids, which are mostly compiling
-    functools.partial(_counts_of_grid, fast_trace=True),
-    static_argnums=(0, 1, 2),
-    compiler_options=devices_lib.QUICK_COMPILER_OPTIONS,
+_grid_counts, _grid_counts_quick = programs.full_and_quick(  # as _batch_counts: small grids are mostly compiling
+    _counts_of_grid, functools.partial(_counts_of_grid, fast_trace=True), static_argnums=(0, 1, 2)
 )
 
 

@@ -29,7 +29,7 @@ from wpbjax.learn.gate import init_gate
 from wpbjax.learn.hindsight import afford_loss
 from wpbjax.learn.reinforce import self_critical_loss
 from wpbjax.learn.soft import soft_f1_loss
-from wpbjax.runtime import devices as devices_lib
+from wpbjax.runtime import programs
 
 TRAIN_SEED_BASE = 100_000  # training episode seeds start here (evaluation: 0..9 and 10_000..)
 
@@ -139,12 +139,11 @@ def _update(config: TrainConfig, weights, opt_state, key, batch_all, probes_all=
     return optax.apply_updates(weights, updates), opt_state, jnp.stack([soft, exact])
 
 
-_update_full = jax.jit(_update, static_argnums=0, compiler_options=devices_lib.COMPILER_OPTIONS)
 # A short run (under QUICK_TRAINING_BELOW episode-steps: optimisation steps x batch x episode steps) compiles its step
 # with XLA's backend optimisation off: sooner, and each step runs slower (docs/performance.md, "Compiling for small
 # work"). Its float rounding differs from the full build's, so the build is a function of the config alone: a config
 # always trains the same weights (runs of different lengths differ anyway: the learning rate follows the length).
-_update_quick = jax.jit(_update, static_argnums=0, compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
+_update_full, _update_quick = programs.full_and_quick(_update, static_argnums=0)
 QUICK_TRAINING_BELOW = 100_000
 
 

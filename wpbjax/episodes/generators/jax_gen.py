@@ -572,8 +572,7 @@ def encoded_arrays(shape: Shape, knobs: dict, meta_len, seeds, with_latent: bool
 _COUNTERS = ("version", "length", "initial_left", "below", "slot")
 
 
-_latent_jit = programs.jit(latent, static_argnums=(0, 3), compiler_options=devices_lib.COMPILER_OPTIONS)
-_latent_quick = programs.jit(latent, static_argnums=(0, 3), compiler_options=devices_lib.QUICK_COMPILER_OPTIONS)
+_latent_jit, _latent_quick = programs.full_and_quick(latent, static_argnums=(0, 3))
 
 
 def post(xp, shape: Shape, knobs: dict, meta_len, latent_arrays: dict, with_latent: bool) -> dict:
@@ -672,12 +671,7 @@ def _api_ids(xp, shape: Shape, is_api, api_index, api_id):
     return api_ids.reshape(n_episodes, shape.api_slots)
 
 
-_post_jit = programs.jit(
-    functools.partial(post, jnp), static_argnums=(0, 4), compiler_options=devices_lib.COMPILER_OPTIONS
-)
-_post_quick = programs.jit(
-    functools.partial(post, jnp), static_argnums=(0, 4), compiler_options=devices_lib.QUICK_COMPILER_OPTIONS
-)
+_post_jit, _post_quick = programs.full_and_quick(functools.partial(post, jnp), static_argnums=(0, 4))
 
 
 @functools.cache
