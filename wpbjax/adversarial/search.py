@@ -16,6 +16,7 @@ fitted knob set) is scored on the same fresh seeds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -64,15 +65,23 @@ def require_evosax() -> None:
         ) from None
 
 
+@functools.cache
+def _cma_es(population: int, dim: int):
+    """One evosax CMA-ES strategy per (population, dim), shared by every search of that shape: evosax
+    compiles its init, ask and tell for each strategy object (the object is a static argument, hashed by
+    identity), so one object per budget's search would compile each budget's anew."""
+    from evosax.algorithms import CMA_ES
+
+    return CMA_ES(population_size=population, solution=jnp.zeros(dim))
+
+
 class _Searcher:
     """One budget's search state over generations (host loop; each ask/tell is a small jitted call)."""
 
     def __init__(self, config: Search, dim: int, key):
         self.method, self.population, self.dim = config.method, config.population, dim
         if config.method == "cma_es":
-            from evosax.algorithms import CMA_ES
-
-            self.strategy = CMA_ES(population_size=config.population, solution=jnp.zeros(dim))
+            self.strategy = _cma_es(config.population, dim)
             self.params = self.strategy.default_params.replace(std_init=config.std_init)
             key, start = jax.random.split(key)
             self.state = self.strategy.init(start, jnp.full(dim, 0.5), self.params)
