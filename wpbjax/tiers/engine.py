@@ -141,12 +141,9 @@ def _simulate(
     return over_episodes(inputs, batch, checkpoint_budgets, journal_budgets, keys, labelled)
 
 
-_simulate_full = programs.jit(_simulate, static_argnums=0)
 # Small tiered sweeps (a test's, a quick look) are mostly compiling: they take the quick build (identical runs).
-_simulate_quick = programs.jit(
-    functools.partial(_simulate, fast_trace=True),
-    static_argnums=0,
-    compiler_options=devices_lib.QUICK_COMPILER_OPTIONS,
+_simulate_full, _simulate_quick = programs.full_and_quick(
+    _simulate, functools.partial(_simulate, fast_trace=True), static_argnums=0
 )
 
 
