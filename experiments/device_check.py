@@ -5,7 +5,9 @@
 Runs, each in a fresh ``python -m wpbjax.cli`` process of this checkout (nothing to install):
 
 * ``bench``: ``wpbjax bench`` at 10,000 episodes x 200 steps and 1,000 x 2,000 (the published line-up,
-  3 budgets; steady-state episode-steps/s per policy, compile seconds apart);
+  3 budgets; steady-state episode-steps/s per policy, compile seconds apart), then at 10,000 x 200 again in
+  one pass per device (``--per-pass``) for the evicting policies and fifo_store_all: the default passes are
+  sized for a CPU's cache, and an accelerator may want its whole share at once;
 * the paper grid (``wpbjax sweep``: 40 episodes x 11 budgets x the published line-up of both tracks),
   the 100x grid (``sweep --n-episodes 1000``) and a real-drift sweep (``sweep --episodes real:stripe``),
   each twice: *cold* (empty XLA and episode caches in DIR) and *warm* (the same command again, the
@@ -52,6 +54,8 @@ class Size:
     bench: tuple[tuple[int, int], ...]  # (episodes, steps) of each bench
     bench_repeats: int
     bench_policies: str | None  # comma-separated; None: the published line-up
+    one_pass: tuple[tuple[int, int], ...]  # (episodes, steps) of each bench in one pass per device
+    one_pass_policies: str
     paper_grid: tuple[str, ...]  # sweep arguments beyond the defaults (the paper grid is the default sweep)
     grid_100x: tuple[str, ...]
     real_drift: tuple[str, ...]
@@ -64,6 +68,8 @@ SIZES = {
         bench=((10000, 200), (1000, 2000)),
         bench_repeats=3,
         bench_policies=None,
+        one_pass=((10000, 200),),
+        one_pass_policies="fifo_store_all,priority_greedy,last_kb,merge_aggressive",
         paper_grid=(),
         grid_100x=("--n-episodes", "1000"),
         real_drift=("--episodes", "real:stripe"),
@@ -73,6 +79,8 @@ SIZES = {
         bench=((1000, 200), (100, 2000)),
         bench_repeats=1,
         bench_policies=None,
+        one_pass=((1000, 200),),
+        one_pass_policies="fifo_store_all,priority_greedy,last_kb,merge_aggressive",
         paper_grid=(),
         grid_100x=("--n-episodes", "50"),
         real_drift=("--episodes", "real:stripe:200:1000", "--budgets", "1024,10240,102400"),
@@ -82,6 +90,8 @@ SIZES = {
         bench=((8, 40),),
         bench_repeats=1,
         bench_policies="fifo_store_all,last_kb",
+        one_pass=((8, 40),),
+        one_pass_policies="last_kb",
         paper_grid=("--n-episodes", "1", "--budgets", "1024,102400", "--policies", "fifo_store_all,last_kb"),
         grid_100x=("--n-episodes", "2", "--budgets", "1024,102400", "--policies", "fifo_store_all,last_kb"),
         real_drift=(
@@ -139,22 +149,25 @@ def _run(arguments: list[str], env: dict, timeout: float) -> tuple[float, str]:
 
 def _bench_figures(size: Size, env: dict, timeout: float) -> list[dict]:
     figures = []
-    for episodes, steps in size.bench:
+    benches = [(shape, "", size.bench_policies) for shape in size.bench]
+    benches += [(shape, "one pass ", size.one_pass_policies) for shape in size.one_pass]
+    for (episodes, steps), label, policies in benches:
         arguments = ["-m", "wpbjax.cli", "bench", "--episodes", str(episodes), "--steps", str(steps)]
         arguments += ["--repeats", str(size.bench_repeats), "--json"]
-        if size.bench_policies:
-            arguments += ["--policies", size.bench_policies]
+        arguments += ["--policies", policies] if policies else []
+        arguments += ["--per-pass", str(episodes)] if label else []  # at least each device's share: one pass
         wall, stdout = _run(arguments, env, timeout)
         report = json.loads(stdout.strip().splitlines()[-1])
         for row in report["policies"]:
             figures.append(
                 {
-                    "figure": f"bench {episodes}x{steps} {row['policy']}",
+                    "figure": f"bench {episodes}x{steps} {label}{row['policy']}",
                     "wall_s": row["run_s"],
                     "compile_s": row["compile_s"],
                     "runs": report["runs"],
                     "steps": steps,
                     "episode_steps_per_s": row["episode_steps_per_s"],
+                    "per_pass": report["per_pass"],
                     "process_wall_s": round(wall, 2),
                 }
             )

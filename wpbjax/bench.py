@@ -35,10 +35,20 @@ def bench_batch(n_episodes: int, n_steps: int, track: str = "privileged", device
 
 
 def run_bench(
-    n_episodes: int = 10000, n_steps: int = 200, policies=None, budgets=DEFAULT_BUDGETS, repeats: int = 3, devices=None
+    n_episodes: int = 10000,
+    n_steps: int = 200,
+    policies=None,
+    budgets=DEFAULT_BUDGETS,
+    repeats: int = 3,
+    devices=None,
+    per_pass: int | None = None,
 ) -> dict:
+    """``per_pass``: episodes per pass on each device (default :func:`wpbjax.core.rollout.episodes_per_pass`,
+    sized for a CPU's cache; at least the episodes per device: one pass), reported as run."""
     devices = devices or devices_lib.local_devices()
     n_episodes = -(-n_episodes // len(devices)) * len(devices)  # shardable
+    per_device = n_episodes // len(devices)
+    per_pass = min(per_pass or rollout.episodes_per_pass(n_steps, len(budgets)), per_device)
     names = list(policies or lineup("privileged"))
     batch = bench_batch(n_episodes, n_steps, devices=devices)
     runs = n_episodes * len(budgets)
@@ -46,7 +56,9 @@ def run_bench(
     for name in names:
         policy = make(name)
         # steady-state throughput is what large sweeps get: always the fully optimised build
-        run = functools.partial(rollout.batch_counts, policy, batch, budgets, work=rollout.QUICK_COMPILE_BELOW)
+        run = functools.partial(
+            rollout.batch_counts, policy, batch, budgets, work=rollout.QUICK_COMPILE_BELOW, per_pass=per_pass
+        )
         started = time.perf_counter()
         jax.block_until_ready(run())
         first = time.perf_counter() - started
@@ -72,5 +84,6 @@ def run_bench(
         "steps": n_steps,
         "budgets": list(budgets),
         "runs": runs,
+        "per_pass": per_pass,
         "policies": results,
     }

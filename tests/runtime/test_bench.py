@@ -46,3 +46,16 @@ def test_bench_json_reports_four_forced_devices():
 def test_cli_makes_one_cpu_device_per_core():
     # Nothing the CLI imports may start JAX before it splits the CPU (a module-level jnp constant did).
     assert _bench()["devices"] == len(os.sched_getaffinity(0))
+
+
+def test_bench_reports_the_pass_it_ran():
+    """``--per-pass`` sets the episodes per pass on each device (capped at a device's share, one pass: see
+    tests/runtime/test_device_check.py); the default is the rollout's cache-sized pass (wpbjax.core.rollout.episodes_per_pass: at T = 200 and 3 budgets,
+    8 MiB / (200 x 40 bytes) = 1,048 runs, so 349 episodes)."""
+    from wpbjax.bench import run_bench
+    from wpbjax.core.rollout import episodes_per_pass
+
+    bench = dict(n_episodes=400, n_steps=200, policies=["no_mem"], repeats=1)  # one device (conftest)
+    assert episodes_per_pass(200, 3) == 349
+    assert run_bench(**bench)["per_pass"] == 349
+    assert run_bench(**bench, per_pass=30)["per_pass"] == 30

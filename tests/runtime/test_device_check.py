@@ -58,6 +58,7 @@ def test_tiny_check_measures_every_figure_without_the_missing_packages(tmp_path)
     assert names == [
         "bench 8x40 fifo_store_all",
         "bench 8x40 last_kb",
+        "bench 8x40 one pass last_kb",
         "paper grid (cold)",
         "100x grid (cold)",
         "real drift (cold)",
@@ -67,6 +68,10 @@ def test_tiny_check_measures_every_figure_without_the_missing_packages(tmp_path)
     # 100x grid: twice the episodes; real drift: one row per window of the history (1 budget, 1 policy)
     assert runs["bench 8x40 last_kb"] == 24 and runs["paper grid (cold)"] == 32 and runs["100x grid (cold)"] == 64
     assert runs["real drift (cold)"] >= 1
+    # one device (JAX_PLATFORMS=cpu, no device flags: the CLI makes one per core): the one-pass bench's pass
+    # holds every episode of a device, the default's as many as episodes_per_pass allows of them
+    passes = {figure["figure"]: figure["per_pass"] for figure in report["figures"] if "per_pass" in figure}
+    assert passes["bench 8x40 one pass last_kb"] == 8 // report["devices"]
     for figure in report["figures"]:
         assert figure["wall_s"] > 0 and figure["backend"] == "cpu" and figure["jax_version"] == jax.__version__
         expected = figure["runs"] * figure["steps"] / figure["wall_s"]

@@ -24,12 +24,20 @@ def add_parser(commands) -> None:
         "--repeats", type=positive_int, default=3, help="timed repeats after warm-up; best counts (default 3)"
     )
     bench.add_argument(
+        "--per-pass",
+        type=positive_int,
+        default=None,
+        help="episodes per pass on each device (default: cache-sized passes, wpbjax.core.rollout.episodes_per_pass); "
+        "--per-pass at least --episodes runs one pass",
+    )
+    bench.add_argument(
         "--cache", action="store_true", help="use the persistent compilation cache (compile_s then measures loading)"
     )
     bench.add_argument(
         "--json",
         action="store_true",
-        help='print {"devices", "platform", "policies": [{"policy", "compile_s", "run_s", "episode_steps_per_s"}]}',
+        help='print {"devices", "platform", "per_pass", "policies": [{"policy", "compile_s", "run_s", '
+        '"episode_steps_per_s"}]}',
     )
     bench.set_defaults(run=cmd_bench)
 
@@ -48,14 +56,20 @@ def cmd_bench(args) -> int:
     )
 
     report = run_bench(
-        n_episodes=args.episodes, n_steps=args.steps, policies=args.policies, budgets=args.budgets, repeats=args.repeats
+        n_episodes=args.episodes,
+        n_steps=args.steps,
+        policies=args.policies,
+        budgets=args.budgets,
+        repeats=args.repeats,
+        per_pass=args.per_pass,
     )
     if args.json:
         print(json.dumps(report))
         return 0
     print(
         f"{report['episodes']:,} episodes x {report['steps']} steps x {len(report['budgets'])} budgets = "
-        f"{report['runs']:,} runs on {report['devices']} {report['platform']} device(s) ({report['device_kind']})"
+        f"{report['runs']:,} runs on {report['devices']} {report['platform']} device(s) ({report['device_kind']}), "
+        f"passes of {report['per_pass']:,} episodes"
     )
     print(f"{'policy':<20} {'compile s':>10} {'run s':>9} {'episode-steps/s':>17}")
     for row in report["policies"]:
