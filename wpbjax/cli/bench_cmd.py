@@ -69,7 +69,7 @@ def cmd_bench(args) -> int:
     print(
         f"{report['episodes']:,} episodes x {report['steps']} steps x {len(report['budgets'])} budgets = "
         f"{report['runs']:,} runs on {report['devices']} {report['platform']} device(s) ({report['device_kind']}), "
-        f"passes of {report['per_pass']:,} episodes"
+        f"passes of up to {report['per_pass']:,} episodes per device"
     )
     print(f"{'policy':<20} {'compile s':>10} {'run s':>9} {'episode-steps/s':>17}")
     for row in report["policies"]:
