@@ -59,8 +59,8 @@ class ProbeConfig:
     ``history_rate``: the share of current probes that ask for every version instead (``history``).
     ``multi_fact_rate``: the share of current, as-of and history probes that ask for 2 or 3 facts (even odds),
     the further facts drawn as the first (a draw that repeats a fact of the probe is dropped). Their defaults
-    (0.4, 0.1) give the paper episodes' probes the mix of WRIT's shared scenarios (docs/reads.md): 1.42 facts
-    per probe and 8% history probes there, against WRIT's 1.40 and 7%.
+    (0.4, 0.1) give the paper episodes' probes the mix of WRIT's shared scenarios (facts per probe, share of
+    history probes: docs/reads.md).
     ``seed``: with the episode's mode and id, what every draw of an episode depends on (not its place in a
     set or a chunk); the one-fact probes drawn do not depend on the two rates."""
 

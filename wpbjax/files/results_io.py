@@ -129,7 +129,8 @@ def csv_rows(table):
 
 class ResultsWriter:
     """Streams result chunks to ``.csv`` or ``.parquet`` (by ``path``'s extension) through pyarrow
-    (much faster than pandas for CSV; floats round-trip exactly, an integral float is written
+    (faster than pandas for CSV: docs/performance.md, "Figures behind choices in the code"; floats
+    round-trip exactly, an integral float is written
     without its ".0"), into ``path``'s temporary file; :meth:`commit` puts table and sidecar in place,
     :meth:`abort` (or leaving a ``with`` block on an error) removes the temporary file.
 

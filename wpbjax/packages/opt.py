@@ -33,8 +33,8 @@ from wpbjax.packages import bnb, components, milp
 from wpbjax.packages.model import TIE, PackageBatch, coverage_totals, h_function, value_from_totals
 
 BRUTE_FORCE_LIMIT = 300_000  # assignments per package enumerated at once
-# Branch and bound closes small packages in a few hundred nodes, sooner than the MILP solver starts;
-# larger ones can need tens of thousands of nodes in Python, where the MILP's cost hardly grows.
+# Branch and bound closes small packages before the MILP solver has started; larger ones can need far more
+# nodes in Python, where the MILP's cost hardly grows (node counts and times: docs/packages.md).
 SEARCH_GROUPS = 12  # the most groups branch and bound is tried on first
 SEARCH_NODES = 2_000  # its node budget there before the MILP takes the cell
 METHODS = ("auto", "brute_force", "components", "branch_and_bound", "milp")

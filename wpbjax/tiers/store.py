@@ -162,7 +162,8 @@ def tier_apply(store: TierStore, action, episode: EpisodeBatch, pos, checkpoint_
 
 def _each(store: TierStore, slots, apply_one) -> TierStore:
     """``apply_one`` for each of ``slots`` ([K]) in order: unrolled for a short list, a loop for a long one
-    (a deferred flush's 32 slots unrolled three times took minutes to compile)."""
+    (each unrolled copy is compiled anew, so a deferred flush's long list unrolled compiles far too slowly:
+    docs/performance.md, "Figures behind choices in the code")."""
     if slots.shape[0] <= 2:
         for slot in slots:
             store = apply_one(store, slot)
