@@ -149,13 +149,14 @@ def _run(arguments: list[str], env: dict, timeout: float) -> tuple[float, str]:
 
 def _bench_figures(size: Size, env: dict, timeout: float) -> list[dict]:
     figures = []
-    benches = [(shape, "", size.bench_policies) for shape in size.bench]
-    benches += [(shape, "one pass ", size.one_pass_policies) for shape in size.one_pass]
-    for (episodes, steps), label, policies in benches:
+    benches = [(shape, False, size.bench_policies) for shape in size.bench]
+    benches += [(shape, True, size.one_pass_policies) for shape in size.one_pass]
+    for (episodes, steps), one_pass, policies in benches:
         arguments = ["-m", "wpbjax.cli", "bench", "--episodes", str(episodes), "--steps", str(steps)]
         arguments += ["--repeats", str(size.bench_repeats), "--json"]
         arguments += ["--policies", policies] if policies else []
-        arguments += ["--per-pass", str(episodes)] if label else []  # at least each device's share: one pass
+        arguments += ["--per-pass", str(episodes)] if one_pass else []  # at least each device's share
+        label = "one pass " if one_pass else ""
         wall, stdout = _run(arguments, env, timeout)
         report = json.loads(stdout.strip().splitlines()[-1])
         for row in report["policies"]:

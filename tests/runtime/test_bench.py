@@ -50,8 +50,9 @@ def test_cli_makes_one_cpu_device_per_core():
 
 def test_bench_reports_the_pass_it_ran():
     """``--per-pass`` sets the episodes per pass on each device (capped at a device's share, one pass: see
-    tests/runtime/test_device_check.py); the default is the rollout's cache-sized pass (wpbjax.core.rollout.episodes_per_pass: at T = 200 and 3 budgets,
-    8 MiB / (200 x 40 bytes) = 1,048 runs, so 349 episodes)."""
+    tests/runtime/test_device_check.py); the default is the rollout's cache-sized pass
+    (wpbjax.core.rollout.episodes_per_pass: at T = 200 and 3 budgets, 8 MiB / (200 x 40 bytes) = 1,048 runs,
+    so 349 episodes)."""
     from wpbjax.bench import run_bench
     from wpbjax.core.rollout import episodes_per_pass
 
