@@ -1,5 +1,5 @@
 """Where a sweep runs: a sweep of few runs per call starts JAX on one core (devices.start_on_one_core),
-with the rows of a sweep on every core."""
+with the rows of a sweep on every core; the commands that ask for it compile loops whole."""
 
 import filecmp
 import os
@@ -35,6 +35,28 @@ def test_few_runs_start_jax_on_one_core_and_every_thread_keeps_every_core():
     assert _run(START.format(runs=2)) == "1 True False"
     assert _run(START.format(runs=64 * cores)) == f"{cores} True False"  # many runs: a device per core
     assert _run(START.format(runs=2), XLA_FLAGS="--xla_force_host_platform_device_count=3") == "3 True False"
+
+
+LOOP = """
+import jax, jax.numpy as jnp
+from wpbjax.runtime import devices
+devices.use_every_core(whole_loops={whole})
+program = jax.jit(lambda x: jax.lax.fori_loop(0, 10, lambda i, x: x * 3 + 1, x))
+print("xla_cpu_small_call" in program.lower(jnp.ones(100_000, jnp.int32)).compile().as_text())
+"""
+
+
+def test_loops_compiled_whole_where_a_command_asks_and_a_users_backend_options_stand():
+    from wpbjax.cli import SUBCOMMANDS
+
+    # a loop over 400 kB: over XLA's own bound (1 kB), under WHOLE_LOOP_BELOW_BYTES
+    assert _run(LOOP.format(whole=True)) == "True"
+    assert _run(LOOP.format(whole=False)) == "False"
+    users = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024"
+    assert _run(LOOP.format(whole=True), XLA_FLAGS=users) == "False"
+    # training's weights would round differently: it keeps XLA's default, as in-process training does
+    asking = {name for name, module in SUBCOMMANDS.items() if getattr(module, "WHOLE_LOOPS", False)}
+    assert asking == {"sweep", "bench", "adversary"}
 
 
 def test_a_cli_sweep_on_one_core_writes_the_rows_of_one_on_every_core(tmp_path):

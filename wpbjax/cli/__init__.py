@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     if getattr(SUBCOMMANDS[args.command], "USES_JAX", True):
         from wpbjax.runtime.devices import use_every_core
 
-        use_every_core()
+        use_every_core(whole_loops=getattr(SUBCOMMANDS[args.command], "WHOLE_LOOPS", False))
     return run_command(_prog_of(args), lambda: args.run(args))
 
 

@@ -29,7 +29,7 @@ QUICK_COMPILER_OPTIONS = {**COMPILER_OPTIONS, "xla_backend_optimization_level": 
 QUICK_COMPILE_BELOW = 1_000_000  # run-steps
 
 
-def use_every_core() -> None:
+def use_every_core(whole_loops: bool = False) -> None:
     """One XLA CPU device per core; call it before any JAX operation (the CLI does, first thing).
 
     A rollout step is many small kernels; XLA runs them far better as one device per core, each
@@ -38,6 +38,9 @@ def use_every_core() -> None:
     choice alone (``JAX_NUM_CPU_DEVICES``, ``XLA_FLAGS=--xla_force_host_platform_device_count=N``),
     and does nothing once JAX has started (the library used in-process keeps its devices).
     GPU runs are unaffected: the GPU stays the default device.
+
+    ``whole_loops``: XLA:CPU also compiles each loop as one kernel (:func:`_compile_loops_whole`); the
+    commands whose outputs that leaves bit for bit as they are ask for it.
     """
     global _DEVICE_COUNT_IS_OURS
     if _device_count_chosen_by_user():
@@ -45,8 +48,30 @@ def use_every_core() -> None:
     try:
         jax.config.update("jax_num_cpu_devices", len(os.sched_getaffinity(0)))
         _DEVICE_COUNT_IS_OURS = True
-    except RuntimeError:  # backends already started
-        pass
+    except RuntimeError:  # backends already started, their XLA flags read
+        return
+    if whole_loops:
+        _compile_loops_whole()
+
+
+# XLA:CPU compiles a loop whose buffers total fewer bytes than this as one kernel ("small while loop"
+# hoisting; XLA's default is 1 kB). A larger loop's body runs as separate kernels that XLA's runtime
+# dispatches one by one at every turn, and a rollout's step is tens of small kernels per turn
+# (docs/performance.md, "Loops compiled whole").
+WHOLE_LOOP_BELOW_BYTES = 1 << 30
+
+
+def _compile_loops_whole() -> None:
+    """Raise XLA:CPU's bound for compiling a loop as one kernel to WHOLE_LOOP_BELOW_BYTES: an XLA flag, read
+    at JAX's first compile, so only before it (:func:`use_every_core` knows). Sweeps, the bench and the adversary
+    give the same outputs bit for bit; training's weights round differently in their last bits. Not where a user
+    set their own ``--xla_backend_extra_options``, nor where a JAX plugin (a GPU, a TPU) is installed: such
+    backends take those options too."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_backend_extra_options" in flags or list(importlib.metadata.entry_points(group="jax_plugins")):
+        return
+    option = f"--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold={WHOLE_LOOP_BELOW_BYTES}"
+    os.environ["XLA_FLAGS"] = f"{flags} {option}".strip()
 
 
 _DEVICE_COUNT_IS_OURS = False  # use_every_core chose the CPU device count (not the user)
