@@ -44,6 +44,11 @@ SUBCOMMANDS = {
     "packages": packages_cmd,
 }
 
+# The commands whose outputs stay the same bit for bit with XLA:CPU's loops compiled whole, which run faster
+# (wpbjax.runtime.devices.use_every_core; docs/performance.md, "Loops compiled whole"). Not train (nor packages,
+# which trains writers): its weights would round differently from the library's in-process training.
+WHOLE_LOOP_COMMANDS = frozenset({"sweep", "bench", "adversary"})
+
 
 def build_parser(command: str | None = None):
     """The ``wpbjax`` parser: every subcommand module's parser under one, or only ``command``'s (a
@@ -69,7 +74,7 @@ def main(argv=None) -> int:
     if getattr(SUBCOMMANDS[args.command], "USES_JAX", True):
         from wpbjax.runtime.devices import use_every_core
 
-        use_every_core(whole_loops=getattr(SUBCOMMANDS[args.command], "WHOLE_LOOPS", False))
+        use_every_core(whole_loops=args.command in WHOLE_LOOP_COMMANDS)
     return run_command(_prog_of(args), lambda: args.run(args))
 
 

@@ -7,10 +7,6 @@ import sys
 
 from wpbjax.cli.argtypes import int_list, name_list, positive_int
 
-# Loops compiled whole (wpbjax.runtime.devices.use_every_core): faster, and this command's outputs stay the same
-# bit for bit (docs/performance.md, "Loops compiled whole"; training's weights would not, so train keeps XLA's default).
-WHOLE_LOOPS = True
-
 
 def add_parser(commands) -> None:
     from wpbjax.adversarial.evaluate import DEFAULT_TOP_K, OBJECTIVES

@@ -24,10 +24,6 @@ from wpbjax.cli.generator_flags import (
 )
 from wpbjax.cli.output import note_printer
 
-# Loops compiled whole (wpbjax.runtime.devices.use_every_core): faster, and this command's outputs stay the same
-# bit for bit (docs/performance.md, "Loops compiled whole"; training's weights would not, so train keeps XLA's default).
-WHOLE_LOOPS = True
-
 
 def add_parser(commands) -> None:
     from wpbjax.common.budgets import PAPER_BUDGETS
