@@ -92,8 +92,8 @@ def initial_carry(policy: Policy, params, episode: EpisodeBatch, budget, key, fa
     ``fast_trace`` marks every leaf as varying with the budget and the episode from the start (a
     select XLA removes). vmap's scan rule then traces the step once per vmap level instead of twice
     (the second pass finds which carried leaves vary), so it traces faster. But leaves that never
-    vary, such as no_mem's empty store, become per-run work and the cheap policies run several times
-    slower (docs/performance.md), so only the quick build, for small sweeps, uses it."""
+    vary, such as no_mem's empty store, become per-run work and the cheap policies run slower
+    (docs/performance.md), so only the quick build, for small sweeps, uses it."""
     initial = (store_lib.empty(episode.valid.shape[0], policy.features), policy.init(params, episode, key))
     if not fast_trace:
         return initial

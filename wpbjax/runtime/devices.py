@@ -22,8 +22,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 # rollout step's many small fusions more slowly and run them no faster (docs/performance.md, "Sweeps at
 # scale"). GPU backends ignore xla_cpu_* options.
 COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
-# The same with XLA's backend optimisation off: a program compiles several times sooner and runs several times
-# slower, so this build wins only where compiling is most of the work, below QUICK_COMPILE_BELOW run-steps in one
+# The same with XLA's backend optimisation off: a program compiles sooner and runs slower, so this build wins
+# only where compiling is most of the work, below QUICK_COMPILE_BELOW run-steps in one
 # call (docs/performance.md, "Sweeps at scale"). Both builds give identical results.
 QUICK_COMPILER_OPTIONS = {**COMPILER_OPTIONS, "xla_backend_optimization_level": 0}
 QUICK_COMPILE_BELOW = 1_000_000  # run-steps
@@ -56,7 +56,7 @@ def use_every_core(whole_loops: bool = False) -> None:
 
 # XLA:CPU compiles a loop whose buffers total fewer bytes than this as one kernel ("small while loop"
 # hoisting; XLA's default is 1 kB). A larger loop's body runs as separate kernels that XLA's runtime
-# dispatches one by one at every turn, and a rollout's step is tens of small kernels per turn
+# dispatches one by one at every turn, and a rollout's step is many small kernels
 # (docs/performance.md, "Loops compiled whole").
 WHOLE_LOOP_BELOW_BYTES = 1 << 30
 
@@ -95,9 +95,10 @@ def start_on_one_core() -> bool:
     it did: not once JAX has started, where the user chose the device count, or where a JAX plugin
     (a GPU or TPU) is installed.
 
-    Why: a rollout step is ~100 small kernels, which XLA's runtime hands between its worker
-    threads; across cores every hand-off waits for a sleeping core, so a small call runs several
-    times faster with its threads on one core (docs/performance.md, "Long episodes"). Large calls keep their speed on every core (their kernels do real work): see FEW_RUNS_PER_CORE.
+    Why: a rollout step is many small kernels, which XLA's runtime hands between its worker
+    threads; across cores every hand-off waits for a sleeping core, so a small call runs faster with
+    its threads on one core (docs/performance.md, "Long episodes"). Large calls keep their speed on
+    every core (their kernels do real work): see FEW_RUNS_PER_CORE.
     """
     if _device_count_chosen_by_user() or list(importlib.metadata.entry_points(group="jax_plugins")):
         return False

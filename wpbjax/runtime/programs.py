@@ -21,7 +21,7 @@ def jit(fn, **options):
 def full_and_quick(fn, quick_fn=None, **options) -> tuple:
     """``(full, quick)``: ``fn`` compiled as :func:`jit` with the library's compile options
     (``devices.COMPILER_OPTIONS``), and ``quick_fn`` (default ``fn``) with XLA's backend optimisation off
-    (``devices.QUICK_COMPILER_OPTIONS``): it compiles several times sooner and runs several times slower, so a
+    (``devices.QUICK_COMPILER_OPTIONS``): it compiles sooner and runs slower (docs/performance.md), so a
     caller takes it for calls of little work (below ``devices.QUICK_COMPILE_BELOW`` run-steps, or its own bound)."""
     full = jit(fn, compiler_options=devices.COMPILER_OPTIONS, **options)
     return full, jit(quick_fn or fn, compiler_options=devices.QUICK_COMPILER_OPTIONS, **options)

@@ -20,8 +20,8 @@ Where they are computed: the device already returns W exactly, as a bitmask per 
 and the count of items present (``Counts.n_present``); the numerators follow on the host in numpy
 (:func:`numerators`: segment sums over the fact tables, vectorised over every run of a chunk) and the ratios
 in float64 (:func:`columns`), NaN (a blank cell) where the denominator is 0. Counting on device instead
-(scatters per run inside the vmapped rollout) cost several times the whole rollout of the cheap policies
-(docs/performance.md), for numbers the host gets cheaply from bits it has anyway.
+(scatters per run inside the vmapped rollout) cost more than the whole rollout of the cheap policies
+(figures: docs/performance.md), for numbers the host gets cheaply from bits it has anyway.
 """
 
 from __future__ import annotations

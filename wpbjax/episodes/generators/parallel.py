@@ -1,9 +1,9 @@
 """Generate and encode large episode sets, on every core (worker processes) when that pays, then join them.
 
 Configs the JAX generator can express (every published one) go straight to arrays
-(:mod:`wpbjax.episodes.generators.published_arrays`); others are generated as JSON and encoded, about ten
-times slower. Worker processes take about a second to start, so only large sets use them (the thresholds'
-figures: docs/performance.md).
+(:mod:`wpbjax.episodes.generators.published_arrays`); others are generated as JSON and encoded, far
+slower. Worker processes take time to start, so only large sets use them (the thresholds' figures:
+docs/performance.md).
 """
 
 from __future__ import annotations
