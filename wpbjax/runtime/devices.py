@@ -39,8 +39,8 @@ def use_every_core(whole_loops: bool = False) -> None:
     and does nothing once JAX has started (the library used in-process keeps its devices).
     GPU runs are unaffected: the GPU stays the default device.
 
-    ``whole_loops``: XLA:CPU also compiles each loop as one kernel (:func:`_compile_loops_whole`); the
-    commands whose outputs that leaves bit for bit as they are ask for it.
+    ``whole_loops``: XLA:CPU also compiles each loop as one kernel (:func:`_compile_loops_whole`); the CLI
+    asks for it for the commands whose outputs it leaves unchanged (``wpbjax.cli.WHOLE_LOOP_COMMANDS``).
     """
     global _DEVICE_COUNT_IS_OURS
     if _device_count_chosen_by_user():
@@ -68,7 +68,7 @@ def _compile_loops_whole() -> None:
     set their own ``--xla_backend_extra_options``, nor where a JAX plugin (a GPU, a TPU) is installed: such
     backends take those options too."""
     flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_backend_extra_options" in flags or list(importlib.metadata.entry_points(group="jax_plugins")):
+    if "xla_backend_extra_options" in flags or _accelerator_plugin_installed():
         return
     option = f"--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold={WHOLE_LOOP_BELOW_BYTES}"
     os.environ["XLA_FLAGS"] = f"{flags} {option}".strip()
@@ -81,6 +81,11 @@ def _device_count_chosen_by_user() -> bool:
     return (
         jax.config.jax_num_cpu_devices != -1 and not _DEVICE_COUNT_IS_OURS
     ) or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+
+
+def _accelerator_plugin_installed() -> bool:
+    """A JAX plugin (a GPU or a TPU backend) is installed."""
+    return bool(list(importlib.metadata.entry_points(group="jax_plugins")))
 
 
 # A call of fewer runs than this per core starts JAX on one core (see start_on_one_core): below it, the
@@ -100,7 +105,7 @@ def start_on_one_core() -> bool:
     its threads on one core (docs/performance.md, "Long episodes"). Large calls keep their speed on
     every core (their kernels do real work): see FEW_RUNS_PER_CORE.
     """
-    if _device_count_chosen_by_user() or list(importlib.metadata.entry_points(group="jax_plugins")):
+    if _device_count_chosen_by_user() or _accelerator_plugin_installed():
         return False
     try:
         # JAX refuses a *new* device count once it has started (the same value passes): step

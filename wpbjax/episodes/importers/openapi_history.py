@@ -462,8 +462,9 @@ MERGE_KEY = re.compile(rb"<<\s*:")
 
 def _load_yaml(data: bytes):
     """YAML -> Python through rapidyaml's JSON emitter (faster than PyYAML's C loader on large specs:
-    docs/performance.md, "Figures behind choices in the code"), anchors and aliases resolved (``Tree.resolve``); the first document of a stream,
-    None when there is none. rapidyaml writes its parse errors to file descriptor 2, so that is caught."""
+    docs/performance.md, "Figures behind choices in the code"), anchors and aliases resolved
+    (``Tree.resolve``); the first document of a stream, None when there is none. rapidyaml writes its parse
+    errors to file descriptor 2, so that is caught."""
     import ryml
 
     try:
